@@ -1,0 +1,15 @@
+/** Event stream names and payloads (interface.md "Events", decisions.md §7). */
+import type { Envelope, Room } from './types.js';
+
+export const EVENT_NAMES = ['msg', 'ready', 'room', 'room_left'] as const;
+export type EventName = (typeof EVENT_NAMES)[number];
+
+export interface EventPayloads {
+  msg: Envelope;
+  ready: Record<string, never>;
+  room: Room;
+  room_left: { id: string };
+}
+
+/** The SSE comment sent as keep-alive. */
+export const PING_FRAME = ': ping\n\n';

@@ -1,0 +1,38 @@
+/** Limits of interface.md "Limits" and decisions.md. Rate limits are defaults the server config may override. */
+export const LIMITS = {
+  bodyBytes: 32768,
+  ackBatch: 500,
+  roomNameChars: 64,
+  pushEndpointChars: 2048,
+  clockWindowMs: 5 * 60 * 1000,
+  pingIntervalMs: 20_000,
+  pushTtlSeconds: 86_400,
+  minCtBytes: 16,
+  encryptedKeyMaxBytes: 4096,
+  devicesPerAccount: 32,
+  contactsPerAccount: 1000,
+  membersPerRoom: 256,
+  roomsPerAccount: 500,
+  keysRetainedPerMember: 64,
+  queuePerDevice: 10_000,
+  queueRetentionMs: 30 * 24 * 3600 * 1000,
+  sessionIdleMs: 30 * 24 * 3600 * 1000,
+} as const;
+
+export const DEFAULT_RATES = {
+  messagesPerMin: 30,
+  writesPerMin: 60,
+  registerPerHour: 5,
+  loginPer10Min: 10,
+} as const;
+
+/** KDF parameter bounds (decisions §2) and the defaults for new accounts (§12). */
+export const KDF_BOUNDS = {
+  m: { min: 19456, max: 1048576 },
+  t: { min: 2, max: 16 },
+  p: { min: 1, max: 4 },
+} as const;
+
+export const KDF_DEFAULTS = { alg: 'argon2id', m: 65536, t: 3, p: 1 } as const;
+
+export const SESSION_COOKIE = 'svc_session';

@@ -1,0 +1,163 @@
+/**
+ * createApp(config, options): the whole service as a Fastify instance, testable in-process
+ * with real stores. The request pipeline follows interface.md General rule 2:
+ *   origin check → body-size check → routing → session (401) → write limit (429) → handler
+ * and inside the handler: parse (bad_json, too_large) → shape (invalid) → rights → business rules.
+ */
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import { ApiError, LIMITS } from '@svc/protocol';
+import { createECDH } from 'node:crypto';
+import type { DestinationStream } from 'pino';
+import type { Config } from './config.js';
+import type { Deps, Secrets } from './domain/deps.js';
+import type { Store } from './store/types.js';
+import { SqliteStore } from './store/sqlite/index.js';
+import { LocalStreams } from './bus/streams.js';
+import { MemoryBus } from './bus/memory.js';
+import { MemoryLimiter } from './limits/memory.js';
+import { NoPusher, type Pusher } from './push/types.js';
+import { checkOrigin } from './http/origin.js';
+import { sendError } from './http/errors.js';
+import { SECURITY_HEADERS } from './http/headers.js';
+import { registerStatic } from './http/static.js';
+import { registerRoutes } from './routes/index.js';
+import { encodeB64url } from '@svc/protocol';
+import { randomSecret } from './crypto.js';
+
+export interface AppOptions {
+  store?: Store;
+  pusher?: Pusher;
+  now?: () => number;
+  /** Where log lines go (tests capture them); stdout by default. */
+  logStream?: DestinationStream;
+}
+
+export interface App {
+  fastify: FastifyInstance;
+  deps: Deps;
+  streams: LocalStreams;
+  /** Graceful stop: streams end, in-flight requests get `graceMs` to finish, then the store closes. */
+  close(graceMs?: number): Promise<void>;
+}
+
+const PURGE_EVERY_MS = 10 * 60 * 1000;
+const SHUTDOWN_GRACE_MS = 2_000;
+
+function newVapidKeys(): { publicKey: string; privateKey: string } {
+  const ecdh = createECDH('prime256v1');
+  ecdh.generateKeys();
+  return { publicKey: encodeB64url(ecdh.getPublicKey()), privateKey: encodeB64url(ecdh.getPrivateKey()) };
+}
+
+/** Secrets every instance must share live in the store; the first start creates them. */
+async function loadSecrets(config: Config, store: Store): Promise<Secrets> {
+  const server = await store.getOrCreateMeta('server_secret', () => randomSecret(32));
+  if (config.vapid.publicKey && config.vapid.privateKey) {
+    return { server, vapidPublicKey: config.vapid.publicKey, vapidPrivateKey: config.vapid.privateKey };
+  }
+  const vapid = JSON.parse(await store.getOrCreateMeta('vapid_keys', () => JSON.stringify(newVapidKeys()))) as { publicKey: string; privateKey: string };
+  return { server, vapidPublicKey: vapid.publicKey, vapidPrivateKey: vapid.privateKey };
+}
+
+function openStore(config: Config): Store {
+  if (config.database.kind === 'sqlite') return SqliteStore.open(config.database.path);
+  throw new Error('postgres is not supported by this build');
+}
+
+export async function createApp(config: Config, opts: AppOptions = {}): Promise<App> {
+  const fastify = Fastify({
+    logger: { level: config.logLevel, base: null, ...(opts.logStream ? { stream: opts.logStream } : {}) },
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: LIMITS.bodyBytes,
+    // Slow clients cannot hold a connection forever: whole request in 30 s, headers in 10 s.
+    requestTimeout: 30_000,
+    connectionTimeout: 0,
+    return503OnClosing: false,
+    forceCloseConnections: 'idle',
+    routerOptions: { ignoreTrailingSlash: false },
+  });
+  fastify.server.headersTimeout = 10_000;
+
+  const store = opts.store ?? openStore(config);
+  const streams = new LocalStreams(LIMITS.pingIntervalMs);
+  const bus = new MemoryBus(streams);
+  const limiter = new MemoryLimiter();
+  const pusher = opts.pusher ?? new NoPusher();
+  const deps: Deps = {
+    config,
+    store,
+    bus,
+    limiter,
+    pusher,
+    secrets: await loadSecrets(config, store),
+    log: fastify.log,
+    now: opts.now ?? Date.now,
+  };
+
+  // Bodies are collected raw (any content type, 32 KiB at most) and parsed by the handler,
+  // so that the session and rate-limit checks come before bad_json, as the spec orders them.
+  fastify.removeAllContentTypeParsers();
+  fastify.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+
+  fastify.addHook('onRequest', async (req) => {
+    checkOrigin(config.origin, req.method, req.headers);
+    const declared = req.headers['content-length'];
+    if (declared !== undefined && Number(declared) > LIMITS.bodyBytes) throw new ApiError('too_large');
+  });
+
+  fastify.addHook('onSend', async (req, reply, payload) => {
+    for (const [k, v] of Object.entries(SECURITY_HEADERS)) reply.header(k, v);
+    if (!reply.hasHeader('cache-control') && (req.url.startsWith('/api/') || req.url === '/healthz' || req.url.startsWith('/healthz?'))) {
+      reply.header('cache-control', 'no-store');
+    }
+    return payload;
+  });
+
+  // The request log of decisions.md §11: no path, IP, nick, query, cookie, header or body.
+  fastify.addHook('onResponse', async (req, reply) => {
+    const line: Record<string, unknown> = { method: req.method, status: reply.statusCode, ms: Math.round(reply.elapsedTime) };
+    if (req.url.startsWith('/api/')) line.route = req.routeOptions.url ?? null;
+    deps.log.info(line, 'request');
+  });
+
+  fastify.setErrorHandler((err, _req, reply) => sendError(reply, err, deps.log));
+
+  fastify.get('/healthz', async (_req, reply) => {
+    reply.header('content-type', 'text/plain; charset=utf-8').header('cache-control', 'no-store');
+    return 'ok';
+  });
+
+  registerRoutes(fastify, deps);
+  const hasWeb = await registerStatic(fastify, config.webRoot);
+
+  fastify.setNotFoundHandler(async (req, reply) => {
+    if (req.url.startsWith('/api/') || !hasWeb || (req.method !== 'GET' && req.method !== 'HEAD')) throw new ApiError('not_found');
+    reply.header('cache-control', 'no-cache');
+    return reply.sendFile('index.html');
+  });
+
+  const purger = setInterval(() => {
+    store.purge(deps.now()).catch((err: unknown) => deps.log.error({ err }, 'purge failed'));
+  }, PURGE_EVERY_MS);
+  purger.unref();
+
+  let closing: Promise<void> | null = null;
+  const close = (graceMs = SHUTDOWN_GRACE_MS): Promise<void> => {
+    closing ??= (async () => {
+      clearInterval(purger);
+      // Streams first: they are long-lived and would keep the server from closing.
+      streams.closeAll();
+      // In-flight requests get a grace period to finish; connections still open after it are cut.
+      const grace = setTimeout(() => fastify.server.closeAllConnections(), graceMs);
+      await fastify.close();
+      clearTimeout(grace);
+      await pusher.close();
+      await bus.close();
+      await limiter.close();
+      await store.close();
+    })();
+    return closing;
+  };
+
+  return { fastify, deps, streams, close };
+}

@@ -1,0 +1,34 @@
+/**
+ * The event bus: fan-out of events to device streams and stream control, wherever the stream
+ * is open. The memory bus serves one process; a Redis bus will relay between instances, and an
+ * event that arrives from the bus goes to local streams only, never relayed again.
+ */
+import type { EventName } from '@svc/protocol';
+import type { StreamConn } from './streams.js';
+
+/** One event for a set of devices; `data` is the JSON text, serialised once for all of them. */
+export interface Delivery {
+  devices: string[];
+  event: EventName;
+  data: string;
+  /** SSE `id:` field (the envelope id of `msg` events). */
+  id?: string;
+}
+
+/** Which streams to close: those of these sessions, of these devices, or of these accounts. */
+export interface CloseSelector {
+  sessions?: string[];
+  devices?: string[];
+  nicks?: string[];
+}
+
+export interface Bus {
+  /** Registers a stream opened on this process; any older stream of the device, anywhere, is closed. */
+  attach(conn: StreamConn): Promise<void>;
+  detach(conn: StreamConn): void;
+  deliver(deliveries: Delivery[]): Promise<void>;
+  closeStreams(sel: CloseSelector): Promise<void>;
+  /** The subset of `deviceIds` that hold an open stream (on any instance). */
+  onlineDevices(deviceIds: string[]): Promise<Set<string>>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,105 @@
+/**
+ * Configuration (decisions.md §1), parsed and validated once at start. Only the entry point
+ * reads the environment; everything else receives this typed object.
+ */
+import { DEFAULT_RATES } from '@svc/protocol';
+
+export interface Config {
+  port: number;
+  host: string;
+  origin: string;
+  /** true when the origin is https: the session cookie then carries `Secure`. */
+  secureCookies: boolean;
+  database: { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string };
+  redisUrl: string | null;
+  registration: 'open' | 'invite';
+  vapid: { subject: string; publicKey: string | null; privateKey: string | null };
+  rates: { messagesPerMin: number; writesPerMin: number; registerPerHour: number; loginPer10Min: number };
+  pushAllowPrivateTargets: boolean;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** Folder of the web build served for every path outside /api/ and /healthz. */
+  webRoot: string;
+  build: { revision: string; commitTime: number | null };
+}
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function intVar(env: Env, name: string, def: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return def;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(`${name} must be a whole number, got "${raw}"`);
+  const n = Number(raw);
+  if (n < min || n > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], def: T): T {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return def;
+  if (!(allowed as readonly string[]).includes(raw)) throw new ConfigError(`${name} must be one of ${allowed.join(', ')}, got "${raw}"`);
+  return raw as T;
+}
+
+function parseOrigin(raw: string): string {
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    throw new ConfigError(`ORIGIN must be a URL like https://chat.example.org, got "${raw}"`);
+  }
+  if ((u.protocol !== 'http:' && u.protocol !== 'https:') || u.pathname !== '/' || u.search || u.hash || u.username) {
+    throw new ConfigError(`ORIGIN must be scheme://host[:port] with no path, got "${raw}"`);
+  }
+  return u.origin;
+}
+
+function parseDatabase(raw: string): Config['database'] {
+  if (raw.startsWith('sqlite:')) {
+    const path = raw.slice('sqlite:'.length);
+    if (!path) throw new ConfigError('DATABASE_URL sqlite:<path> needs a path');
+    return { kind: 'sqlite', path };
+  }
+  if (raw.startsWith('postgres://') || raw.startsWith('postgresql://')) return { kind: 'postgres', url: raw };
+  throw new ConfigError(`DATABASE_URL must start with sqlite: or postgres://, got "${raw.replace(/\/\/.*@/, '//…@')}"`);
+}
+
+export function parseConfig(env: Env, defaults: { webRoot: string; build: Config['build'] }): Config {
+  const port = intVar(env, 'PORT', 8080, 0, 65535);
+  const origin = parseOrigin(env.ORIGIN || `http://localhost:${port}`);
+  const database = parseDatabase(env.DATABASE_URL || 'sqlite:./data/svc.db');
+  if (database.kind === 'postgres') throw new ConfigError('DATABASE_URL postgres:// is not supported by this build yet; use sqlite:<path>');
+  const vapidPublic = env.VAPID_PUBLIC_KEY || null;
+  const vapidPrivate = env.VAPID_PRIVATE_KEY || null;
+  if ((vapidPublic === null) !== (vapidPrivate === null)) throw new ConfigError('VAPID_PUBLIC_KEY and VAPID_PRIVATE_KEY must be set together');
+  const subject = env.VAPID_SUBJECT || 'mailto:admin@localhost';
+  if (!/^(mailto:|https:\/\/)/.test(subject)) throw new ConfigError('VAPID_SUBJECT must be a mailto: or https: URL');
+  const allowPrivate = env.PUSH_ALLOW_PRIVATE_TARGETS ?? '';
+  if (allowPrivate !== '' && allowPrivate !== '0' && allowPrivate !== '1') throw new ConfigError('PUSH_ALLOW_PRIVATE_TARGETS must be 1 or unset');
+  return {
+    port,
+    host: env.HOST || '127.0.0.1',
+    origin,
+    secureCookies: origin.startsWith('https:'),
+    database,
+    redisUrl: env.REDIS_URL || null,
+    registration: oneOf(env, 'REGISTRATION', ['open', 'invite'] as const, 'open'),
+    vapid: { subject, publicKey: vapidPublic, privateKey: vapidPrivate },
+    rates: {
+      messagesPerMin: intVar(env, 'LIMIT_MESSAGES_PER_MIN', DEFAULT_RATES.messagesPerMin, 1, 10_000_000),
+      writesPerMin: intVar(env, 'LIMIT_WRITES_PER_MIN', DEFAULT_RATES.writesPerMin, 1, 10_000_000),
+      registerPerHour: intVar(env, 'LIMIT_REGISTER_PER_HOUR', DEFAULT_RATES.registerPerHour, 1, 10_000_000),
+      loginPer10Min: intVar(env, 'LIMIT_LOGIN_PER_10MIN', DEFAULT_RATES.loginPer10Min, 1, 10_000_000),
+    },
+    pushAllowPrivateTargets: allowPrivate === '1',
+    logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info'),
+    webRoot: defaults.webRoot,
+    build: defaults.build,
+  };
+}

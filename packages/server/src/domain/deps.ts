@@ -1,0 +1,33 @@
+/** What the domain functions work with. Built once by createApp; nothing here knows HTTP. */
+import type { FastifyBaseLogger } from 'fastify';
+import type { Config } from '../config.js';
+import type { Store } from '../store/types.js';
+import type { Bus } from '../bus/types.js';
+import type { RateLimiter } from '../limits/types.js';
+import type { Pusher } from '../push/types.js';
+
+export interface Secrets {
+  /** Server secret for KDF decoys, shared by every instance through the store. */
+  server: string;
+  vapidPublicKey: string;
+  vapidPrivateKey: string;
+}
+
+export interface Deps {
+  config: Config;
+  store: Store;
+  bus: Bus;
+  limiter: RateLimiter;
+  pusher: Pusher;
+  secrets: Secrets;
+  log: FastifyBaseLogger;
+  now(): number;
+}
+
+/** The authenticated caller of a request. */
+export interface Caller {
+  nick: string;
+  sessionId: string;
+  /** The X-Device header as sent (unchecked); undefined when absent. */
+  device: string | undefined;
+}

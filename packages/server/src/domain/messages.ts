@@ -1,0 +1,48 @@
+/** Messages: the send path of interface.md "Messages" steps 3–8, and acknowledgements. */
+import { ApiError, LIMITS, ulidTime, type SendMessageRequest, type SendMessageResponse, type PushPayload } from '@svc/protocol';
+import type { SendTarget } from '../store/types.js';
+import type { Caller, Deps } from './deps.js';
+import { requireOwnDevice } from './devices.js';
+
+export const PUSH_BODY = 'New message';
+
+/** Steps 1–2 (parse and shape) are the route's; this is steps 3–8. */
+export async function sendMessage(deps: Deps, caller: Caller, req: SendMessageRequest): Promise<SendMessageResponse> {
+  const now = deps.now();
+  if (Math.abs(ulidTime(req.id) - now) > LIMITS.clockWindowMs) throw new ApiError('clock_skew');
+  const device = await requireOwnDevice(deps, caller);
+  const refused = await deps.store.checkSend(caller.nick, req.to, req.keyId);
+  if (refused) throw new ApiError(refused.error);
+  const wait = await deps.limiter.hit(`msg:${caller.nick}`, deps.config.rates.messagesPerMin, 60_000);
+  if (wait > 0) throw new ApiError('rate_limited', { retryAfter: wait });
+
+  const r = await deps.store.sendMessage({ id: req.id, from: caller.nick, to: req.to, keyId: req.keyId, iv: req.iv, ct: req.ct, senderDevice: device, now });
+  if ('error' in r) throw new ApiError(r.error);
+  if (r.status === 'retry') return { id: r.id, ts: r.ts };
+
+  const devices = r.targets.map((t) => t.deviceId);
+  if (devices.length > 0) await deps.bus.deliver([{ devices, event: 'msg', data: r.json, id: r.envelope.id }]);
+  const payload: PushPayload =
+    r.roomName !== null
+      ? { title: `#${r.roomName}`, body: PUSH_BODY, chat: `room:${(r.envelope.to as { room: string }).room}` }
+      : { title: `@${caller.nick}`, body: PUSH_BODY, chat: `dm:${caller.nick}` };
+  // Step 8 runs after the answer is decided and never delays it.
+  void pushOffline(deps, caller.nick, r.targets, payload).catch((err: unknown) => deps.log.error({ err }, 'push scheduling failed'));
+  return { id: r.envelope.id, ts: r.envelope.ts };
+}
+
+/** Claims push-pending for offline targets of other accounts and hands those to the pusher. */
+async function pushOffline(deps: Deps, sender: string, targets: SendTarget[], payload: PushPayload): Promise<void> {
+  const candidates = targets.filter((t) => t.nick !== sender).map((t) => t.deviceId);
+  if (candidates.length === 0) return;
+  const online = await deps.bus.onlineDevices(candidates);
+  const offline = candidates.filter((d) => !online.has(d));
+  if (offline.length === 0) return;
+  const claimed = await deps.store.claimPush(offline);
+  if (claimed.length > 0) deps.pusher.enqueue(claimed, payload);
+}
+
+export async function ack(deps: Deps, caller: Caller, ids: string[]): Promise<void> {
+  const device = await requireOwnDevice(deps, caller);
+  await deps.store.ack(device, [...new Set(ids)]);
+}

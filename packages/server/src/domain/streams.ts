@@ -1,0 +1,35 @@
+/**
+ * Opening a device's event stream: register it (replacing an older one), reset push-pending,
+ * replay the queue as `msg` events, then `ready`. Live events that arrive during the replay
+ * are held and sent after it, skipping those the replay already carried.
+ */
+import { StreamConn, sseFrame, type StreamSink } from '../bus/streams.js';
+import type { Caller, Deps } from './deps.js';
+
+const REPLAY_PAGE = 1000;
+const READY_FRAME = sseFrame('ready', '{}');
+
+export async function openStream(deps: Deps, caller: Caller, deviceId: string, sink: StreamSink): Promise<StreamConn> {
+  const conn = new StreamConn(deviceId, caller.nick, caller.sessionId, sink);
+  await deps.bus.attach(conn);
+  await deps.store.deviceConnected(deviceId, deps.now());
+  const replayed = new Set<string>();
+  let after = 0;
+  for (;;) {
+    const page = await deps.store.readQueue(deviceId, after, REPLAY_PAGE);
+    for (const e of page) {
+      if (conn.closed) return conn;
+      await conn.writeReplay(sseFrame('msg', e.json, e.id));
+      replayed.add(e.id);
+      after = e.seq;
+    }
+    if (page.length < REPLAY_PAGE) break;
+  }
+  if (!conn.closed) conn.finishReplay(replayed, READY_FRAME);
+  return conn;
+}
+
+export function closeStream(deps: Deps, conn: StreamConn): void {
+  deps.bus.detach(conn);
+  conn.close();
+}

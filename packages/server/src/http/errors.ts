@@ -1,0 +1,38 @@
+/**
+ * The one place that turns a failure into an HTTP answer `{error, message, field?}`. ApiErrors
+ * map through the protocol's catalog; framework errors map to the nearest spec code; anything
+ * else is a 500 `internal` whose cause goes to the log with its stack and no request data.
+ */
+import { ApiError, type ErrorCode } from '@svc/protocol';
+import type { FastifyBaseLogger, FastifyReply } from 'fastify';
+import { JSON_CONTENT_TYPE } from './headers.js';
+
+/** Fastify's own error codes that can reach us, and the spec code each means. */
+const FRAMEWORK_CODES: Record<string, ErrorCode> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: 'too_large',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'bad_json',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'bad_json',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'bad_json',
+  FST_ERR_CTP_INVALID_JSON_BODY: 'bad_json',
+  FST_ERR_BAD_URL: 'not_found',
+  FST_ERR_ASYNC_CONSTRAINT: 'not_found',
+};
+
+export function toApiError(err: unknown): ApiError | null {
+  if (err instanceof ApiError) return err;
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && code in FRAMEWORK_CODES) return new ApiError(FRAMEWORK_CODES[code]!);
+  // Body stream errors (a client that aborts or lies about its length) are the client's fault.
+  if (code === 'ECONNRESET' || (err as { type?: unknown } | null)?.type === 'request.aborted') return new ApiError('bad_json');
+  return null;
+}
+
+export function sendError(reply: FastifyReply, err: unknown, log: FastifyBaseLogger): FastifyReply {
+  let api = toApiError(err);
+  if (!api) {
+    log.error({ err }, 'internal error');
+    api = new ApiError('internal');
+  }
+  if (api.code === 'rate_limited') reply.header('retry-after', String(Math.max(1, api.retryAfter ?? 1)));
+  return reply.code(api.status).header('content-type', JSON_CONTENT_TYPE).header('cache-control', 'no-store').send(JSON.stringify(api.toBody()));
+}

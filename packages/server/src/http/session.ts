@@ -1,0 +1,23 @@
+/** The session check of every non-public route: cookie → SHA-256 → stored session, not expired. */
+import { ApiError, LIMITS } from '@svc/protocol';
+import { sessionId } from '../crypto.js';
+import type { Caller, Deps } from '../domain/deps.js';
+import { readSessionToken } from './cookies.js';
+
+/** Last-use times are written at most this often, so reads do not each cost a write. */
+const TOUCH_EVERY_MS = 10 * 60 * 1000;
+
+export async function authenticate(deps: Deps, cookieHeader: string | undefined, deviceHeader: string | string[] | undefined): Promise<Caller> {
+  const token = readSessionToken(cookieHeader);
+  if (!token) throw new ApiError('unauthenticated');
+  const id = sessionId(token);
+  const s = await deps.store.getSession(id);
+  const now = deps.now();
+  if (!s) throw new ApiError('unauthenticated');
+  if (s.lastUsedAt + LIMITS.sessionIdleMs <= now) {
+    await deps.store.deleteSession(id);
+    throw new ApiError('unauthenticated');
+  }
+  if (now - s.lastUsedAt >= TOUCH_EVERY_MS) await deps.store.touchSession(id, now);
+  return { nick: s.nick, sessionId: id, device: typeof deviceHeader === 'string' ? deviceHeader : undefined };
+}

@@ -1,0 +1,45 @@
+/** Entry point: environment → config → createApp → listen; graceful shutdown on SIGTERM and SIGINT. */
+import { createApp } from './app.js';
+import { ConfigError, parseConfig } from './config.js';
+import { readBuildInfo } from './build-info.js';
+import { buildInfoFile, defaultWebRoot } from './paths.js';
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = parseConfig(process.env, { webRoot: defaultWebRoot(), build: readBuildInfo(buildInfoFile) });
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`configuration error: ${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const app = await createApp(config);
+  if (config.pushAllowPrivateTargets) app.deps.log.warn('PUSH_ALLOW_PRIVATE_TARGETS=1: push may reach loopback and private addresses; for tests only');
+
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    app.deps.log.info({ signal }, 'shutting down');
+    const force = setTimeout(() => process.exit(1), 10_000);
+    force.unref();
+    app.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        app.deps.log.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+
+  await app.fastify.listen({ port: config.port, host: config.host });
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,65 @@
+/**
+ * The event stream route. Refusals are ordinary JSON errors (decisions.md §7); once the checks
+ * pass, the response is taken over from the framework and becomes a server-sent event stream.
+ */
+import { invalid, isDeviceId } from '@svc/protocol';
+import type { ServerResponse } from 'node:http';
+import { requireOwnDevice } from '../domain/devices.js';
+import { closeStream, openStream } from '../domain/streams.js';
+import { STREAM_HEADERS } from '../http/headers.js';
+import type { StreamSink } from '../bus/streams.js';
+import { callerOf, query, type RouteHandlers } from './context.js';
+
+function responseSink(res: ServerResponse): StreamSink {
+  return {
+    write: (chunk) => res.write(chunk),
+    get buffered() {
+      return res.writableLength;
+    },
+    drained: () =>
+      new Promise<void>((resolve) => {
+        if (res.destroyed || !res.writableNeedDrain) return resolve();
+        const done = () => {
+          res.off('drain', done);
+          res.off('close', done);
+          resolve();
+        };
+        res.once('drain', done);
+        res.once('close', done);
+      }),
+    end: () => {
+      if (!res.writableEnded) res.end();
+    },
+  };
+}
+
+export const eventRoutes: RouteHandlers = {
+  'GET /api/events': async (ctx) => {
+    const caller = callerOf(ctx);
+    const device = query(ctx, 'device');
+    if (!isDeviceId(device)) throw invalid('device');
+    await requireOwnDevice(ctx.deps, caller, device);
+
+    const started = performance.now();
+    ctx.reply.hijack();
+    const res = ctx.reply.raw;
+    res.writeHead(200, { ...STREAM_HEADERS, connection: 'close' });
+    res.flushHeaders();
+    let conn;
+    try {
+      conn = await openStream(ctx.deps, caller, device, responseSink(res));
+    } catch (err) {
+      ctx.deps.log.error({ err }, 'event stream failed to open');
+      res.destroy();
+      return undefined;
+    }
+    const finish = () => {
+      closeStream(ctx.deps, conn);
+      // A taken-over response skips the framework's response hook, so the request log line is written here.
+      ctx.deps.log.info({ method: 'GET', status: 200, ms: Math.round(performance.now() - started), route: '/api/events' }, 'request');
+    };
+    if (res.destroyed) finish();
+    else res.once('close', finish);
+    return undefined;
+  },
+};

@@ -1,0 +1,46 @@
+/** Opening the SQLite file: pragmas for durability and the numbered migrations. */
+import Database from 'better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { SQLITE_MIGRATIONS, type Migration } from './migrations.js';
+
+export type Db = Database.Database;
+
+export class NewerSchemaError extends Error {
+  constructor(found: number, known: number) {
+    super(`the database has schema version ${found}, newer than this build knows (${known}); run a newer version of the service`);
+    this.name = 'NewerSchemaError';
+  }
+}
+
+export function openDatabase(path: string, migrations: Migration[] = SQLITE_MIGRATIONS): Db {
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  const db = new Database(path);
+  // WAL with synchronous=FULL: a commit is on disk (fsync'd) before the call returns, so an
+  // answered 202 survives a process crash and a power loss alike.
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = FULL');
+  db.pragma('foreign_keys = ON');
+  db.pragma('busy_timeout = 5000');
+  migrate(db, migrations);
+  return db;
+}
+
+export function schemaVersion(db: Db): number {
+  db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)');
+  const row = db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get() as { v: number | null };
+  return row.v ?? 0;
+}
+
+export function migrate(db: Db, migrations: Migration[]): void {
+  const current = schemaVersion(db);
+  const known = migrations.reduce((m, x) => Math.max(m, x.version), 0);
+  if (current > known) throw new NewerSchemaError(current, known);
+  for (const m of migrations) {
+    if (m.version <= current) continue;
+    db.transaction(() => {
+      db.exec(m.sql);
+      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, Date.now());
+    })();
+  }
+}

@@ -1,0 +1,310 @@
+/**
+ * The embedded store: SQLite through better-sqlite3. Calls are synchronous underneath and
+ * return promises only to satisfy the shared Store interface; every multi-step change runs in
+ * one `db.transaction`, so it is atomic and durable when the promise resolves.
+ */
+import { LIMITS, type Contact, type EncryptedKey, type Kdf, type Room, type Target, type WrappedKey } from '@svc/protocol';
+import type {
+  AccountRecord,
+  DeleteAccountResult,
+  DeviceRecord,
+  LeaveResult,
+  NewAccount,
+  PurgeResult,
+  PushTarget,
+  QueuedEntry,
+  Refusal,
+  SendInput,
+  SendResult,
+  SessionRecord,
+  Store,
+} from '../types.js';
+import { openDatabase, type Db } from './db.js';
+import { Statements, placeholders } from './statements.js';
+import * as rooms from './rooms.js';
+import * as messages from './messages.js';
+
+interface AccountRow {
+  nick: string;
+  auth_key_hash: Buffer;
+  kdf: string;
+  public_key: string;
+  encrypted_key: string;
+  created_at: number;
+}
+
+interface DeviceRow {
+  id: string;
+  nick: string;
+  created_at: number;
+  last_seen_at: number | null;
+  push: number;
+}
+
+const toDevice = (r: DeviceRow): DeviceRecord => ({ id: r.id, nick: r.nick, createdAt: r.created_at, lastSeenAt: r.last_seen_at, push: r.push === 1 });
+const DEVICE_COLS = 'id, nick, created_at, last_seen_at, (push_endpoint IS NOT NULL) AS push';
+
+export class SqliteStore implements Store {
+  readonly kind = 'sqlite' as const;
+  private readonly q: Statements;
+
+  constructor(readonly db: Db) {
+    this.q = new Statements(db);
+  }
+
+  static open(path: string): SqliteStore {
+    return new SqliteStore(openDatabase(path));
+  }
+
+  private tx<T>(fn: () => T): T {
+    return this.db.transaction(fn).immediate();
+  }
+
+  async getOrCreateMeta(key: string, make: () => string): Promise<string> {
+    return this.tx(() => {
+      const row = this.q.one<{ value: string }>('SELECT value FROM meta WHERE key = ?', key);
+      if (row) return row.value;
+      const value = make();
+      this.q.run('INSERT INTO meta (key, value) VALUES (?, ?)', key, value);
+      return value;
+    });
+  }
+
+  async registerAccount(a: NewAccount): Promise<{ ok: true } | Refusal<'nick_taken' | 'invite_required' | 'invalid_invite'>> {
+    return this.tx(() => {
+      if (a.requireInvite) {
+        if (a.invite === null) return { error: 'invite_required' as const };
+        const inv = this.q.one<{ uses_left: number; expires_at: number | null }>('SELECT uses_left, expires_at FROM invites WHERE code = ?', a.invite);
+        if (!inv || inv.uses_left <= 0 || (inv.expires_at !== null && inv.expires_at <= a.now)) return { error: 'invalid_invite' as const };
+      }
+      if (this.q.one('SELECT 1 FROM accounts WHERE nick = ?', a.nick)) return { error: 'nick_taken' as const };
+      // The invite use is consumed in the same transaction that creates the account.
+      if (a.requireInvite) this.q.run('UPDATE invites SET uses_left = uses_left - 1 WHERE code = ?', a.invite);
+      this.q.run(
+        'INSERT INTO accounts (nick, auth_key_hash, kdf, public_key, encrypted_key, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+        a.nick,
+        Buffer.from(a.authKeyHash),
+        JSON.stringify(a.kdf),
+        a.publicKey,
+        JSON.stringify(a.encryptedKey),
+        a.now,
+      );
+      this.q.run('INSERT INTO sessions (id, nick, created_at, last_used_at) VALUES (?, ?, ?, ?)', a.sessionId, a.nick, a.now, a.now);
+      return { ok: true as const };
+    });
+  }
+
+  async getAccount(nick: string): Promise<AccountRecord | null> {
+    const r = this.q.one<AccountRow>(
+      'SELECT nick, auth_key_hash, kdf, public_key, encrypted_key, created_at FROM accounts WHERE nick = ? AND deleted_at IS NULL',
+      nick,
+    );
+    if (!r) return null;
+    return {
+      nick: r.nick,
+      authKeyHash: new Uint8Array(r.auth_key_hash),
+      kdf: JSON.parse(r.kdf) as Kdf,
+      publicKey: r.public_key,
+      encryptedKey: JSON.parse(r.encrypted_key) as EncryptedKey,
+      createdAt: r.created_at,
+    };
+  }
+
+  async nickExists(nick: string): Promise<boolean> {
+    return this.q.one('SELECT 1 FROM accounts WHERE nick = ?', nick) !== undefined;
+  }
+
+  async createInvite(code: string, uses: number, expiresAt: number | null, now: number): Promise<void> {
+    this.q.run('INSERT INTO invites (code, uses_left, expires_at, created_at) VALUES (?, ?, ?, ?)', code, uses, expiresAt, now);
+  }
+
+  async createSession(s: { id: string; nick: string; now: number }): Promise<void> {
+    this.q.run('INSERT INTO sessions (id, nick, created_at, last_used_at) VALUES (?, ?, ?, ?)', s.id, s.nick, s.now, s.now);
+  }
+
+  async getSession(id: string): Promise<SessionRecord | null> {
+    const r = this.q.one<{ id: string; nick: string; created_at: number; last_used_at: number }>(
+      'SELECT id, nick, created_at, last_used_at FROM sessions WHERE id = ?',
+      id,
+    );
+    return r ? { id: r.id, nick: r.nick, createdAt: r.created_at, lastUsedAt: r.last_used_at } : null;
+  }
+
+  async touchSession(id: string, now: number): Promise<void> {
+    this.q.run('UPDATE sessions SET last_used_at = ? WHERE id = ?', now, id);
+  }
+
+  async deleteSession(id: string): Promise<void> {
+    this.q.run('DELETE FROM sessions WHERE id = ?', id);
+  }
+
+  async changePassword(nick: string, p: { authKeyHash: Uint8Array; kdf: Kdf; encryptedKey: EncryptedKey }, keepSession: string): Promise<string[]> {
+    return this.tx(() => {
+      this.q.run(
+        'UPDATE accounts SET auth_key_hash = ?, kdf = ?, encrypted_key = ? WHERE nick = ?',
+        Buffer.from(p.authKeyHash),
+        JSON.stringify(p.kdf),
+        JSON.stringify(p.encryptedKey),
+        nick,
+      );
+      const ended = this.q.all<{ id: string }>('SELECT id FROM sessions WHERE nick = ? AND id <> ?', nick, keepSession).map((r) => r.id);
+      this.q.run('DELETE FROM sessions WHERE nick = ? AND id <> ?', nick, keepSession);
+      return ended;
+    });
+  }
+
+  async deleteAccount(nick: string, now: number): Promise<DeleteAccountResult> {
+    return this.tx(() => {
+      const roomResults: LeaveResult[] = rooms.roomsOf(this.q, nick).map((id) => rooms.leaveRoom(this.q, id, nick));
+      const sessions = this.q.all<{ id: string }>('SELECT id FROM sessions WHERE nick = ?', nick).map((r) => r.id);
+      const devices = rooms.devicesOf(this.q, nick);
+      this.q.run('DELETE FROM sessions WHERE nick = ?', nick);
+      if (devices.length > 0) this.q.run(`DELETE FROM queue WHERE device_id IN (${placeholders(devices.length)})`, ...devices);
+      this.q.run('DELETE FROM devices WHERE nick = ?', nick);
+      this.q.run('DELETE FROM contacts WHERE nick = ? OR peer = ?', nick, nick);
+      this.q.run(
+        'UPDATE accounts SET auth_key_hash = NULL, kdf = NULL, public_key = NULL, encrypted_key = NULL, deleted_at = ? WHERE nick = ?',
+        now,
+        nick,
+      );
+      return { sessions, devices, rooms: roomResults };
+    });
+  }
+
+  async addDevice(nick: string, id: string, now: number) {
+    return this.tx((): { status: 'created' | 'exists'; device: DeviceRecord } | Refusal<'device_conflict' | 'limit_reached'> => {
+      const row = this.q.one<DeviceRow>(`SELECT ${DEVICE_COLS} FROM devices WHERE id = ?`, id);
+      if (row) return row.nick === nick ? { status: 'exists', device: toDevice(row) } : { error: 'device_conflict' };
+      const n = this.q.one<{ n: number }>('SELECT COUNT(*) AS n FROM devices WHERE nick = ?', nick)!.n;
+      if (n >= LIMITS.devicesPerAccount) return { error: 'limit_reached' };
+      this.q.run('INSERT INTO devices (id, nick, created_at) VALUES (?, ?, ?)', id, nick, now);
+      return { status: 'created', device: { id, nick, createdAt: now, lastSeenAt: null, push: false } };
+    });
+  }
+
+  async listDevices(nick: string): Promise<DeviceRecord[]> {
+    return this.q.all<DeviceRow>(`SELECT ${DEVICE_COLS} FROM devices WHERE nick = ? ORDER BY seq`, nick).map(toDevice);
+  }
+
+  async deviceOwner(id: string): Promise<string | null> {
+    return this.q.one<{ nick: string }>('SELECT nick FROM devices WHERE id = ?', id)?.nick ?? null;
+  }
+
+  async deleteDevice(nick: string, id: string): Promise<boolean> {
+    return this.tx(() => {
+      const r = this.q.run('DELETE FROM devices WHERE id = ? AND nick = ?', id, nick);
+      if (r.changes === 0) return false;
+      this.q.run('DELETE FROM queue WHERE device_id = ?', id);
+      return true;
+    });
+  }
+
+  async setPushSubscription(deviceId: string, sub: { endpoint: string; p256dh: string; auth: string }): Promise<void> {
+    this.q.run(
+      'UPDATE devices SET push_endpoint = ?, push_p256dh = ?, push_auth = ?, push_pending = 0 WHERE id = ?',
+      sub.endpoint,
+      sub.p256dh,
+      sub.auth,
+      deviceId,
+    );
+  }
+
+  async deletePushSubscription(deviceId: string): Promise<void> {
+    this.q.run('UPDATE devices SET push_endpoint = NULL, push_p256dh = NULL, push_auth = NULL, push_pending = 0 WHERE id = ?', deviceId);
+  }
+
+  async deviceConnected(deviceId: string, now: number): Promise<void> {
+    this.q.run('UPDATE devices SET push_pending = 0, last_seen_at = ? WHERE id = ?', now, deviceId);
+  }
+
+  async claimPush(deviceIds: string[]): Promise<PushTarget[]> {
+    if (deviceIds.length === 0) return [];
+    // One UPDATE … RETURNING: the flag is read and set in a single atomic step.
+    return this.q.all<PushTarget>(
+      `UPDATE devices SET push_pending = 1
+       WHERE id IN (${placeholders(deviceIds.length)}) AND push_pending = 0 AND push_endpoint IS NOT NULL
+       RETURNING id AS deviceId, push_endpoint AS endpoint, push_p256dh AS p256dh, push_auth AS auth`,
+      ...deviceIds,
+    );
+  }
+
+  async dropPushSubscription(deviceId: string, endpoint: string): Promise<void> {
+    this.q.run(
+      'UPDATE devices SET push_endpoint = NULL, push_p256dh = NULL, push_auth = NULL, push_pending = 0 WHERE id = ? AND push_endpoint = ?',
+      deviceId,
+      endpoint,
+    );
+  }
+
+  async listContacts(nick: string): Promise<Contact[]> {
+    return this.q.all<Contact>(
+      `SELECT c.peer AS nick, a.public_key AS publicKey, c.created_at AS createdAt FROM contacts c
+       JOIN accounts a ON a.nick = c.peer WHERE c.nick = ? AND a.deleted_at IS NULL ORDER BY c.seq`,
+      nick,
+    );
+  }
+
+  async addContact(nick: string, peer: string, now: number) {
+    return this.tx((): { status: 'created' | 'exists'; publicKey: string } | Refusal<'unknown_user' | 'limit_reached'> => {
+      const acc = this.q.one<{ public_key: string }>('SELECT public_key FROM accounts WHERE nick = ? AND deleted_at IS NULL', peer);
+      if (!acc) return { error: 'unknown_user' };
+      if (this.q.one('SELECT 1 FROM contacts WHERE nick = ? AND peer = ?', nick, peer)) return { status: 'exists', publicKey: acc.public_key };
+      const n = this.q.one<{ n: number }>('SELECT COUNT(*) AS n FROM contacts WHERE nick = ?', nick)!.n;
+      if (n >= LIMITS.contactsPerAccount) return { error: 'limit_reached' };
+      this.q.run('INSERT INTO contacts (nick, peer, created_at) VALUES (?, ?, ?)', nick, peer, now);
+      return { status: 'created', publicKey: acc.public_key };
+    });
+  }
+
+  async deleteContact(nick: string, peer: string): Promise<void> {
+    this.q.run('DELETE FROM contacts WHERE nick = ? AND peer = ?', nick, peer);
+  }
+
+  async listRooms(nick: string): Promise<Room[]> {
+    return rooms.listRooms(this.q, nick);
+  }
+
+  async createRoom(r: { id: string; name: string; owner: string; keyId: string; keys: WrappedKey[]; now: number }) {
+    return this.tx(() => rooms.createRoom(this.q, r));
+  }
+
+  async changeMembers(c: { roomId: string; caller: string; add: string[]; remove: string[]; keyId: string; keys: WrappedKey[]; now: number }) {
+    return this.tx(() => rooms.changeMembers(this.q, c));
+  }
+
+  async leaveRoom(roomId: string, nick: string): Promise<LeaveResult> {
+    return this.tx(() => rooms.leaveRoom(this.q, roomId, nick));
+  }
+
+  async deleteRoom(roomId: string, nick: string) {
+    return this.tx(() => rooms.deleteRoom(this.q, roomId, nick));
+  }
+
+  async checkSend(from: string, to: Target, keyId: string) {
+    return messages.checkSend(this.q, from, to, keyId);
+  }
+
+  async sendMessage(m: SendInput): Promise<SendResult> {
+    return this.tx(() => messages.sendMessage(this.q, m));
+  }
+
+  async ack(deviceId: string, ids: string[]): Promise<void> {
+    this.tx(() => messages.ack(this.q, deviceId, ids));
+  }
+
+  async readQueue(deviceId: string, afterSeq: number, limit: number): Promise<QueuedEntry[]> {
+    return messages.readQueue(this.q, deviceId, afterSeq, limit);
+  }
+
+  async purge(now: number): Promise<PurgeResult> {
+    return this.tx(() => {
+      const s = this.q.run('DELETE FROM sessions WHERE last_used_at < ?', now - LIMITS.sessionIdleMs);
+      const envelopes = messages.purgeEnvelopes(this.q, now);
+      return { sessions: s.changes, envelopes };
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.db.open) this.db.close();
+  }
+}

@@ -1,0 +1,125 @@
+/**
+ * Numbered migrations of the SQLite store. Each runs in its own transaction and is recorded in
+ * `schema_migrations`; a database whose newest recorded version is unknown to this build was
+ * written by a newer version, and the store refuses to open it rather than guess.
+ */
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export const SQLITE_MIGRATIONS: Migration[] = [
+  {
+    version: 1,
+    name: 'initial schema',
+    sql: `
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+
+-- A deleted account keeps its row with deleted_at set and its key material wiped: the nick is retired.
+CREATE TABLE accounts (
+  nick TEXT PRIMARY KEY,
+  auth_key_hash BLOB,
+  kdf TEXT,
+  public_key TEXT,
+  encrypted_key TEXT,
+  created_at INTEGER NOT NULL,
+  deleted_at INTEGER
+);
+
+CREATE TABLE invites (
+  code TEXT PRIMARY KEY,
+  uses_left INTEGER NOT NULL,
+  expires_at INTEGER,
+  created_at INTEGER NOT NULL
+);
+
+-- id is the hex SHA-256 of the session token; the token itself is never stored.
+CREATE TABLE sessions (
+  id TEXT PRIMARY KEY,
+  nick TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  last_used_at INTEGER NOT NULL
+);
+CREATE INDEX sessions_nick ON sessions (nick);
+CREATE INDEX sessions_last_used ON sessions (last_used_at);
+
+CREATE TABLE devices (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  id TEXT NOT NULL UNIQUE,
+  nick TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  last_seen_at INTEGER,
+  push_endpoint TEXT,
+  push_p256dh TEXT,
+  push_auth TEXT,
+  push_pending INTEGER NOT NULL DEFAULT 0,
+  queue_len INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX devices_nick ON devices (nick, seq);
+
+CREATE TABLE contacts (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  nick TEXT NOT NULL,
+  peer TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  UNIQUE (nick, peer)
+);
+CREATE INDEX contacts_peer ON contacts (peer);
+
+CREATE TABLE rooms (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  owner TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  needs_rekey INTEGER NOT NULL DEFAULT 0
+);
+
+-- seq orders members by join time: ownership passes to the smallest seq.
+CREATE TABLE room_members (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  room_id TEXT NOT NULL,
+  nick TEXT NOT NULL,
+  UNIQUE (room_id, nick)
+);
+CREATE INDEX room_members_nick ON room_members (nick);
+
+-- Every key id a room ever used, so that a key id is never reused and old keys stay valid for sending.
+CREATE TABLE room_key_ids (
+  room_id TEXT NOT NULL,
+  key_id TEXT NOT NULL,
+  PRIMARY KEY (room_id, key_id)
+) WITHOUT ROWID;
+
+CREATE TABLE room_keys (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  room_id TEXT NOT NULL,
+  member TEXT NOT NULL,
+  key_id TEXT NOT NULL,
+  from_nick TEXT NOT NULL,
+  iv TEXT NOT NULL,
+  ct TEXT NOT NULL
+);
+CREATE INDEX room_keys_member ON room_keys (room_id, member, seq);
+
+-- The envelope as JSON, serialised once; kept while queued anywhere and while its id may be retried.
+CREATE TABLE envelopes (
+  id TEXT PRIMARY KEY,
+  sender TEXT NOT NULL,
+  ts INTEGER NOT NULL,
+  json TEXT NOT NULL
+);
+CREATE INDEX envelopes_ts ON envelopes (ts);
+
+CREATE TABLE queue (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  device_id TEXT NOT NULL,
+  envelope_id TEXT NOT NULL,
+  ts INTEGER NOT NULL,
+  UNIQUE (envelope_id, device_id)
+);
+CREATE INDEX queue_device ON queue (device_id, seq);
+CREATE INDEX queue_ts ON queue (ts);
+`,
+  },
+];

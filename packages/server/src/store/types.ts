@@ -1,0 +1,173 @@
+/**
+ * The storage interface: one method per domain action, each one transaction. The SQLite store
+ * implements it now and a PostgreSQL store will implement the same interface, checked by one
+ * test suite. Methods are async so that a networked database fits; no SQL leaves the store.
+ *
+ * Refusals that depend on stored state come back as `{ error: code }` results rather than
+ * exceptions, in the order the spec lists them, so the domain layer decides how to answer.
+ */
+import type { Envelope, Kdf, EncryptedKey, Room, Target, WrappedKey, Contact, ErrorCode } from '@svc/protocol';
+
+export type Refusal<C extends ErrorCode = ErrorCode> = { error: C; field?: string };
+
+export interface AccountRecord {
+  nick: string;
+  authKeyHash: Uint8Array;
+  kdf: Kdf;
+  publicKey: string;
+  encryptedKey: EncryptedKey;
+  createdAt: number;
+}
+
+export interface SessionRecord {
+  id: string; // hex SHA-256 of the token: the only form the store keeps
+  nick: string;
+  createdAt: number;
+  lastUsedAt: number;
+}
+
+export interface DeviceRecord {
+  id: string;
+  nick: string;
+  createdAt: number;
+  lastSeenAt: number | null;
+  push: boolean;
+}
+
+export interface PushTarget {
+  deviceId: string;
+  endpoint: string;
+  p256dh: string;
+  auth: string;
+}
+
+export interface NewAccount {
+  nick: string;
+  authKeyHash: Uint8Array;
+  kdf: Kdf;
+  publicKey: string;
+  encryptedKey: EncryptedKey;
+  invite: string | null;
+  requireInvite: boolean;
+  sessionId: string;
+  now: number;
+}
+
+/** Who must hear about a room change: per nick, the devices to tell and the payload key. */
+export interface RoomFanout {
+  room: Room; // the room as stored after the change, `keys` empty
+  /** Members of the final membership, each with their own new key (or none). */
+  members: { nick: string; devices: string[]; key: Room['keys'][number] | null }[];
+  /** Accounts that lost the room, with their devices. */
+  removed: { nick: string; devices: string[] }[];
+}
+
+export interface LeaveResult {
+  roomId: string;
+  /** false when the caller was not a member or the room does not exist. */
+  left: boolean;
+  deleted: boolean;
+  callerDevices: string[];
+  /** Remaining members and their devices (when the room still exists), and the room after. */
+  fanout: RoomFanout | null;
+}
+
+export interface SendInput {
+  id: string;
+  from: string;
+  to: Target;
+  keyId: string;
+  iv: string;
+  ct: string;
+  senderDevice: string;
+  now: number;
+}
+
+export interface SendTarget {
+  deviceId: string;
+  nick: string;
+}
+
+export type SendResult =
+  | { status: 'queued'; envelope: Envelope; json: string; targets: SendTarget[]; roomName: string | null }
+  | { status: 'retry'; id: string; ts: number }
+  | Refusal<'id_conflict' | 'not_member' | 'unknown_key' | 'unknown_user' | 'self'>;
+
+export interface QueuedEntry {
+  seq: number;
+  id: string;
+  json: string;
+}
+
+export interface DeleteAccountResult {
+  sessions: string[];
+  devices: string[];
+  rooms: LeaveResult[];
+}
+
+export interface PurgeResult {
+  sessions: number;
+  envelopes: number;
+}
+
+export interface Store {
+  readonly kind: 'sqlite' | 'postgres';
+
+  // meta: secrets shared by every instance
+  getOrCreateMeta(key: string, make: () => string): Promise<string>;
+
+  // accounts and sessions
+  registerAccount(a: NewAccount): Promise<{ ok: true } | Refusal<'nick_taken' | 'invite_required' | 'invalid_invite'>>;
+  getAccount(nick: string): Promise<AccountRecord | null>;
+  /** true when the nick was ever registered (deleted accounts keep their nick retired). */
+  nickExists(nick: string): Promise<boolean>;
+  createInvite(code: string, uses: number, expiresAt: number | null, now: number): Promise<void>;
+  createSession(s: { id: string; nick: string; now: number }): Promise<void>;
+  getSession(id: string): Promise<SessionRecord | null>;
+  touchSession(id: string, now: number): Promise<void>;
+  deleteSession(id: string): Promise<void>;
+  /** Stores new key material; ends every other session. Returns the ended session ids. */
+  changePassword(nick: string, p: { authKeyHash: Uint8Array; kdf: Kdf; encryptedKey: EncryptedKey }, keepSession: string): Promise<string[]>;
+  deleteAccount(nick: string, now: number): Promise<DeleteAccountResult>;
+
+  // devices
+  addDevice(nick: string, id: string, now: number): Promise<{ status: 'created' | 'exists'; device: DeviceRecord } | Refusal<'device_conflict' | 'limit_reached'>>;
+  listDevices(nick: string): Promise<DeviceRecord[]>;
+  deviceOwner(id: string): Promise<string | null>;
+  deleteDevice(nick: string, id: string): Promise<boolean>;
+  setPushSubscription(deviceId: string, sub: { endpoint: string; p256dh: string; auth: string }): Promise<void>;
+  deletePushSubscription(deviceId: string): Promise<void>;
+  /** Called when a stream opens: resets push-pending and records the time. */
+  deviceConnected(deviceId: string, now: number): Promise<void>;
+  /** Sets push-pending for those of `deviceIds` that have a subscription and a clear flag; returns them. */
+  claimPush(deviceIds: string[]): Promise<PushTarget[]>;
+  /** Deletes a subscription the push service declared gone (404/410), if it is still the same endpoint. */
+  dropPushSubscription(deviceId: string, endpoint: string): Promise<void>;
+
+  // contacts
+  listContacts(nick: string): Promise<Contact[]>;
+  addContact(nick: string, peer: string, now: number): Promise<{ status: 'created' | 'exists'; publicKey: string } | Refusal<'unknown_user' | 'limit_reached'>>;
+  deleteContact(nick: string, peer: string): Promise<void>;
+
+  // rooms
+  listRooms(nick: string): Promise<Room[]>;
+  createRoom(r: { id: string; name: string; owner: string; keyId: string; keys: WrappedKey[]; now: number }): Promise<{ room: Room; ownerDevices: string[] } | Refusal<'room_conflict' | 'limit_reached'>>;
+  changeMembers(c: { roomId: string; caller: string; add: string[]; remove: string[]; keyId: string; keys: WrappedKey[]; now: number }): Promise<RoomFanout | Refusal<'not_owner' | 'unknown_user' | 'invalid' | 'owner' | 'key_exists' | 'keys_mismatch' | 'limit_reached'>>;
+  leaveRoom(roomId: string, nick: string): Promise<LeaveResult>;
+  deleteRoom(roomId: string, nick: string): Promise<{ deleted: boolean; members: { nick: string; devices: string[] }[] } | Refusal<'not_owner'>>;
+
+  // messages and queues
+  /** Rights checks of message step 5 without side effects, so the rate limit (step 6) can follow them. */
+  checkSend(from: string, to: Target, keyId: string): Promise<Refusal<'not_member' | 'unknown_key' | 'unknown_user' | 'self'> | null>;
+  sendMessage(m: SendInput): Promise<SendResult>;
+  ack(deviceId: string, ids: string[]): Promise<void>;
+  /** Queued envelopes of a device after `afterSeq`, oldest first, at most `limit`. */
+  readQueue(deviceId: string, afterSeq: number, limit: number): Promise<QueuedEntry[]>;
+  purge(now: number): Promise<PurgeResult>;
+
+  close(): Promise<void>;
+}
+
+export function isRefusal(v: unknown): v is Refusal {
+  return typeof v === 'object' && v !== null && 'error' in v;
+}

@@ -1,0 +1,43 @@
+/** The new user's path of issue "Done when": register, login, device, stream, DM, ack, reconnect. */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Client, Stream, addDevice, dmBody, signup, startServer } from '../harness.js';
+
+test('a DM sent by one account reaches the other account\'s open stream, and once acked is not replayed', async () => {
+  const server = await startServer();
+  try {
+    const alice = await signup(server);
+    const bob = await signup(server);
+    const aDev = await addDevice(alice);
+    const bDev = await addDevice(bob);
+
+    // login again as bob from a fresh client
+    const bob2 = new Client(server);
+    const login = await bob2.post('/api/login', { nick: bob.nick, authKey: bob.authKey });
+    assert.equal(login.status, 200);
+    assert.equal(login.json.nick, bob.nick);
+
+    const s = await Stream.open(bob2, bDev);
+    assert.equal(s.status, 200);
+    assert.ok(await s.ready());
+
+    const sent = await alice.post('/api/messages', dmBody(bob.nick), { device: aDev });
+    assert.equal(sent.status, 202, sent.text);
+    assert.ok(await s.until((ev) => ev.some((e) => e.event === 'msg')));
+    const msg = s.named('msg')[0]!;
+    assert.equal(msg.json.id, sent.json.id);
+    assert.equal(msg.json.from, alice.nick);
+    assert.equal(msg.id, sent.json.id);
+    s.close();
+
+    const ack = await bob2.post('/api/ack', { ids: [sent.json.id] }, { device: bDev });
+    assert.equal(ack.status, 204);
+
+    const s2 = await Stream.open(bob2, bDev);
+    assert.ok(await s2.ready());
+    assert.equal(s2.named('msg').length, 0);
+    s2.close();
+  } finally {
+    await server.close();
+  }
+});

@@ -1,0 +1,304 @@
+/**
+ * Test harness: a real server (createApp + listen on a loopback port) on a real SQLite file in
+ * a fresh temporary folder, and small HTTP and event-stream clients that talk to it over sockets.
+ */
+import { createECDH, randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { encodeB64url, makeUlid, type EventName } from '@svc/protocol';
+import { createApp, type App, type AppOptions } from '../src/app.js';
+import { parseConfig } from '../src/config.js';
+import { defaultWebRoot } from '../src/paths.js';
+
+export const ORIGIN = 'http://svc.test';
+
+export interface TestServer {
+  url: string;
+  app: App;
+  dir: string;
+  dbPath: string;
+  /** Every log line the server wrote, parsed. */
+  logs: Record<string, unknown>[];
+  close(): Promise<void>;
+}
+
+/** Starts a server; `env` overrides the configuration variables (decisions.md §1). */
+export async function startServer(env: Record<string, string> = {}, opts: AppOptions = {}): Promise<TestServer> {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-test-'));
+  const dbPath = join(dir, 'svc.db');
+  const config = parseConfig(
+    { PORT: '0', ORIGIN, DATABASE_URL: `sqlite:${dbPath}`, LOG_LEVEL: 'info', ...env },
+    { webRoot: defaultWebRoot(), build: { revision: 'test', commitTime: 1700000000000 } },
+  );
+  const logs: Record<string, unknown>[] = [];
+  const logStream = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      for (const line of chunk.toString().split('\n')) if (line.trim()) logs.push(JSON.parse(line) as Record<string, unknown>);
+      cb();
+    },
+  });
+  const app = await createApp(config, { logStream, ...opts });
+  await app.fastify.listen({ port: 0, host: '127.0.0.1' });
+  const addr = app.fastify.server.address();
+  const port = typeof addr === 'object' && addr ? addr.port : 0;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    app,
+    dir,
+    dbPath,
+    logs,
+    async close() {
+      await app.close(20);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface Res {
+  status: number;
+  headers: Headers;
+  text: string;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  json: any;
+}
+
+export interface ReqOptions {
+  /** A value to send as JSON, or a string sent as is. */
+  body?: unknown;
+  headers?: Record<string, string>;
+  /** Sets X-Device. */
+  device?: string;
+  /** Leave out the Origin header (sent by default). */
+  noOrigin?: boolean;
+}
+
+/** An HTTP client with a cookie jar of one cookie: the session. */
+export class Client {
+  cookie: string | null = null;
+  nick = '';
+  authKey = '';
+  constructor(readonly server: TestServer) {}
+
+  async req(method: string, path: string, o: ReqOptions = {}): Promise<Res> {
+    const headers: Record<string, string> = { ...(o.noOrigin ? {} : { origin: ORIGIN }) };
+    if (this.cookie) headers.cookie = this.cookie;
+    if (o.device !== undefined) headers['x-device'] = o.device;
+    let body: string | undefined;
+    if (o.body !== undefined) {
+      body = typeof o.body === 'string' ? o.body : JSON.stringify(o.body);
+      headers['content-type'] = 'application/json';
+    }
+    Object.assign(headers, o.headers ?? {});
+    const r = await fetch(this.server.url + path, { method, headers, ...(body !== undefined ? { body } : {}) });
+    const setCookie = r.headers.get('set-cookie');
+    if (setCookie) {
+      const m = /svc_session=([^;]*)/.exec(setCookie);
+      if (m) this.cookie = m[1] ? `svc_session=${m[1]}` : null;
+    }
+    const text = await r.text();
+    let json: unknown = undefined;
+    try {
+      json = text ? JSON.parse(text) : undefined;
+    } catch {
+      json = undefined;
+    }
+    return { status: r.status, headers: r.headers, text, json };
+  }
+
+  get = (path: string, o?: ReqOptions) => this.req('GET', path, o);
+  post = (path: string, body?: unknown, o: ReqOptions = {}) => this.req('POST', path, { ...o, ...(body !== undefined ? { body } : {}) });
+  put = (path: string, body?: unknown, o: ReqOptions = {}) => this.req('PUT', path, { ...o, ...(body !== undefined ? { body } : {}) });
+  del = (path: string, body?: unknown, o: ReqOptions = {}) => this.req('DELETE', path, { ...o, ...(body !== undefined ? { body } : {}) });
+}
+
+export const b64 = (n: number): string => encodeB64url(randomBytes(n));
+export const id16 = (): string => b64(16);
+export const iv = (): string => b64(12);
+export const ct = (n = 32): string => b64(n);
+export const ulid = (ms = Date.now()): string => makeUlid(ms, (n) => new Uint8Array(randomBytes(n)));
+export const kdf = () => ({ alg: 'argon2id', salt: b64(16), m: 65536, t: 3, p: 1 });
+export function publicKey(): string {
+  const e = createECDH('prime256v1');
+  e.generateKeys();
+  return encodeB64url(e.getPublicKey());
+}
+
+let nickSeq = 0;
+/** A fresh valid nick, unique within the test process. */
+export function nick(prefix = 'u'): string {
+  nickSeq++;
+  return `${prefix}${process.pid % 1000}_${nickSeq}`.slice(0, 32);
+}
+
+export function registerBody(n: string, authKey = b64(32)) {
+  return { nick: n, authKey, kdf: kdf(), publicKey: publicKey(), encryptedKey: { iv: iv(), ct: ct(48) } };
+}
+
+/** Registers a new account and returns its signed-in client. */
+export async function signup(server: TestServer, n = nick()): Promise<Client> {
+  const c = new Client(server);
+  const body = registerBody(n);
+  const r = await c.post('/api/register', body);
+  if (r.status !== 201) throw new Error(`register failed: ${r.status} ${r.text}`);
+  c.nick = n;
+  c.authKey = body.authKey;
+  return c;
+}
+
+let deviceSeq = 0;
+export function deviceId(): string {
+  deviceSeq++;
+  return `dev-${process.pid}-${deviceSeq}-${b64(6)}`;
+}
+
+/** Registers a device for the client and returns its id. */
+export async function addDevice(c: Client, id = deviceId()): Promise<string> {
+  const r = await c.post('/api/devices', { id });
+  if (r.status !== 201) throw new Error(`device failed: ${r.status} ${r.text}`);
+  return id;
+}
+
+/** A signed-in account with `n` devices. */
+export async function userWithDevices(server: TestServer, n = 1, name = nick()): Promise<{ c: Client; devices: string[] }> {
+  const c = await signup(server, name);
+  const devices: string[] = [];
+  for (let i = 0; i < n; i++) devices.push(await addDevice(c));
+  return { c, devices };
+}
+
+export function dmBody(to: string, id = ulid()) {
+  return { id, to: { dm: to }, keyId: 'dm', iv: iv(), ct: ct() };
+}
+
+export interface SseEvent {
+  event: EventName | string;
+  id?: string;
+  data: string;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  json: any;
+}
+
+/** An open event stream: parsed events as they arrive, comments (pings) counted. */
+export class Stream {
+  events: SseEvent[] = [];
+  comments: string[] = [];
+  ended = false;
+  status = 0;
+  headers: Headers | null = null;
+  private waiters: (() => void)[] = [];
+  private controller = new AbortController();
+
+  static async open(c: Client, device: string, extraHeaders: Record<string, string> = {}): Promise<Stream> {
+    const s = new Stream();
+    const headers: Record<string, string> = { ...(c.cookie ? { cookie: c.cookie } : {}), ...extraHeaders };
+    const r = await fetch(`${c.server.url}/api/events?device=${encodeURIComponent(device)}`, { headers, signal: s.controller.signal });
+    s.status = r.status;
+    s.headers = r.headers;
+    if (r.status !== 200 || !r.body) {
+      s.ended = true;
+      await r.text().catch(() => '');
+      return s;
+    }
+    void s.pump(r.body);
+    return s;
+  }
+
+  private async pump(body: ReadableStream<Uint8Array>): Promise<void> {
+    const reader = body.getReader();
+    const dec = new TextDecoder();
+    let buf = '';
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buf += dec.decode(value, { stream: true });
+        let i: number;
+        while ((i = buf.indexOf('\n\n')) >= 0) {
+          this.parse(buf.slice(0, i));
+          buf = buf.slice(i + 2);
+        }
+        this.wake();
+      }
+    } catch {
+      // aborted or reset
+    }
+    this.ended = true;
+    this.wake();
+  }
+
+  private parse(block: string): void {
+    let event = 'message';
+    let id: string | undefined;
+    const data: string[] = [];
+    for (const line of block.split('\n')) {
+      if (line.startsWith(':')) {
+        this.comments.push(line);
+        continue;
+      }
+      const c = line.indexOf(':');
+      const field = c < 0 ? line : line.slice(0, c);
+      const value = c < 0 ? '' : line.slice(c + 1).replace(/^ /, '');
+      if (field === 'event') event = value;
+      else if (field === 'id') id = value;
+      else if (field === 'data') data.push(value);
+    }
+    if (data.length === 0 && id === undefined && event === 'message') return;
+    const text = data.join('\n');
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      json = undefined;
+    }
+    this.events.push({ event, ...(id !== undefined ? { id } : {}), data: text, json });
+  }
+
+  private wake(): void {
+    const w = this.waiters;
+    this.waiters = [];
+    for (const f of w) f();
+  }
+
+  /** Waits until `pred` holds for the events so far (or the stream ends, or the timeout passes). */
+  async until(pred: (events: SseEvent[]) => boolean, timeoutMs = 3000): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    while (!pred(this.events)) {
+      if (this.ended) return pred(this.events);
+      const left = deadline - Date.now();
+      if (left <= 0) return false;
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, left);
+        this.waiters.push(() => {
+          clearTimeout(t);
+          resolve();
+        });
+      });
+    }
+    return true;
+  }
+
+  /** Waits for the `ready` event that ends the replay. */
+  ready(timeoutMs = 3000): Promise<boolean> {
+    return this.until((ev) => ev.some((e) => e.event === 'ready'), timeoutMs);
+  }
+
+  /** Waits for the stream to end (server closed it). */
+  async closedByServer(timeoutMs = 3000): Promise<boolean> {
+    return this.until(() => this.ended, timeoutMs).then(() => this.ended);
+  }
+
+  named(name: string): SseEvent[] {
+    return this.events.filter((e) => e.event === name);
+  }
+
+  /** Lets events in flight arrive, for asserting that something did NOT come. */
+  static settle(ms = 150): Promise<void> {
+    return new Promise((r) => setTimeout(r, ms));
+  }
+
+  close(): void {
+    this.controller.abort();
+  }
+}
