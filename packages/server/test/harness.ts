@@ -24,12 +24,23 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
+/**
+ * Rate limits are raised by default so that tests about other rules never meet them (every test
+ * client comes from 127.0.0.1); tests about limits pass the values they need in `env`.
+ */
+const TEST_RATES = {
+  LIMIT_MESSAGES_PER_MIN: '100000',
+  LIMIT_WRITES_PER_MIN: '100000',
+  LIMIT_REGISTER_PER_HOUR: '100000',
+  LIMIT_LOGIN_PER_10MIN: '100000',
+};
+
 /** Starts a server; `env` overrides the configuration variables (decisions.md §1). */
 export async function startServer(env: Record<string, string> = {}, opts: AppOptions = {}): Promise<TestServer> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-test-'));
   const dbPath = join(dir, 'svc.db');
   const config = parseConfig(
-    { PORT: '0', ORIGIN, DATABASE_URL: `sqlite:${dbPath}`, LOG_LEVEL: 'info', ...env },
+    { PORT: '0', ORIGIN, DATABASE_URL: `sqlite:${dbPath}`, LOG_LEVEL: 'info', ...TEST_RATES, ...env },
     { webRoot: defaultWebRoot(), build: { revision: 'test', commitTime: 1700000000000 } },
   );
   const logs: Record<string, unknown>[] = [];
