@@ -1,0 +1,233 @@
+/**
+ * The storage test suite, written once against the Store interface and run for every backend
+ * (SQLite now; PostgreSQL calls the same function). Each test gets a fresh, empty store.
+ */
+import { describe, test, beforeEach, afterEach } from 'node:test';
+import assert from 'node:assert/strict';
+import { LIMITS } from '@svc/protocol';
+import type { Store, NewAccount } from '../../src/store/types.js';
+import { b64, id16, iv, ct, kdf, publicKey, ulid } from '../harness.js';
+
+export interface StoreFactory {
+  make(): Promise<Store>;
+  destroy(store: Store): Promise<void>;
+}
+
+const NOW = 1_800_000_000_000;
+
+function account(nick: string, extra: Partial<NewAccount> = {}): NewAccount {
+  return {
+    nick,
+    authKeyHash: new Uint8Array(32).fill(7),
+    kdf: kdf() as NewAccount['kdf'],
+    publicKey: publicKey(),
+    encryptedKey: { iv: iv(), ct: ct(48) },
+    invite: null,
+    requireInvite: false,
+    sessionId: b64(32),
+    now: NOW,
+    ...extra,
+  };
+}
+
+const wrapped = (to: string) => ({ to, iv: iv(), ct: ct() });
+
+export function storeSuite(name: string, factory: StoreFactory): void {
+  describe(`store: ${name}`, () => {
+    let store: Store;
+    beforeEach(async () => {
+      store = await factory.make();
+    });
+    afterEach(async () => {
+      await factory.destroy(store);
+    });
+
+    test('meta values are created once and then kept', async () => {
+      const a = await store.getOrCreateMeta('k', () => 'first');
+      const b = await store.getOrCreateMeta('k', () => 'second');
+      assert.equal(a, 'first');
+      assert.equal(b, 'first');
+    });
+
+    test('registerAccount stores the account and its session; a taken nick is refused', async () => {
+      const a = account('alice');
+      assert.deepEqual(await store.registerAccount(a), { ok: true });
+      const got = await store.getAccount('alice');
+      assert.equal(got?.publicKey, a.publicKey);
+      assert.deepEqual(got?.kdf, a.kdf);
+      assert.equal((await store.getSession(a.sessionId))?.nick, 'alice');
+      assert.deepEqual(await store.registerAccount(account('alice')), { error: 'nick_taken' });
+    });
+
+    test('invites: required, unknown, expired and used up are refused; a use is consumed only on success', async () => {
+      await store.createInvite('code1', 1, null, NOW);
+      await store.createInvite('old', 5, NOW - 1, NOW - 10);
+      assert.deepEqual(await store.registerAccount(account('a1', { requireInvite: true })), { error: 'invite_required' });
+      assert.deepEqual(await store.registerAccount(account('a1', { requireInvite: true, invite: 'nope' })), { error: 'invalid_invite' });
+      assert.deepEqual(await store.registerAccount(account('a1', { requireInvite: true, invite: 'old' })), { error: 'invalid_invite' });
+      await store.registerAccount(account('taken'));
+      assert.deepEqual(await store.registerAccount(account('taken', { requireInvite: true, invite: 'code1' })), { error: 'nick_taken' });
+      assert.deepEqual(await store.registerAccount(account('a1', { requireInvite: true, invite: 'code1' })), { ok: true });
+      assert.deepEqual(await store.registerAccount(account('a2', { requireInvite: true, invite: 'code1' })), { error: 'invalid_invite' });
+    });
+
+    test('changePassword ends every other session and keeps the caller\'s', async () => {
+      const a = account('alice');
+      await store.registerAccount(a);
+      await store.createSession({ id: 'other', nick: 'alice', now: NOW });
+      const ended = await store.changePassword('alice', { authKeyHash: new Uint8Array(32).fill(9), kdf: a.kdf, encryptedKey: a.encryptedKey }, a.sessionId);
+      assert.deepEqual(ended, ['other']);
+      assert.equal(await store.getSession('other'), null);
+      assert.ok(await store.getSession(a.sessionId));
+      assert.deepEqual([...(await store.getAccount('alice'))!.authKeyHash], new Array(32).fill(9));
+    });
+
+    test('devices: created, existing, conflict and the per-account limit', async () => {
+      await store.registerAccount(account('alice'));
+      await store.registerAccount(account('bob'));
+      const r = await store.addDevice('alice', 'device-01', NOW);
+      assert.ok('status' in r && r.status === 'created');
+      const again = await store.addDevice('alice', 'device-01', NOW + 1);
+      assert.ok('status' in again && again.status === 'exists' && again.device.createdAt === NOW);
+      assert.deepEqual(await store.addDevice('bob', 'device-01', NOW), { error: 'device_conflict' });
+      for (let i = 1; i < LIMITS.devicesPerAccount; i++) await store.addDevice('alice', `device-x${i}`, NOW);
+      assert.deepEqual(await store.addDevice('alice', 'device-over', NOW), { error: 'limit_reached' });
+      assert.equal((await store.listDevices('alice')).length, LIMITS.devicesPerAccount);
+    });
+
+    test('claimPush sets push-pending once per device until a stream opens or a subscription is set', async () => {
+      await store.registerAccount(account('alice'));
+      await store.addDevice('alice', 'device-01', NOW);
+      await store.addDevice('alice', 'device-02', NOW);
+      assert.deepEqual(await store.claimPush(['device-01', 'device-02']), []);
+      await store.setPushSubscription('device-01', { endpoint: 'https://push.example/1', p256dh: 'p', auth: 'a' });
+      assert.deepEqual((await store.claimPush(['device-01', 'device-02'])).map((t) => t.deviceId), ['device-01']);
+      assert.deepEqual(await store.claimPush(['device-01']), []);
+      await store.deviceConnected('device-01', NOW);
+      assert.equal((await store.claimPush(['device-01'])).length, 1);
+      await store.setPushSubscription('device-01', { endpoint: 'https://push.example/2', p256dh: 'p', auth: 'a' });
+      const again = await store.claimPush(['device-01']);
+      assert.equal(again[0]?.endpoint, 'https://push.example/2');
+      await store.dropPushSubscription('device-01', 'https://push.example/1');
+      assert.ok((await store.listDevices('alice'))[0]!.push, 'a stale endpoint does not drop the new subscription');
+      await store.dropPushSubscription('device-01', 'https://push.example/2');
+      assert.equal((await store.listDevices('alice'))[0]!.push, false);
+    });
+
+    test('sendMessage queues a DM for the recipient and the sender\'s other devices, never the sending device', async () => {
+      await store.registerAccount(account('alice'));
+      await store.registerAccount(account('bob'));
+      for (const [n, d] of [['alice', 'a-device-1'], ['alice', 'a-device-2'], ['bob', 'b-device-1']]) await store.addDevice(n!, d!, NOW);
+      const id = ulid(NOW);
+      const r = await store.sendMessage({ id, from: 'alice', to: { dm: 'bob' }, keyId: 'dm', iv: iv(), ct: ct(), senderDevice: 'a-device-1', now: NOW });
+      assert.ok('status' in r && r.status === 'queued');
+      assert.deepEqual(r.targets.map((t) => t.deviceId).sort(), ['a-device-2', 'b-device-1']);
+      assert.deepEqual(Object.keys(JSON.parse(r.json)), ['id', 'to', 'from', 'keyId', 'iv', 'ct', 'ts']);
+      assert.equal((await store.readQueue('b-device-1', 0, 10)).length, 1);
+      assert.equal((await store.readQueue('a-device-1', 0, 10)).length, 0);
+      assert.deepEqual((await store.listContacts('bob')).map((c) => c.nick), ['alice']);
+      assert.deepEqual((await store.listContacts('alice')).map((c) => c.nick), ['bob']);
+
+      const retry = await store.sendMessage({ id, from: 'alice', to: { dm: 'bob' }, keyId: 'dm', iv: iv(), ct: ct(), senderDevice: 'a-device-1', now: NOW + 5 });
+      assert.deepEqual(retry, { status: 'retry', id, ts: NOW });
+      assert.equal((await store.readQueue('b-device-1', 0, 10)).length, 1);
+      const clash = await store.sendMessage({ id, from: 'bob', to: { dm: 'alice' }, keyId: 'dm', iv: iv(), ct: ct(), senderDevice: 'b-device-1', now: NOW });
+      assert.deepEqual(clash, { error: 'id_conflict' });
+
+      await store.ack('b-device-1', [id, 'unknown-id']);
+      assert.equal((await store.readQueue('b-device-1', 0, 10)).length, 0);
+      assert.equal((await store.readQueue('a-device-2', 0, 10)).length, 1, 'one device\'s ack leaves the others\' queues');
+    });
+
+    test('a device queue keeps the newest entries up to its cap', async () => {
+      await store.registerAccount(account('alice'));
+      await store.registerAccount(account('bob'));
+      await store.addDevice('alice', 'a-device-1', NOW);
+      await store.addDevice('bob', 'b-device-1', NOW);
+      const ids: string[] = [];
+      for (let i = 0; i < LIMITS.queuePerDevice + 3; i++) {
+        const id = ulid(NOW + i);
+        ids.push(id);
+        await store.sendMessage({ id, from: 'alice', to: { dm: 'bob' }, keyId: 'dm', iv: iv(), ct: ct(), senderDevice: 'a-device-1', now: NOW + i });
+      }
+      const first = await store.readQueue('b-device-1', 0, 1);
+      assert.equal(first[0]?.id, ids[3]);
+      let n = 0;
+      let after = 0;
+      for (;;) {
+        const page = await store.readQueue('b-device-1', after, 1000);
+        n += page.length;
+        if (page.length < 1000) break;
+        after = page[page.length - 1]!.seq;
+      }
+      assert.equal(n, LIMITS.queuePerDevice);
+    });
+
+    test('rooms: create, members, leave with ownership passing, and deletion when empty', async () => {
+      for (const n of ['alice', 'bob', 'carol']) await store.registerAccount(account(n));
+      const roomId = id16();
+      const k1 = id16();
+      const created = await store.createRoom({ id: roomId, name: 'Room', owner: 'alice', keyId: k1, keys: [wrapped('alice')], now: NOW });
+      assert.ok('room' in created);
+      assert.deepEqual(created.room.members, ['alice']);
+      assert.deepEqual(await store.createRoom({ id: roomId, name: 'Again', owner: 'bob', keyId: id16(), keys: [wrapped('bob')], now: NOW }), { error: 'room_conflict' });
+
+      const k2 = id16();
+      assert.deepEqual(await store.changeMembers({ roomId, caller: 'bob', add: [], remove: [], keyId: k2, keys: [], now: NOW }), { error: 'not_owner' });
+      assert.deepEqual(await store.changeMembers({ roomId, caller: 'alice', add: ['zed'], remove: [], keyId: k2, keys: [], now: NOW }), { error: 'unknown_user' });
+      assert.deepEqual(await store.changeMembers({ roomId, caller: 'alice', add: [], remove: ['bob'], keyId: k2, keys: [], now: NOW }), { error: 'invalid', field: 'remove' });
+      assert.deepEqual(await store.changeMembers({ roomId, caller: 'alice', add: [], remove: ['alice'], keyId: k2, keys: [], now: NOW }), { error: 'owner' });
+      assert.deepEqual(await store.changeMembers({ roomId, caller: 'alice', add: [], remove: [], keyId: k1, keys: [wrapped('alice')], now: NOW }), { error: 'key_exists' });
+      assert.deepEqual(await store.changeMembers({ roomId, caller: 'alice', add: ['bob'], remove: [], keyId: k2, keys: [wrapped('alice')], now: NOW }), { error: 'keys_mismatch' });
+      const f = await store.changeMembers({ roomId, caller: 'alice', add: ['bob', 'carol'], remove: [], keyId: k2, keys: ['alice', 'bob', 'carol'].map(wrapped), now: NOW });
+      assert.ok('room' in f);
+      assert.deepEqual(f.room.members, ['alice', 'bob', 'carol']);
+      assert.equal((await store.listRooms('bob'))[0]?.keys.length, 1);
+      assert.equal((await store.listRooms('alice'))[0]?.keys.length, 2);
+
+      const left = await store.leaveRoom(roomId, 'alice');
+      assert.ok(left.left && !left.deleted);
+      assert.equal(left.fanout?.room.owner, 'bob', 'ownership passes to the earliest-joined member');
+      assert.equal(left.fanout?.room.needsRekey, true);
+      assert.deepEqual((await store.leaveRoom(roomId, 'alice')).left, false);
+      await store.leaveRoom(roomId, 'bob');
+      const last = await store.leaveRoom(roomId, 'carol');
+      assert.ok(last.deleted);
+      assert.deepEqual(await store.listRooms('carol'), []);
+    });
+
+    test('deleteAccount leaves rooms, drops sessions, devices and contacts, and retires the nick', async () => {
+      const a = account('alice');
+      await store.registerAccount(a);
+      await store.registerAccount(account('bob'));
+      await store.addDevice('alice', 'a-device-1', NOW);
+      await store.addContact('bob', 'alice', NOW);
+      const roomId = id16();
+      await store.createRoom({ id: roomId, name: 'R', owner: 'alice', keyId: id16(), keys: [wrapped('alice')], now: NOW });
+      await store.changeMembers({ roomId, caller: 'alice', add: ['bob'], remove: [], keyId: id16(), keys: [wrapped('alice'), wrapped('bob')], now: NOW });
+      const r = await store.deleteAccount('alice', NOW);
+      assert.deepEqual(r.sessions, [a.sessionId]);
+      assert.deepEqual(r.devices, ['a-device-1']);
+      assert.equal(r.rooms[0]?.fanout?.room.owner, 'bob');
+      assert.equal(await store.getAccount('alice'), null);
+      assert.equal(await store.nickExists('alice'), true);
+      assert.deepEqual(await store.listContacts('bob'), []);
+      assert.deepEqual(await store.registerAccount(account('alice')), { error: 'nick_taken' });
+    });
+
+    test('purge drops idle sessions and envelopes nobody needs', async () => {
+      await store.registerAccount(account('alice', { sessionId: 'old' }));
+      await store.registerAccount(account('bob'));
+      await store.addDevice('alice', 'a-device-1', NOW);
+      await store.addDevice('bob', 'b-device-1', NOW);
+      const id = ulid(NOW);
+      await store.sendMessage({ id, from: 'alice', to: { dm: 'bob' }, keyId: 'dm', iv: iv(), ct: ct(), senderDevice: 'a-device-1', now: NOW });
+      await store.ack('b-device-1', [id]);
+      const later = NOW + LIMITS.sessionIdleMs + 1;
+      const r = await store.purge(later);
+      assert.ok(r.sessions >= 1);
+      assert.equal(r.envelopes, 1);
+      assert.equal(await store.getSession('old'), null);
+    });
+  });
+}

@@ -1,0 +1,68 @@
+/** Configuration (decisions.md §1): defaults, overrides, and a clear refusal of bad values. */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { ConfigError, parseConfig } from '../../src/config.js';
+
+const defaults = { webRoot: '/tmp/web', build: { revision: 'dev', commitTime: null } };
+
+test('defaults match decisions §1', () => {
+  const c = parseConfig({}, defaults);
+  assert.equal(c.port, 8080);
+  assert.equal(c.host, '127.0.0.1');
+  assert.equal(c.origin, 'http://localhost:8080');
+  assert.deepEqual(c.database, { kind: 'sqlite', path: './data/svc.db' });
+  assert.equal(c.redisUrl, null);
+  assert.equal(c.registration, 'open');
+  assert.equal(c.vapid.subject, 'mailto:admin@localhost');
+  assert.deepEqual(c.rates, { messagesPerMin: 30, writesPerMin: 60, registerPerHour: 5, loginPer10Min: 10 });
+  assert.equal(c.pushAllowPrivateTargets, false);
+  assert.equal(c.logLevel, 'info');
+  assert.equal(c.secureCookies, false);
+});
+
+test('ORIGIN follows PORT by default, and an https origin makes cookies Secure', () => {
+  assert.equal(parseConfig({ PORT: '9000' }, defaults).origin, 'http://localhost:9000');
+  const c = parseConfig({ ORIGIN: 'https://chat.example.org' }, defaults);
+  assert.equal(c.origin, 'https://chat.example.org');
+  assert.equal(c.secureCookies, true);
+});
+
+test('overrides are read for every variable', () => {
+  const c = parseConfig(
+    {
+      PORT: '1234', HOST: '0.0.0.0', DATABASE_URL: 'sqlite:/var/lib/svc/x.db', REGISTRATION: 'invite',
+      LIMIT_MESSAGES_PER_MIN: '1', LIMIT_WRITES_PER_MIN: '2', LIMIT_REGISTER_PER_HOUR: '3', LIMIT_LOGIN_PER_10MIN: '4',
+      PUSH_ALLOW_PRIVATE_TARGETS: '1', LOG_LEVEL: 'warn', VAPID_SUBJECT: 'https://example.org',
+      VAPID_PUBLIC_KEY: 'pub', VAPID_PRIVATE_KEY: 'priv', REDIS_URL: 'redis://127.0.0.1:6379',
+    },
+    defaults,
+  );
+  assert.equal(c.port, 1234);
+  assert.equal(c.host, '0.0.0.0');
+  assert.deepEqual(c.database, { kind: 'sqlite', path: '/var/lib/svc/x.db' });
+  assert.equal(c.registration, 'invite');
+  assert.deepEqual(c.rates, { messagesPerMin: 1, writesPerMin: 2, registerPerHour: 3, loginPer10Min: 4 });
+  assert.equal(c.pushAllowPrivateTargets, true);
+  assert.equal(c.logLevel, 'warn');
+  assert.deepEqual(c.vapid, { subject: 'https://example.org', publicKey: 'pub', privateKey: 'priv' });
+  assert.equal(c.redisUrl, 'redis://127.0.0.1:6379');
+});
+
+test('bad values are refused with a message naming the variable', () => {
+  const cases: Record<string, string>[] = [
+    { PORT: 'eighty' }, { PORT: '70000' }, { ORIGIN: 'localhost' }, { ORIGIN: 'http://x.org/path' }, { DATABASE_URL: 'mysql://x' },
+    { REGISTRATION: 'closed' }, { LIMIT_MESSAGES_PER_MIN: '0' }, { LIMIT_WRITES_PER_MIN: '-1' }, { LOG_LEVEL: 'loud' },
+    { PUSH_ALLOW_PRIVATE_TARGETS: 'yes' }, { VAPID_PUBLIC_KEY: 'only-one' }, { VAPID_SUBJECT: 'admin@example.org' },
+  ];
+  for (const env of cases) {
+    const name = Object.keys(env)[0]!;
+    assert.throws(() => parseConfig(env, defaults), (e: unknown) => e instanceof ConfigError && e.message.includes(name.replace(/_(PUBLIC|PRIVATE)_KEY$/, '')), name);
+  }
+});
+
+test('the service refuses to start on a bad value, with a clear message and a non-zero exit', () => {
+  const r = spawnSync(process.execPath, ['packages/server/dist/src/main.js'], { env: { ...process.env, PORT: 'eighty' }, encoding: 'utf8', timeout: 10_000 });
+  assert.notEqual(r.status, 0);
+  assert.match(r.stderr, /PORT/);
+});
