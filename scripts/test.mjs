@@ -2,6 +2,7 @@
 import { readdirSync, statSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
+import { makeTestCa } from './test-ca.mjs';
 
 function find(dir, out) {
   if (!existsSync(dir)) return out;
@@ -21,5 +22,7 @@ if (selected.length === 0) {
   console.error('no test files found');
   process.exit(1);
 }
-const r = spawnSync(process.execPath, ['--enable-source-maps', '--test', '--test-reporter=spec', ...selected.sort()], { stdio: 'inherit' });
+const tlsDir = makeTestCa();
+const env = { ...process.env, TEST_TLS_DIR: tlsDir, NODE_EXTRA_CA_CERTS: join(tlsDir, 'ca.pem') };
+const r = spawnSync(process.execPath, ['--enable-source-maps', '--test', '--test-reporter=spec', ...selected.sort()], { stdio: 'inherit', env });
 process.exit(r.status ?? 1);

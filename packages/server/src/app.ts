@@ -15,7 +15,9 @@ import { SqliteStore } from './store/sqlite/index.js';
 import { LocalStreams } from './bus/streams.js';
 import { MemoryBus } from './bus/memory.js';
 import { MemoryLimiter } from './limits/memory.js';
-import { NoPusher, type Pusher } from './push/types.js';
+import type { Pusher } from './push/types.js';
+import { WebPusher } from './push/web-push.js';
+import type { Resolver } from './push/connection.js';
 import { checkOrigin } from './http/origin.js';
 import { sendError } from './http/errors.js';
 import { SECURITY_HEADERS } from './http/headers.js';
@@ -27,6 +29,8 @@ import { randomSecret } from './crypto.js';
 export interface AppOptions {
   store?: Store;
   pusher?: Pusher;
+  /** Name resolution for push connections (tests inject one; the system resolver otherwise). */
+  pushResolver?: Resolver;
   now?: () => number;
   /** Where log lines go (tests capture them); stdout by default. */
   logStream?: DestinationStream;
@@ -82,17 +86,17 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
   const streams = new LocalStreams(LIMITS.pingIntervalMs);
   const bus = new MemoryBus(streams);
   const limiter = new MemoryLimiter();
-  const pusher = opts.pusher ?? new NoPusher();
-  const deps: Deps = {
-    config,
-    store,
-    bus,
-    limiter,
-    pusher,
-    secrets: await loadSecrets(config, store),
-    log: fastify.log,
-    now: opts.now ?? Date.now,
-  };
+  const secrets = await loadSecrets(config, store);
+  const pusher =
+    opts.pusher ??
+    new WebPusher({
+      store,
+      log: fastify.log,
+      vapid: { subject: config.vapid.subject, publicKey: secrets.vapidPublicKey, privateKey: secrets.vapidPrivateKey },
+      allowPrivate: config.pushAllowPrivateTargets,
+      ...(opts.pushResolver ? { resolve: opts.pushResolver } : {}),
+    });
+  const deps: Deps = { config, store, bus, limiter, pusher, secrets, log: fastify.log, now: opts.now ?? Date.now };
 
   // Bodies are collected raw (any content type, 32 KiB at most) and parsed by the handler,
   // so that the session and rate-limit checks come before bad_json, as the spec orders them.

@@ -8,9 +8,3 @@ export interface Pusher {
   /** Drains or drops what is queued, for shutdown. */
   close(): Promise<void>;
 }
-
-/** Used until Web Push delivery lands: claimed flags stay set, nothing is sent. */
-export class NoPusher implements Pusher {
-  enqueue(): void {}
-  async close(): Promise<void> {}
-}

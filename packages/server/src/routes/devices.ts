@@ -1,5 +1,5 @@
 /** Device routes (interface.md "Devices", decisions.md §4). */
-import { invalid, isDeviceId, isPushSubscription } from '@svc/protocol';
+import { decodeB64urlLenient, encodeB64url, invalid, isDeviceId, isPushSubscription } from '@svc/protocol';
 import * as devices from '../domain/devices.js';
 import { parseJsonObject } from '../http/body.js';
 import { createdOrOk, noContent, ok } from '../http/reply.js';
@@ -25,10 +25,10 @@ export const deviceRoutes: RouteHandlers = {
     const b = parseJsonObject(ctx.req);
     const sub = b.subscription;
     if (!isPushSubscription(sub) || !endpointHostAllowed(sub.endpoint, ctx.deps.config.pushAllowPrivateTargets)) throw invalid('subscription');
-    // Only endpoint, p256dh and auth are kept; anything else in the subscription is dropped.
+    // Only endpoint, p256dh and auth are kept (keys re-encoded unpadded); anything else is dropped.
     await devices.setPushSubscription(ctx.deps, callerOf(ctx), param(ctx, 'id'), {
       endpoint: sub.endpoint,
-      keys: { p256dh: sub.keys.p256dh, auth: sub.keys.auth },
+      keys: { p256dh: encodeB64url(decodeB64urlLenient(sub.keys.p256dh)!), auth: encodeB64url(decodeB64urlLenient(sub.keys.auth)!) },
     });
     return noContent();
   },

@@ -1,0 +1,164 @@
+/**
+ * Web Push delivery against a real HTTPS push service on loopback (interface.md push states,
+ * Messages step 8, push payload; decisions.md §9). The service trusts the test CA through
+ * NODE_EXTRA_CA_CERTS and runs with PUSH_ALLOW_PRIVATE_TARGETS=1.
+ */
+import { describe, test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { Stream, addDevice, dmBody, id16, iv, ct, signup, startServer, ulid, type Client, type TestServer } from '../harness.js';
+import { PushService, decryptPayload, verifyVapid, type Subscription } from './push-service.js';
+import type { WebPusher } from '../../src/push/web-push.js';
+
+let server: TestServer;
+let push: PushService;
+let vapidKey: string;
+let n = 0;
+
+before(async () => {
+  push = await PushService.start();
+  server = await startServer({ PUSH_ALLOW_PRIVATE_TARGETS: '1' });
+  vapidKey = (await new (await import('../harness.js')).Client(server).get('/api/config')).json.vapidPublicKey;
+});
+after(async () => {
+  await server.close();
+  await push.close();
+});
+
+const pusher = () => server.app.deps.pusher as WebPusher;
+
+async function subscribe(c: Client, device: string, sub: Subscription): Promise<void> {
+  const r = await c.put(`/api/devices/${device}/push`, { subscription: { endpoint: sub.endpoint, keys: sub.keys, expirationTime: null } }, { device });
+  assert.equal(r.status, 204, r.text);
+}
+
+/** A recipient with one subscribed offline device, and a sender with a device. */
+async function pair() {
+  const path = `/sub/${++n}`;
+  const sender = await signup(server);
+  const sDev = await addDevice(sender);
+  const recipient = await signup(server);
+  const rDev = await addDevice(recipient);
+  const sub = push.subscription(path);
+  await subscribe(recipient, rDev, sub);
+  return { path, sender, sDev, recipient, rDev, sub };
+}
+
+describe('push delivery', () => {
+  test('a DM to an offline subscribed device sends one encrypted push titled @sender with chat dm:sender', async () => {
+    const p = await pair();
+    const r = await p.sender.post('/api/messages', dmBody(p.recipient.nick), { device: p.sDev });
+    assert.equal(r.status, 202);
+    assert.ok(await push.waitFor(() => push.forPath(p.path).length === 1));
+    const rec = push.forPath(p.path)[0]!;
+    assert.deepEqual(decryptPayload(rec, p.sub), { title: `@${p.sender.nick}`, body: 'New message', chat: `dm:${p.sender.nick}` });
+    assert.equal(rec.headers['content-encoding'], 'aes128gcm');
+    assert.equal(rec.headers.ttl, '86400');
+  });
+
+  test('the VAPID JWT is signed with the key of /api/config, for the push service origin, expiring within a day', async () => {
+    const p = await pair();
+    await p.sender.post('/api/messages', dmBody(p.recipient.nick), { device: p.sDev });
+    assert.ok(await push.waitFor(() => push.forPath(p.path).length === 1));
+    const claims = verifyVapid(push.forPath(p.path)[0]!, vapidKey);
+    assert.equal(claims.aud, `https://127.0.0.1:${push.port}`);
+    assert.ok(claims.exp > Date.now() / 1000 && claims.exp <= Date.now() / 1000 + 86_400 + 60);
+    assert.equal(claims.sub, 'mailto:admin@localhost');
+  });
+
+  test('a room message pushes with title #room name and chat room:id, and the body never holds message text', async () => {
+    const p = await pair();
+    const roomId = id16();
+    await p.sender.post('/api/rooms', { id: roomId, name: 'Garden club', keyId: id16(), keys: [{ to: p.sender.nick, iv: iv(), ct: ct() }] });
+    const keyId = id16();
+    const m = await p.sender.post(`/api/rooms/${roomId}/members`, {
+      add: [p.recipient.nick], remove: [], keyId, keys: [p.sender.nick, p.recipient.nick].map((to) => ({ to, iv: iv(), ct: ct() })),
+    });
+    assert.equal(m.status, 200, m.text);
+    const secret = ct(64);
+    await p.sender.post('/api/messages', { id: ulid(), to: { room: roomId }, keyId, iv: iv(), ct: secret }, { device: p.sDev });
+    assert.ok(await push.waitFor(() => push.forPath(p.path).length === 1));
+    const rec = push.forPath(p.path)[0]!;
+    assert.deepEqual(decryptPayload(rec, p.sub), { title: '#Garden club', body: 'New message', chat: `room:${roomId}` });
+    assert.ok(!rec.body.includes(Buffer.from(secret)), 'ciphertext of the message is not carried');
+  });
+
+  test('exactly one push until reset: a second message sends none, PUT …/push resets, opening the stream resets', async () => {
+    const p = await pair();
+    await p.sender.post('/api/messages', dmBody(p.recipient.nick), { device: p.sDev });
+    await p.sender.post('/api/messages', dmBody(p.recipient.nick), { device: p.sDev });
+    await pusher().drained();
+    await Stream.settle(100);
+    assert.equal(push.forPath(p.path).length, 1);
+
+    await subscribe(p.recipient, p.rDev, p.sub);
+    await p.sender.post('/api/messages', dmBody(p.recipient.nick), { device: p.sDev });
+    assert.ok(await push.waitFor(() => push.forPath(p.path).length === 2), 'PUT …/push reset the flag');
+
+    const s = await Stream.open(p.recipient, p.rDev);
+    assert.ok(await s.ready());
+    s.close();
+    await Stream.settle(100);
+    await p.sender.post('/api/messages', dmBody(p.recipient.nick), { device: p.sDev });
+    assert.ok(await push.waitFor(() => push.forPath(p.path).length === 3), 'opening the stream reset the flag');
+  });
+
+  test('no push to a device with an open stream, nor to the sender\'s own other devices', async () => {
+    const p = await pair();
+    const s = await Stream.open(p.recipient, p.rDev);
+    assert.ok(await s.ready());
+    const own = await addDevice(p.sender);
+    const ownSub = push.subscription(`/own/${n}`);
+    await subscribe(p.sender, own, ownSub);
+    await p.sender.post('/api/messages', dmBody(p.recipient.nick), { device: p.sDev });
+    assert.ok(await s.until((ev) => ev.some((e) => e.event === 'msg')));
+    await pusher().drained();
+    await Stream.settle(100);
+    assert.equal(push.forPath(p.path).length, 0);
+    assert.equal(push.forPath(`/own/${n}`).length, 0);
+    s.close();
+  });
+
+  for (const status of [404, 410]) {
+    test(`a ${status} from the push service deletes the subscription`, async () => {
+      const p = await pair();
+      push.statusFor.set(p.path, status);
+      await p.sender.post('/api/messages', dmBody(p.recipient.nick), { device: p.sDev });
+      assert.ok(await push.waitFor(() => push.forPath(p.path).length === 1));
+      await pusher().drained();
+      const devices = await p.recipient.get('/api/devices');
+      assert.equal(devices.json[0].push, false);
+    });
+  }
+
+  test('a 3xx is not followed, and the subscription stays', async () => {
+    const p = await pair();
+    push.statusFor.set(p.path, 302);
+    await p.sender.post('/api/messages', dmBody(p.recipient.nick), { device: p.sDev });
+    assert.ok(await push.waitFor(() => push.forPath(p.path).length === 1));
+    await pusher().drained();
+    await Stream.settle(100);
+    assert.equal(push.forPath('/redirected').length, 0);
+    assert.equal((await p.recipient.get('/api/devices')).json[0].push, true);
+  });
+
+  test('the 202 does not wait for the push service', async () => {
+    const p = await pair();
+    push.hang.add(p.path);
+    // The push service holds this request unanswered: the send still returns while it is pending.
+    const r = await p.sender.post('/api/messages', dmBody(p.recipient.nick, ulid()), { device: p.sDev });
+    assert.equal(r.status, 202);
+    assert.ok(await push.waitFor(() => push.forPath(p.path).length === 1));
+    assert.equal(push.forPath(p.path).length, 1);
+  });
+
+  test('push failures are logged without endpoint, nick or room', async () => {
+    const p = await pair();
+    push.statusFor.set(p.path, 500);
+    await p.sender.post('/api/messages', dmBody(p.recipient.nick), { device: p.sDev });
+    assert.ok(await push.waitFor(() => push.forPath(p.path).length === 1));
+    await pusher().drained();
+    const text = JSON.stringify(server.logs);
+    assert.ok(server.logs.some((l) => l.msg === 'push refused by the push service' && l.status === 500));
+    for (const secret of [p.path, p.sender.nick, p.recipient.nick, String(push.port)]) assert.ok(!text.includes(secret), `log holds ${secret}`);
+  });
+});
