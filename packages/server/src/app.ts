@@ -79,6 +79,8 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
     return503OnClosing: false,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: false },
+    // HEAD answers like GET without a body wherever GET exists (RFC 9110 §9.3.2).
+    exposeHeadRoutes: true,
   });
   fastify.server.headersTimeout = 10_000;
 
@@ -141,7 +143,10 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
   });
 
   const purger = setInterval(() => {
-    store.purge(deps.now()).catch((err: unknown) => deps.log.error({ err }, 'purge failed'));
+    store
+      .purge(deps.now())
+      .then((r) => (r.sessionIds.length > 0 ? bus.closeStreams({ sessions: r.sessionIds }) : undefined))
+      .catch((err: unknown) => deps.log.error({ err }, 'purge failed'));
   }, PURGE_EVERY_MS);
   purger.unref();
 

@@ -9,6 +9,7 @@ import { closeStream, openStream } from '../domain/streams.js';
 import { STREAM_HEADERS } from '../http/headers.js';
 import type { StreamSink } from '../bus/streams.js';
 import { callerOf, query, type RouteHandlers } from './context.js';
+import { ok } from '../http/reply.js';
 
 function responseSink(res: ServerResponse): StreamSink {
   return {
@@ -39,6 +40,12 @@ export const eventRoutes: RouteHandlers = {
     const device = query(ctx, 'device');
     if (!isDeviceId(device)) throw invalid('device');
     await requireOwnDevice(ctx.deps, caller, device);
+
+    // HEAD gets the stream's headers and no stream: it must not replace the device's open stream.
+    if (ctx.req.method === 'HEAD') {
+      for (const [k, v] of Object.entries(STREAM_HEADERS)) ctx.reply.header(k, v);
+      return ok(undefined);
+    }
 
     const started = performance.now();
     ctx.reply.hijack();

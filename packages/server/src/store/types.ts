@@ -106,7 +106,8 @@ export interface DeleteAccountResult {
 }
 
 export interface PurgeResult {
-  sessions: number;
+  /** Sessions ended by idleness: their open streams must close too. */
+  sessionIds: string[];
   envelopes: number;
 }
 

@@ -41,3 +41,23 @@ test('a DM sent by one account reaches the other account\'s open stream, and onc
     await server.close();
   }
 });
+
+test('HEAD /api/events answers the stream headers without opening a stream or replacing the open one', async () => {
+  const server = await startServer();
+  try {
+    const bob = await signup(server);
+    const dev = await addDevice(bob);
+    const s = await Stream.open(bob, dev);
+    assert.ok(await s.ready());
+    const head = await bob.req('HEAD', `/api/events?device=${dev}`);
+    assert.equal(head.status, 200);
+    assert.equal(head.headers.get('content-type'), 'text/event-stream; charset=utf-8');
+    assert.equal(head.text, '');
+    await Stream.settle(100);
+    assert.equal(s.ended, false, 'the open stream is still open');
+    assert.equal((await bob.req('HEAD', '/api/events?device=nope')).status, 400);
+    s.close();
+  } finally {
+    await server.close();
+  }
+});

@@ -298,9 +298,11 @@ export class SqliteStore implements Store {
 
   async purge(now: number): Promise<PurgeResult> {
     return this.tx(() => {
-      const s = this.q.run('DELETE FROM sessions WHERE last_used_at < ?', now - LIMITS.sessionIdleMs);
+      const cutoff = now - LIMITS.sessionIdleMs;
+      const sessionIds = this.q.all<{ id: string }>('SELECT id FROM sessions WHERE last_used_at < ?', cutoff).map((r) => r.id);
+      this.q.run('DELETE FROM sessions WHERE last_used_at < ?', cutoff);
       const envelopes = messages.purgeEnvelopes(this.q, now);
-      return { sessions: s.changes, envelopes };
+      return { sessionIds, envelopes };
     });
   }
 
