@@ -6,6 +6,7 @@ import {
   isEncryptedKey,
   isKdf,
   isNick,
+  isPlainObject,
   isPublicKey,
   type ConfigResponse,
   type EncryptedKey,
@@ -15,7 +16,6 @@ import * as accounts from '../domain/accounts.js';
 import { parseJson, parseJsonObject } from '../http/body.js';
 import { clearedSessionCookie, sessionCookie } from '../http/cookies.js';
 import { created, noContent, ok } from '../http/reply.js';
-import { isPlainObject } from '@svc/protocol';
 import { callerOf, param, query, type RouteContext, type RouteHandlers } from './context.js';
 
 const MAX_INVITE_CHARS = 128;
