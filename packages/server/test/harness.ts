@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
+import assert from 'node:assert/strict';
 import { encodeB64url, makeUlid, type EventName } from '@svc/protocol';
 import { createApp, type App, type AppOptions } from '../src/app.js';
 import { parseConfig } from '../src/config.js';
@@ -122,6 +123,18 @@ export class Client {
   post = (path: string, body?: unknown, o: ReqOptions = {}) => this.req('POST', path, { ...o, ...(body !== undefined ? { body } : {}) });
   put = (path: string, body?: unknown, o: ReqOptions = {}) => this.req('PUT', path, { ...o, ...(body !== undefined ? { body } : {}) });
   del = (path: string, body?: unknown, o: ReqOptions = {}) => this.req('DELETE', path, { ...o, ...(body !== undefined ? { body } : {}) });
+}
+
+/** Asserts the error form of the spec: the status, `{error, message}` and `field` exactly when given. */
+export function assertError(r: Res, status: number, code: string, field?: string): void {
+  assert.equal(r.status, status, `expected ${status} ${code}, got ${r.status} ${r.text}`);
+  assert.equal(r.json?.error, code, r.text);
+  assert.equal(typeof r.json.message, 'string');
+  if (field === undefined) assert.deepEqual(Object.keys(r.json).sort(), ['error', 'message'], r.text);
+  else {
+    assert.deepEqual(Object.keys(r.json).sort(), ['error', 'field', 'message'], r.text);
+    assert.equal(r.json.field, field);
+  }
 }
 
 export const b64 = (n: number): string => encodeB64url(randomBytes(n));

@@ -7,15 +7,8 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { readFileSync, existsSync } from 'node:fs';
 import Database from 'better-sqlite3';
-import { Client, Stream, addDevice, b64, ct, id16, iv, kdf, nick, registerBody, signup, startServer, type Res, type TestServer } from '../harness.js';
+import { assertError, Client, Stream, addDevice, b64, ct, id16, iv, kdf, nick, registerBody, signup, startServer, type Res, type TestServer } from '../harness.js';
 
-function expectError(r: Res, status: number, code: string, field?: string): void {
-  assert.equal(r.status, status, `expected ${status} ${code}, got ${r.status} ${r.text}`);
-  assert.equal(r.json?.error, code, r.text);
-  assert.equal(typeof r.json.message, 'string');
-  if (field === undefined) assert.equal('field' in r.json, false, r.text);
-  else assert.equal(r.json.field, field, r.text);
-}
 
 /** Cookie attributes of a Set-Cookie header: name=value first, then the attributes as written. */
 function parseSetCookie(h: string | null): { name: string; value: string; attrs: string[] } {
@@ -80,8 +73,8 @@ describe('accounts: sessions', () => {
       const alice = await signup(server);
       const wrongKey = await login(server, alice.nick, b64(32));
       const unknown = await login(server, nick('ghost'), alice.authKey);
-      expectError(wrongKey.r, 401, 'invalid_credentials');
-      expectError(unknown.r, 401, 'invalid_credentials');
+      assertError(wrongKey.r, 401, 'invalid_credentials');
+      assertError(unknown.r, 401, 'invalid_credentials');
       assert.equal(wrongKey.r.text, unknown.r.text);
       assert.equal(wrongKey.r.headers.get('set-cookie'), null);
       assert.equal(unknown.r.headers.get('set-cookie'), null);
@@ -90,13 +83,13 @@ describe('accounts: sessions', () => {
 
     test('login refuses a malformed body: bad_json, then invalid field nick or authKey', async () => {
       const c = new Client(server);
-      expectError(await c.post('/api/login', 'not json'), 400, 'bad_json');
-      expectError(await c.post('/api/login', { nick: 'A', authKey: b64(32) }), 400, 'invalid', 'nick');
-      expectError(await c.post('/api/login', { authKey: b64(32) }), 400, 'invalid', 'nick');
-      expectError(await c.post('/api/login', { nick: 'A', authKey: 'x' }), 400, 'invalid', 'nick');
+      assertError(await c.post('/api/login', 'not json'), 400, 'bad_json');
+      assertError(await c.post('/api/login', { nick: 'A', authKey: b64(32) }), 400, 'invalid', 'nick');
+      assertError(await c.post('/api/login', { authKey: b64(32) }), 400, 'invalid', 'nick');
+      assertError(await c.post('/api/login', { nick: 'A', authKey: 'x' }), 400, 'invalid', 'nick');
       const alice = await signup(server);
       for (const authKey of [b64(31), b64(33), 'x', 12, undefined, alice.authKey + '=']) {
-        expectError(await c.post('/api/login', { nick: alice.nick, authKey }), 400, 'invalid', 'authKey');
+        assertError(await c.post('/api/login', { nick: alice.nick, authKey }), 400, 'invalid', 'authKey');
       }
       assert.equal(c.cookie, null);
     });
@@ -145,7 +138,7 @@ describe('accounts: sessions', () => {
       const c = new Client(server);
       for (const cookie of ['svc_session=' + b64(32), 'svc_session=', 'svc_session=abc', 'other=' + b64(32)]) {
         c.cookie = cookie;
-        expectError(await c.get('/api/me'), 401, 'unauthenticated');
+        assertError(await c.get('/api/me'), 401, 'unauthenticated');
       }
     });
   });
@@ -183,8 +176,8 @@ describe('accounts: sessions', () => {
 
       const stale = new Client(server);
       stale.cookie = oldCookie;
-      expectError(await stale.get('/api/me'), 401, 'unauthenticated');
-      expectError(await stale.post('/api/logout'), 401, 'unauthenticated');
+      assertError(await stale.get('/api/me'), 401, 'unauthenticated');
+      assertError(await stale.post('/api/logout'), 401, 'unauthenticated');
       assert.equal((await Stream.open(stale, dev)).status, 401);
       assert.equal((await other.get('/api/me')).status, 200, 'other sessions of the account stay');
     });
@@ -196,21 +189,21 @@ describe('accounts: sessions', () => {
       const other = (await login(server, alice.nick, alice.authKey)).c;
       const kdfBefore = (await alice.get('/api/me')).json.kdf;
       const body = passwordBody(b64(32));
-      expectError(await alice.post('/api/password', body), 401, 'invalid_credentials');
+      assertError(await alice.post('/api/password', body), 401, 'invalid_credentials');
       assert.equal((await other.get('/api/me')).status, 200, 'other session stays');
       assert.equal((await alice.get('/api/me')).status, 200);
       assert.equal((await login(server, alice.nick, alice.authKey)).r.status, 200, 'old key still works');
-      expectError((await login(server, alice.nick, body.newAuthKey)).r, 401, 'invalid_credentials');
+      assertError((await login(server, alice.nick, body.newAuthKey)).r, 401, 'invalid_credentials');
       assert.deepEqual((await new Client(server).get(`/api/kdf?nick=${alice.nick}`)).json, kdfBefore);
     });
 
     test('password change refuses malformed fields with 400 invalid and the field name', async () => {
       const alice = await signup(server);
-      expectError(await alice.post('/api/password', 'x'), 400, 'bad_json');
-      expectError(await alice.post('/api/password', { ...passwordBody(alice.authKey), authKey: 'x' }), 400, 'invalid', 'authKey');
-      expectError(await alice.post('/api/password', { ...passwordBody(alice.authKey), newAuthKey: b64(31) }), 400, 'invalid', 'newAuthKey');
-      expectError(await alice.post('/api/password', { ...passwordBody(alice.authKey), kdf: { ...kdf(), m: 1024 } }), 400, 'invalid', 'kdf');
-      expectError(await alice.post('/api/password', { ...passwordBody(alice.authKey), encryptedKey: { iv: iv(), ct: b64(8) } }), 400, 'invalid', 'encryptedKey');
+      assertError(await alice.post('/api/password', 'x'), 400, 'bad_json');
+      assertError(await alice.post('/api/password', { ...passwordBody(alice.authKey), authKey: 'x' }), 400, 'invalid', 'authKey');
+      assertError(await alice.post('/api/password', { ...passwordBody(alice.authKey), newAuthKey: b64(31) }), 400, 'invalid', 'newAuthKey');
+      assertError(await alice.post('/api/password', { ...passwordBody(alice.authKey), kdf: { ...kdf(), m: 1024 } }), 400, 'invalid', 'kdf');
+      assertError(await alice.post('/api/password', { ...passwordBody(alice.authKey), encryptedKey: { iv: iv(), ct: b64(8) } }), 400, 'invalid', 'encryptedKey');
       assert.equal((await login(server, alice.nick, alice.authKey)).r.status, 200, 'old key still works');
     });
 
@@ -227,7 +220,7 @@ describe('accounts: sessions', () => {
       assert.equal(r.status, 204, r.text);
       assert.equal(r.headers.get('set-cookie'), null, 'the calling session keeps its cookie');
       assert.ok(await theirs.closedByServer(), 'the other session\'s stream closed');
-      expectError(await other.get('/api/me'), 401, 'unauthenticated');
+      assertError(await other.get('/api/me'), 401, 'unauthenticated');
       await Stream.settle();
       assert.equal(mine.ended, false, 'the calling session\'s stream stays open');
       mine.close();
@@ -246,7 +239,7 @@ describe('accounts: sessions', () => {
       assert.equal(fresh.r.status, 200);
       assert.deepEqual(fresh.r.json.kdf, body.kdf);
       assert.deepEqual(fresh.r.json.encryptedKey, body.encryptedKey);
-      expectError((await login(server, alice.nick, alice.authKey)).r, 401, 'invalid_credentials');
+      assertError((await login(server, alice.nick, alice.authKey)).r, 401, 'invalid_credentials');
     });
   });
 
@@ -254,9 +247,9 @@ describe('accounts: sessions', () => {
     test('account deletion with a wrong authKey answers 401 invalid_credentials and deletes nothing', async () => {
       const alice = await signup(server);
       const bob = await signup(server);
-      expectError(await alice.del('/api/me', { authKey: b64(32) }), 401, 'invalid_credentials');
-      expectError(await alice.del('/api/me', { authKey: 'x' }), 400, 'invalid', 'authKey');
-      expectError(await alice.del('/api/me', 'x'), 400, 'bad_json');
+      assertError(await alice.del('/api/me', { authKey: b64(32) }), 401, 'invalid_credentials');
+      assertError(await alice.del('/api/me', { authKey: 'x' }), 400, 'invalid', 'authKey');
+      assertError(await alice.del('/api/me', 'x'), 400, 'bad_json');
       assert.equal((await alice.get('/api/me')).status, 200);
       assert.equal((await bob.get(`/api/users/${alice.nick}`)).status, 200);
     });
@@ -278,10 +271,10 @@ describe('accounts: sessions', () => {
       assert.ok(await s2.closedByServer());
       const stale = new Client(server);
       stale.cookie = cookie;
-      expectError(await stale.get('/api/me'), 401, 'unauthenticated');
-      expectError(await other.get('/api/me'), 401, 'unauthenticated');
+      assertError(await stale.get('/api/me'), 401, 'unauthenticated');
+      assertError(await other.get('/api/me'), 401, 'unauthenticated');
       assert.ok(!sessionRows(server).some((x) => x.nick === alice.nick), 'no session rows remain');
-      expectError((await login(server, alice.nick, alice.authKey)).r, 401, 'invalid_credentials');
+      assertError((await login(server, alice.nick, alice.authKey)).r, 401, 'invalid_credentials');
     });
 
     test('a deleted account\'s nick is retired: users answers 404 unknown_user, kdf answers the decoy, register answers nick_taken', async () => {
@@ -292,16 +285,16 @@ describe('accounts: sessions', () => {
       assert.equal((await alice.post('/api/register', body)).status, 201);
       const bob = await signup(server);
       assert.equal((await alice.del('/api/me', { authKey: body.authKey })).status, 204);
-      expectError(await bob.get(`/api/users/${n}`), 404, 'unknown_user');
+      assertError(await bob.get(`/api/users/${n}`), 404, 'unknown_user');
       const k1 = await new Client(server).get(`/api/kdf?nick=${n}`);
       assert.equal(k1.status, 200);
       assert.deepEqual({ ...k1.json, salt: '' }, { alg: 'argon2id', salt: '', m: 65536, t: 3, p: 1 });
       assert.notEqual(k1.json.salt, own.salt);
       assert.deepEqual((await new Client(server).get(`/api/kdf?nick=${n}`)).json, k1.json, 'the decoy is stable');
       const again = new Client(server);
-      expectError(await again.post('/api/register', registerBody(n)), 409, 'nick_taken');
+      assertError(await again.post('/api/register', registerBody(n)), 409, 'nick_taken');
       assert.equal(again.cookie, null);
-      expectError(await bob.post('/api/contacts', { nick: n }), 404, 'unknown_user');
+      assertError(await bob.post('/api/contacts', { nick: n }), 404, 'unknown_user');
     });
 
     test('a deleted account disappears from the contacts of others and its devices are gone', async () => {
@@ -385,6 +378,6 @@ describe('accounts: cookie with an https origin', () => {
     const out = await c.post('/api/logout', undefined, h);
     assert.equal(out.status, 204);
     assert.deepEqual(sortAttrs(parseSetCookie(out.headers.get('set-cookie')).attrs), sortAttrs([...CLEARED_ATTRS, 'Secure']));
-    expectError(await new Client(server).post('/api/register', registerBody(nick())), 403, 'bad_origin');
+    assertError(await new Client(server).post('/api/register', registerBody(nick())), 403, 'bad_origin');
   });
 });

@@ -6,15 +6,8 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createECDH, randomBytes } from 'node:crypto';
 import { decodeB64url, encodeB64url } from '@svc/protocol';
-import { Client, b64, kdf, nick, publicKey, registerBody, signup, startServer, type Res, type TestServer } from '../harness.js';
+import { assertError, Client, b64, kdf, nick, publicKey, registerBody, signup, startServer, type Res, type TestServer } from '../harness.js';
 
-function expectError(r: Res, status: number, code: string, field?: string): void {
-  assert.equal(r.status, status, `expected ${status} ${code}, got ${r.status} ${r.text}`);
-  assert.equal(r.json?.error, code, r.text);
-  assert.equal(typeof r.json.message, 'string');
-  if (field === undefined) assert.equal('field' in r.json, false, r.text);
-  else assert.equal(r.json.field, field, r.text);
-}
 
 const DEFAULT_KDF = { alg: 'argon2id', m: 65536, t: 3, p: 1 };
 
@@ -100,7 +93,7 @@ describe('accounts: config, kdf, register, users (open registration)', () => {
   test('GET /api/kdf refuses a nick that breaks the nick rule with 400 invalid field nick', async () => {
     const c = new Client(server);
     for (const q of ['?nick=A', '?nick=a', '?nick=ab-c', '?nick=Abc', `?nick=${'a'.repeat(33)}`, '?nick=', '', '?nick=ab%20c', '?other=abc']) {
-      expectError(await c.get(`/api/kdf${q}`), 400, 'invalid', 'nick');
+      assertError(await c.get(`/api/kdf${q}`), 400, 'invalid', 'nick');
     }
     assert.equal((await c.get(`/api/kdf?nick=${'a'.repeat(32)}`)).status, 200);
     assert.equal((await c.get('/api/kdf?nick=a_1')).status, 200);
@@ -129,10 +122,10 @@ describe('accounts: config, kdf, register, users (open registration)', () => {
   });
 
   test('register refuses a body that is not JSON with bad_json before checking the nick', async () => {
-    expectError((await register(server, 'not json')).r, 400, 'bad_json');
-    expectError((await register(server, '{"nick":"A"')).r, 400, 'bad_json');
+    assertError((await register(server, 'not json')).r, 400, 'bad_json');
+    assertError((await register(server, '{"nick":"A"')).r, 400, 'bad_json');
     const c = new Client(server);
-    expectError(await c.post('/api/register', JSON.stringify(registerBody(nick())), { headers: { 'content-type': 'text/plain' } }), 400, 'bad_json');
+    assertError(await c.post('/api/register', JSON.stringify(registerBody(nick())), { headers: { 'content-type': 'text/plain' } }), 400, 'bad_json');
     assert.equal(c.cookie, null);
   });
 
@@ -140,17 +133,17 @@ describe('accounts: config, kdf, register, users (open registration)', () => {
     for (const n of ['A', 'a', 'Abc', 'ab-c', 'ab c', 'a'.repeat(33), '', 'ab.c', 'äbc', 12345, null, undefined]) {
       const body = { nick: n, authKey: 'x', kdf: {}, publicKey: 'x', encryptedKey: {} };
       const { r, c } = await register(server, body);
-      expectError(r, 400, 'invalid_nick');
+      assertError(r, 400, 'invalid_nick');
       assert.equal(c.cookie, null);
     }
-    expectError((await register(server, [])).r, 400, 'invalid_nick');
-    expectError((await register(server, {})).r, 400, 'invalid_nick');
+    assertError((await register(server, [])).r, 400, 'invalid_nick');
+    assertError((await register(server, {})).r, 400, 'invalid_nick');
   });
 
   test('register refuses a malformed authKey with 400 invalid field authKey and creates nothing', async () => {
     const n = nick();
     const bad = [b64(31), b64(33), b64(32) + '=', encodeB64url(randomBytes(32)).replace(/[-_]/g, '+').replace(/^./, '+'), '', 42, null, undefined];
-    for (const authKey of bad) expectError((await register(server, { ...registerBody(n), authKey })).r, 400, 'invalid', 'authKey');
+    for (const authKey of bad) assertError((await register(server, { ...registerBody(n), authKey })).r, 400, 'invalid', 'authKey');
     assert.ok(await nickIsFree(n));
   });
 
@@ -176,7 +169,7 @@ describe('accounts: config, kdf, register, users (open registration)', () => {
       { ...base, p: 5 },
       { alg: base.alg, salt: base.salt, m: base.m, t: base.t },
     ];
-    for (const k of bad) expectError((await register(server, { ...registerBody(n), kdf: k })).r, 400, 'invalid', 'kdf');
+    for (const k of bad) assertError((await register(server, { ...registerBody(n), kdf: k })).r, 400, 'invalid', 'kdf');
     assert.ok(await nickIsFree(n));
   });
 
@@ -198,7 +191,7 @@ describe('accounts: config, kdf, register, users (open registration)', () => {
     const wrongPrefix = Buffer.from(decodeB64url(publicKey())!);
     wrongPrefix[0] = 0x05;
     const bad = [offCurveKey(), compressedKey(), b64(64), b64(66), encodeB64url(Buffer.alloc(65)), encodeB64url(wrongPrefix), publicKey() + '=', '', 7];
-    for (const pk of bad) expectError((await register(server, { ...registerBody(n), publicKey: pk })).r, 400, 'invalid', 'publicKey');
+    for (const pk of bad) assertError((await register(server, { ...registerBody(n), publicKey: pk })).r, 400, 'invalid', 'publicKey');
     assert.ok(await nickIsFree(n));
   });
 
@@ -216,7 +209,7 @@ describe('accounts: config, kdf, register, users (open registration)', () => {
       { ...good, ct: b64(4097) },
       { ...good, ct: good.ct + '=' },
     ];
-    for (const encryptedKey of bad) expectError((await register(server, { ...registerBody(n), encryptedKey })).r, 400, 'invalid', 'encryptedKey');
+    for (const encryptedKey of bad) assertError((await register(server, { ...registerBody(n), encryptedKey })).r, 400, 'invalid', 'encryptedKey');
     assert.ok(await nickIsFree(n));
     for (const len of [16, 4096]) {
       const { r } = await register(server, { ...registerBody(nick()), encryptedKey: { iv: b64(12), ct: b64(len) } });
@@ -227,7 +220,7 @@ describe('accounts: config, kdf, register, users (open registration)', () => {
   test('register refuses a nick that is taken with 409 nick_taken and leaves the account as it was', async () => {
     const alice = await signup(server);
     const { r, c } = await register(server, registerBody(alice.nick));
-    expectError(r, 409, 'nick_taken');
+    assertError(r, 409, 'nick_taken');
     assert.equal(c.cookie, null);
     const login = await new Client(server).post('/api/login', { nick: alice.nick, authKey: alice.authKey });
     assert.equal(login.status, 200, 'the original key still signs in');
@@ -235,8 +228,8 @@ describe('accounts: config, kdf, register, users (open registration)', () => {
 
   test('register checks field shapes before nick_taken', async () => {
     const alice = await signup(server);
-    expectError((await register(server, { ...registerBody(alice.nick), authKey: 'x' })).r, 400, 'invalid', 'authKey');
-    expectError((await register(server, { ...registerBody(alice.nick), publicKey: offCurveKey() })).r, 400, 'invalid', 'publicKey');
+    assertError((await register(server, { ...registerBody(alice.nick), authKey: 'x' })).r, 400, 'invalid', 'authKey');
+    assertError((await register(server, { ...registerBody(alice.nick), publicKey: offCurveKey() })).r, 400, 'invalid', 'publicKey');
   });
 
   test('GET /api/users/{nick} answers {nick, publicKey} of an account', async () => {
@@ -254,17 +247,17 @@ describe('accounts: config, kdf, register, users (open registration)', () => {
 
   test('GET /api/users/{nick} answers 404 unknown_user for a nick without an account', async () => {
     const alice = await signup(server);
-    expectError(await alice.get(`/api/users/${nick('ghost')}`), 404, 'unknown_user');
+    assertError(await alice.get(`/api/users/${nick('ghost')}`), 404, 'unknown_user');
   });
 
   test('GET /api/users/{nick} answers 400 invalid field nick when the path is not a nick', async () => {
     const alice = await signup(server);
-    for (const p of ['A', 'Abc', 'ab-c', 'a'.repeat(33), 'ab%20c', 'x']) expectError(await alice.get(`/api/users/${p}`), 400, 'invalid', 'nick');
+    for (const p of ['A', 'Abc', 'ab-c', 'a'.repeat(33), 'ab%20c', 'x']) assertError(await alice.get(`/api/users/${p}`), 400, 'invalid', 'nick');
   });
 
   test('GET /api/users/{nick} needs a session', async () => {
     const alice = await signup(server);
-    expectError(await new Client(server).get(`/api/users/${alice.nick}`), 401, 'unauthenticated');
+    assertError(await new Client(server).get(`/api/users/${alice.nick}`), 401, 'unauthenticated');
   });
 });
 
@@ -296,20 +289,20 @@ describe('accounts: registration by invite (REGISTRATION=invite)', () => {
 
   test('register without an invite code answers 403 invite_required and creates nothing', async () => {
     const n = nick();
-    expectError(await reg(registerBody(n)), 403, 'invite_required');
+    assertError(await reg(registerBody(n)), 403, 'invite_required');
     assert.ok(await nickIsFree(n));
   });
 
   test('register with an unknown invite code answers 403 invalid_invite', async () => {
     const n = nick();
-    expectError(await reg({ ...registerBody(n), invite: 'no-such-code' }), 403, 'invalid_invite');
+    assertError(await reg({ ...registerBody(n), invite: 'no-such-code' }), 403, 'invalid_invite');
     assert.ok(await nickIsFree(n));
   });
 
   test('register with an expired invite code answers 403 invalid_invite', async () => {
     const code = await invite(5, Date.now() - 1000);
     const n = nick();
-    expectError(await reg({ ...registerBody(n), invite: code }), 403, 'invalid_invite');
+    assertError(await reg({ ...registerBody(n), invite: code }), 403, 'invalid_invite');
     assert.ok(await nickIsFree(n));
     const later = await invite(1, Date.now() + 3_600_000);
     assert.equal((await reg({ ...registerBody(nick()), invite: later })).status, 201, 'a code that has not expired works');
@@ -320,35 +313,35 @@ describe('accounts: registration by invite (REGISTRATION=invite)', () => {
     assert.equal((await reg({ ...registerBody(nick()), invite: code })).status, 201);
     assert.equal((await reg({ ...registerBody(nick()), invite: code })).status, 201);
     const n = nick();
-    expectError(await reg({ ...registerBody(n), invite: code }), 403, 'invalid_invite');
+    assertError(await reg({ ...registerBody(n), invite: code }), 403, 'invalid_invite');
     assert.ok(await nickIsFree(n));
-    expectError(await reg({ ...registerBody(nick()), invite: await invite(0) }), 403, 'invalid_invite');
+    assertError(await reg({ ...registerBody(nick()), invite: await invite(0) }), 403, 'invalid_invite');
   });
 
   test('an invite use is consumed only by a successful registration', async () => {
     const code = await invite(1);
     const existing = nick();
     assert.equal((await reg({ ...registerBody(existing), invite: await invite(1) })).status, 201);
-    expectError(await reg({ ...registerBody(existing), invite: code }), 409, 'nick_taken');
-    expectError(await reg({ ...registerBody(nick()), publicKey: offCurveKey(), invite: code }), 400, 'invalid', 'publicKey');
-    expectError(await reg({ ...registerBody('A'), invite: code }), 400, 'invalid_nick');
-    expectError(await reg('not json'), 400, 'bad_json');
+    assertError(await reg({ ...registerBody(existing), invite: code }), 409, 'nick_taken');
+    assertError(await reg({ ...registerBody(nick()), publicKey: offCurveKey(), invite: code }), 400, 'invalid', 'publicKey');
+    assertError(await reg({ ...registerBody('A'), invite: code }), 400, 'invalid_nick');
+    assertError(await reg('not json'), 400, 'bad_json');
     const ok = await reg({ ...registerBody(nick()), invite: code });
     assert.equal(ok.status, 201, 'the one use is still there');
-    expectError(await reg({ ...registerBody(nick()), invite: code }), 403, 'invalid_invite');
+    assertError(await reg({ ...registerBody(nick()), invite: code }), 403, 'invalid_invite');
   });
 
   test('register checks the nick and field shapes before the invite', async () => {
-    expectError(await reg({ ...registerBody('A') }), 400, 'invalid_nick');
-    expectError(await reg({ ...registerBody(nick()), authKey: 'short' }), 400, 'invalid', 'authKey');
-    expectError(await reg({ ...registerBody(nick()), kdf: { ...kdf(), t: 1 }, invite: 'no-such-code' }), 400, 'invalid', 'kdf');
+    assertError(await reg({ ...registerBody('A') }), 400, 'invalid_nick');
+    assertError(await reg({ ...registerBody(nick()), authKey: 'short' }), 400, 'invalid', 'authKey');
+    assertError(await reg({ ...registerBody(nick()), kdf: { ...kdf(), t: 1 }, invite: 'no-such-code' }), 400, 'invalid', 'kdf');
   });
 
   test('register checks the invite before nick_taken', async () => {
     const existing = nick();
     assert.equal((await reg({ ...registerBody(existing), invite: await invite(1) })).status, 201);
-    expectError(await reg(registerBody(existing)), 403, 'invite_required');
-    expectError(await reg({ ...registerBody(existing), invite: 'no-such-code' }), 403, 'invalid_invite');
-    expectError(await reg({ ...registerBody(existing), invite: await invite(1) }), 409, 'nick_taken');
+    assertError(await reg(registerBody(existing)), 403, 'invite_required');
+    assertError(await reg({ ...registerBody(existing), invite: 'no-such-code' }), 403, 'invalid_invite');
+    assertError(await reg({ ...registerBody(existing), invite: await invite(1) }), 409, 'nick_taken');
   });
 });

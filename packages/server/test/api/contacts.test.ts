@@ -1,7 +1,7 @@
 /** Contacts: interface.md "Contacts" and "Other resources", decisions.md §4 and §3 (account deletion). */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { dmBody, signup, startServer, userWithDevices, type Client, type Res, type TestServer } from '../harness.js';
+import { assertError, dmBody, signup, startServer, userWithDevices, type Client, type Res, type TestServer } from '../harness.js';
 
 let server: TestServer;
 before(async () => {
@@ -11,13 +11,6 @@ after(async () => {
   await server.close();
 });
 
-function assertError(r: Res, status: number, error: string, field?: string): void {
-  assert.equal(r.status, status, r.text);
-  assert.equal(r.json?.error, error, r.text);
-  assert.equal(typeof r.json.message, 'string');
-  if (field === undefined) assert.equal('field' in r.json, false, r.text);
-  else assert.equal(r.json.field, field, r.text);
-}
 
 type ContactRow = { nick: string; publicKey: string; createdAt: number };
 async function contacts(c: Client): Promise<ContactRow[]> {

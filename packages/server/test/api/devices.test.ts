@@ -2,7 +2,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createECDH, randomBytes } from 'node:crypto';
-import { Stream, addDevice, b64, deviceId, dmBody, signup, startServer, userWithDevices, type Client, type Res, type TestServer } from '../harness.js';
+import { assertError, Stream, addDevice, b64, deviceId, dmBody, signup, startServer, userWithDevices, type Client, type Res, type TestServer } from '../harness.js';
 
 let server: TestServer;
 before(async () => {
@@ -12,13 +12,6 @@ after(async () => {
   await server.close();
 });
 
-function assertError(r: Res, status: number, error: string, field?: string): void {
-  assert.equal(r.status, status, r.text);
-  assert.equal(r.json?.error, error, r.text);
-  assert.equal(typeof r.json.message, 'string');
-  if (field === undefined) assert.equal('field' in r.json, false, r.text);
-  else assert.equal(r.json.field, field, r.text);
-}
 
 const devices = async (c: Client) => {
   const r = await c.get('/api/devices');

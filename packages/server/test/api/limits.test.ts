@@ -4,16 +4,12 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Client, Stream, addDevice, b64, dmBody, id16, iv, ct, nick, registerBody, signup, startServer, type Res, type TestServer } from '../harness.js';
+import { assertError, Client, Stream, addDevice, b64, dmBody, id16, iv, ct, nick, registerBody, signup, startServer, type Res, type TestServer } from '../harness.js';
 
-function expectError(r: Res, status: number, code: string): void {
-  assert.equal(r.status, status, `expected ${status} ${code}, got ${r.status} ${r.text}`);
-  assert.equal(r.json?.error, code, r.text);
-}
 
 /** 429 rate_limited with Retry-After an integer number of seconds, at least 1 and at most the window. */
 function expectLimited(r: Res, windowSeconds: number): void {
-  expectError(r, 429, 'rate_limited');
+  assertError(r, 429, 'rate_limited');
   assert.deepEqual(Object.keys(r.json).sort(), ['error', 'message']);
   const ra = r.headers.get('retry-after') ?? '';
   assert.match(ra, /^[1-9][0-9]*$/, `Retry-After "${ra}"`);
@@ -76,7 +72,7 @@ describe('limits: login per (client IP, nick)', () => {
   test('login is limited per (IP, nick) and counts failed attempts; 429 rate_limited with Retry-After even for the right key', async () => {
     const alice = await signup(server);
     const from = ip('203.0.113.30');
-    for (let i = 0; i < 3; i++) expectError(await new Client(server).post('/api/login', { nick: alice.nick, authKey: b64(32) }, from), 401, 'invalid_credentials');
+    for (let i = 0; i < 3; i++) assertError(await new Client(server).post('/api/login', { nick: alice.nick, authKey: b64(32) }, from), 401, 'invalid_credentials');
     const c = new Client(server);
     const r = await c.post('/api/login', { nick: alice.nick, authKey: alice.authKey }, from);
     expectLimited(r, 600);
@@ -109,7 +105,7 @@ describe('limits: login per (client IP, nick)', () => {
   test('login attempts for an unknown nick are limited the same way', async () => {
     const ghost = nick('ghost');
     const from = ip('203.0.113.34');
-    for (let i = 0; i < 3; i++) expectError(await new Client(server).post('/api/login', { nick: ghost, authKey: b64(32) }, from), 401, 'invalid_credentials');
+    for (let i = 0; i < 3; i++) assertError(await new Client(server).post('/api/login', { nick: ghost, authKey: b64(32) }, from), 401, 'invalid_credentials');
     expectLimited(await new Client(server).post('/api/login', { nick: ghost, authKey: b64(32) }, from), 600);
   });
 });
@@ -189,9 +185,9 @@ describe('limits: shared write limit per nick', () => {
     assert.equal((await alice.del(`/api/contacts/${bob.nick}`)).status, 204);
     expectLimited(await alice.post('/api/contacts', { nick: bob.nick }), 60);
     old.cookie = oldCookie;
-    expectError(await old.post('/api/contacts', { nick: bob.nick }), 401, 'unauthenticated');
-    expectError(await old.post('/api/logout'), 401, 'unauthenticated');
-    expectError(await new Client(server).post('/api/contacts', { nick: bob.nick }), 401, 'unauthenticated');
+    assertError(await old.post('/api/contacts', { nick: bob.nick }), 401, 'unauthenticated');
+    assertError(await old.post('/api/logout'), 401, 'unauthenticated');
+    assertError(await new Client(server).post('/api/contacts', { nick: bob.nick }), 401, 'unauthenticated');
   });
 });
 
@@ -242,12 +238,12 @@ describe('limits: message limit per nick', () => {
     const aDev = await addDevice(alice);
     for (let i = 0; i < 3; i++) assert.equal((await alice.post('/api/messages', dmBody(bob.nick), { device: aDev })).status, 202);
     expectLimited(await alice.post('/api/messages', dmBody(bob.nick), { device: aDev }), 60);
-    expectError(await alice.post('/api/messages', 'x', { device: aDev }), 400, 'bad_json');
-    expectError(await alice.post('/api/messages', { ...dmBody(bob.nick), iv: 'x' }, { device: aDev }), 400, 'invalid');
-    expectError(await alice.post('/api/messages', dmBody(bob.nick), { device: 'not-my-device-1' }), 403, 'unknown_device');
-    expectError(await alice.post('/api/messages', dmBody(nick('ghost')), { device: aDev }), 404, 'unknown_user');
-    expectError(await alice.post('/api/messages', dmBody(alice.nick), { device: aDev }), 400, 'self');
-    expectError(await alice.post('/api/messages', { id: dmBody(bob.nick).id, to: { room: id16() }, keyId: id16(), iv: iv(), ct: ct() }, { device: aDev }), 403, 'not_member');
+    assertError(await alice.post('/api/messages', 'x', { device: aDev }), 400, 'bad_json');
+    assertError(await alice.post('/api/messages', { ...dmBody(bob.nick), iv: 'x' }, { device: aDev }), 400, 'invalid', 'iv');
+    assertError(await alice.post('/api/messages', dmBody(bob.nick), { device: 'not-my-device-1' }), 403, 'unknown_device');
+    assertError(await alice.post('/api/messages', dmBody(nick('ghost')), { device: aDev }), 404, 'unknown_user');
+    assertError(await alice.post('/api/messages', dmBody(alice.nick), { device: aDev }), 400, 'self');
+    assertError(await alice.post('/api/messages', { id: dmBody(bob.nick).id, to: { room: id16() }, keyId: id16(), iv: iv(), ct: ct() }, { device: aDev }), 403, 'not_member');
   });
 
   test('the session check (401) comes before the message limit', async () => {
@@ -257,10 +253,10 @@ describe('limits: message limit per nick', () => {
     const cookie = alice.cookie;
     for (let i = 0; i < 3; i++) assert.equal((await alice.post('/api/messages', dmBody(bob.nick), { device: aDev })).status, 202);
     expectLimited(await alice.post('/api/messages', dmBody(bob.nick), { device: aDev }), 60);
-    expectError(await new Client(server).post('/api/messages', dmBody(bob.nick), { device: aDev }), 401, 'unauthenticated');
+    assertError(await new Client(server).post('/api/messages', dmBody(bob.nick), { device: aDev }), 401, 'unauthenticated');
     assert.equal((await alice.post('/api/logout')).status, 204);
     const stale = new Client(server);
     stale.cookie = cookie;
-    expectError(await stale.post('/api/messages', dmBody(bob.nick), { device: aDev }), 401, 'unauthenticated');
+    assertError(await stale.post('/api/messages', dmBody(bob.nick), { device: aDev }), 401, 'unauthenticated');
   });
 });

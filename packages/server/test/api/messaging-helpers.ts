@@ -1,6 +1,6 @@
 /** Small helpers shared by the messages-* and events-* suites (not a test file itself). */
 import assert from 'node:assert/strict';
-import { Client, Stream, ct, id16, iv, ulid, type Res, type TestServer } from '../harness.js';
+import { assertError, Client, Stream, ct, id16, iv, ulid, type Res, type TestServer } from '../harness.js';
 
 /** A second signed-in session of the same account. */
 export async function login(server: TestServer, c: Client): Promise<Client> {
@@ -24,13 +24,6 @@ export function roomBody(roomId: string, keyId: string, id = ulid()) {
   return { id, to: { room: roomId }, keyId, iv: iv(), ct: ct() };
 }
 
-export function assertError(r: Res, status: number, code: string, field?: string): void {
-  assert.equal(r.status, status, r.text);
-  assert.equal(r.json?.error, code, r.text);
-  assert.equal(typeof r.json?.message, 'string');
-  if (field === undefined) assert.equal('field' in r.json, false, `no field expected: ${r.text}`);
-  else assert.equal(r.json.field, field, r.text);
-}
 
 export interface TestRoom {
   id: string;
@@ -86,3 +79,5 @@ export async function assertQueueEmpty(c: Client, device: string): Promise<void>
 export function gotMsg(s: Stream, id: string, timeoutMs = 3000): Promise<boolean> {
   return s.until((ev) => ev.some((e) => e.event === 'msg' && e.json?.id === id), timeoutMs);
 }
+
+export { assertError };

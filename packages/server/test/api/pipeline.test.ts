@@ -8,23 +8,13 @@ import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Client, ORIGIN, Stream, addDevice, nick, registerBody, signup, startServer, type Res, type TestServer } from '../harness.js';
+import { assertError, Client, ORIGIN, Stream, addDevice, nick, registerBody, signup, startServer, type Res, type TestServer } from '../harness.js';
 import { defaultWebRoot } from '../../src/paths.js';
 
 const CSP = "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
 const JSON_TYPE = 'application/json; charset=utf-8';
 const LIMIT = 32768;
 
-function expectError(r: Res, status: number, code: string, field?: string): void {
-  assert.equal(r.status, status, `expected ${status} ${code}, got ${r.status} ${r.text}`);
-  assert.equal(r.json?.error, code, r.text);
-  assert.equal(typeof r.json.message, 'string');
-  if (field === undefined) assert.deepEqual(Object.keys(r.json).sort(), ['error', 'message'], r.text);
-  else {
-    assert.deepEqual(Object.keys(r.json).sort(), ['error', 'field', 'message'], r.text);
-    assert.equal(r.json.field, field);
-  }
-}
 
 function expectSecurityHeaders(h: Headers, what: string): void {
   assert.equal(h.get('content-security-policy'), CSP, `CSP on ${what}`);
@@ -116,23 +106,23 @@ describe('pipeline', () => {
       const foreign = ['http://evil.example', 'https://svc.test', 'http://svc.test:8080', 'http://sub.svc.test', 'null'];
       for (const origin of foreign) {
         const h = { headers: { origin } };
-        expectError(await anon.get('/api/config', h), 403, 'bad_origin');
-        expectError(await anon.get('/api/kdf?nick=abc', h), 403, 'bad_origin');
-        expectError(await alice.get('/api/me', h), 403, 'bad_origin');
-        expectError(await anon.get('/healthz', h), 403, 'bad_origin');
-        expectError(await anon.get('/', h), 403, 'bad_origin');
-        expectError(await anon.get('/some/client/route', h), 403, 'bad_origin');
-        expectError(await anon.post('/api/login', { nick: alice.nick, authKey: alice.authKey }, h), 403, 'bad_origin');
+        assertError(await anon.get('/api/config', h), 403, 'bad_origin');
+        assertError(await anon.get('/api/kdf?nick=abc', h), 403, 'bad_origin');
+        assertError(await alice.get('/api/me', h), 403, 'bad_origin');
+        assertError(await anon.get('/healthz', h), 403, 'bad_origin');
+        assertError(await anon.get('/', h), 403, 'bad_origin');
+        assertError(await anon.get('/some/client/route', h), 403, 'bad_origin');
+        assertError(await anon.post('/api/login', { nick: alice.nick, authKey: alice.authKey }, h), 403, 'bad_origin');
       }
     });
 
     test('a request refused for a foreign Origin changes nothing', async () => {
       const n = nick();
       const refused = await new Client(server).post('/api/register', registerBody(n), { headers: { origin: 'http://evil.example' } });
-      expectError(refused, 403, 'bad_origin');
+      assertError(refused, 403, 'bad_origin');
       assert.equal(refused.headers.get('set-cookie'), null);
       const alice = await signup(server);
-      expectError(await alice.post('/api/logout', undefined, { headers: { origin: 'http://evil.example' } }), 403, 'bad_origin');
+      assertError(await alice.post('/api/logout', undefined, { headers: { origin: 'http://evil.example' } }), 403, 'bad_origin');
       assert.equal((await alice.get('/api/me')).status, 200, 'session still valid');
       assert.ok(await nickIsFree(n), 'no account was created');
     });
@@ -140,24 +130,24 @@ describe('pipeline', () => {
     test('Sec-Fetch-Site cross-site is refused with 403 bad_origin even with the right Origin', async () => {
       const alice = await signup(server);
       const h = { headers: { 'sec-fetch-site': 'cross-site' } };
-      expectError(await anon.get('/api/config', h), 403, 'bad_origin');
-      expectError(await alice.get('/api/me', h), 403, 'bad_origin');
-      expectError(await anon.get('/healthz', h), 403, 'bad_origin');
-      expectError(await anon.get('/', h), 403, 'bad_origin');
-      expectError(await anon.get('/api/config', { noOrigin: true, ...h }), 403, 'bad_origin');
+      assertError(await anon.get('/api/config', h), 403, 'bad_origin');
+      assertError(await alice.get('/api/me', h), 403, 'bad_origin');
+      assertError(await anon.get('/healthz', h), 403, 'bad_origin');
+      assertError(await anon.get('/', h), 403, 'bad_origin');
+      assertError(await anon.get('/api/config', { noOrigin: true, ...h }), 403, 'bad_origin');
       const n = nick();
-      expectError(await new Client(server).post('/api/register', registerBody(n), h), 403, 'bad_origin');
+      assertError(await new Client(server).post('/api/register', registerBody(n), h), 403, 'bad_origin');
       assert.ok(await nickIsFree(n), 'no account was created');
     });
 
     test('Sec-Fetch-Site same-site is refused with 403 bad_origin even with the right Origin', async () => {
       const alice = await signup(server);
       const h = { headers: { 'sec-fetch-site': 'same-site' } };
-      expectError(await anon.get('/api/config', h), 403, 'bad_origin');
-      expectError(await alice.get('/api/me', h), 403, 'bad_origin');
-      expectError(await anon.get('/', h), 403, 'bad_origin');
-      expectError(await anon.get('/api/config', { noOrigin: true, ...h }), 403, 'bad_origin');
-      expectError(await alice.post('/api/logout', undefined, h), 403, 'bad_origin');
+      assertError(await anon.get('/api/config', h), 403, 'bad_origin');
+      assertError(await alice.get('/api/me', h), 403, 'bad_origin');
+      assertError(await anon.get('/', h), 403, 'bad_origin');
+      assertError(await anon.get('/api/config', { noOrigin: true, ...h }), 403, 'bad_origin');
+      assertError(await alice.post('/api/logout', undefined, h), 403, 'bad_origin');
       assert.equal((await alice.get('/api/me')).status, 200, 'session still valid');
     });
 
@@ -173,13 +163,13 @@ describe('pipeline', () => {
     test('a request with a method other than GET and HEAD and no Origin is refused with 403 bad_origin', async () => {
       const alice = await signup(server);
       const n = nick();
-      expectError(await new Client(server).post('/api/register', registerBody(n), { noOrigin: true }), 403, 'bad_origin');
-      expectError(await anon.post('/api/login', { nick: alice.nick, authKey: alice.authKey }, { noOrigin: true }), 403, 'bad_origin');
-      expectError(await alice.post('/api/logout', undefined, { noOrigin: true }), 403, 'bad_origin');
-      expectError(await alice.del('/api/me', { authKey: alice.authKey }, { noOrigin: true }), 403, 'bad_origin');
-      expectError(await alice.post('/api/devices', { id: 'device-no-origin' }, { noOrigin: true }), 403, 'bad_origin');
-      expectError(await alice.put('/api/devices/device-no-origin/push', {}, { noOrigin: true }), 403, 'bad_origin');
-      expectError(await anon.post('/api/nope', {}, { noOrigin: true }), 403, 'bad_origin');
+      assertError(await new Client(server).post('/api/register', registerBody(n), { noOrigin: true }), 403, 'bad_origin');
+      assertError(await anon.post('/api/login', { nick: alice.nick, authKey: alice.authKey }, { noOrigin: true }), 403, 'bad_origin');
+      assertError(await alice.post('/api/logout', undefined, { noOrigin: true }), 403, 'bad_origin');
+      assertError(await alice.del('/api/me', { authKey: alice.authKey }, { noOrigin: true }), 403, 'bad_origin');
+      assertError(await alice.post('/api/devices', { id: 'device-no-origin' }, { noOrigin: true }), 403, 'bad_origin');
+      assertError(await alice.put('/api/devices/device-no-origin/push', {}, { noOrigin: true }), 403, 'bad_origin');
+      assertError(await anon.post('/api/nope', {}, { noOrigin: true }), 403, 'bad_origin');
       // nothing changed
       assert.equal((await alice.get('/api/me')).status, 200, 'session and account still there');
       assert.deepEqual((await alice.get('/api/devices')).json, []);
@@ -195,19 +185,19 @@ describe('pipeline', () => {
       assert.equal((await anon.req('HEAD', '/healthz', { noOrigin: true })).status, 200);
       assert.equal((await anon.get('/', { noOrigin: true })).status, 200);
       assert.equal((await anon.get('/a/client/route', { noOrigin: true })).status, 200);
-      expectError(await anon.get('/api/me', { noOrigin: true }), 401, 'unauthenticated');
+      assertError(await anon.get('/api/me', { noOrigin: true }), 401, 'unauthenticated');
     });
 
     test('the origin check comes before the body-size check, routing and the session check', async () => {
       const big = Buffer.alloc(LIMIT + 1, 0x20);
       const foreign = { origin: 'http://evil.example', 'content-type': 'application/json', 'content-length': String(big.length) };
-      expectError(await raw(server, 'POST', '/api/register', foreign, [big]), 403, 'bad_origin');
-      expectError(await raw(server, 'POST', '/api/register', { 'content-type': 'application/json', 'content-length': String(big.length) }, [big]), 403, 'bad_origin');
-      expectError(await anon.get('/api/nope', { headers: { origin: 'http://evil.example' } }), 403, 'bad_origin');
-      expectError(await anon.req('PATCH', '/api/me', { headers: { origin: 'http://evil.example' } }), 403, 'bad_origin');
-      expectError(await anon.post('/api/nope', {}, { noOrigin: true }), 403, 'bad_origin');
-      expectError(await anon.get('/api/me', { headers: { origin: 'http://evil.example' } }), 403, 'bad_origin');
-      expectError(await anon.post('/api/contacts', { nick: 'abc' }, { noOrigin: true }), 403, 'bad_origin');
+      assertError(await raw(server, 'POST', '/api/register', foreign, [big]), 403, 'bad_origin');
+      assertError(await raw(server, 'POST', '/api/register', { 'content-type': 'application/json', 'content-length': String(big.length) }, [big]), 403, 'bad_origin');
+      assertError(await anon.get('/api/nope', { headers: { origin: 'http://evil.example' } }), 403, 'bad_origin');
+      assertError(await anon.req('PATCH', '/api/me', { headers: { origin: 'http://evil.example' } }), 403, 'bad_origin');
+      assertError(await anon.post('/api/nope', {}, { noOrigin: true }), 403, 'bad_origin');
+      assertError(await anon.get('/api/me', { headers: { origin: 'http://evil.example' } }), 403, 'bad_origin');
+      assertError(await anon.post('/api/contacts', { nick: 'abc' }, { noOrigin: true }), 403, 'bad_origin');
     });
   });
 
@@ -218,14 +208,14 @@ describe('pipeline', () => {
       const padded = Buffer.from(body + ' '.repeat(LIMIT + 1 - Buffer.byteLength(body)));
       assert.equal(padded.length, LIMIT + 1);
       const r = await raw(server, 'POST', '/api/register', { origin: ORIGIN, 'content-type': 'application/json', 'content-length': String(padded.length) }, [padded]);
-      expectError(r, 413, 'too_large');
+      assertError(r, 413, 'too_large');
       assert.ok(await nickIsFree(n), 'no account was created');
     });
 
     test('a body of exactly 32768 bytes is not too large', async () => {
       const body = paddedJson(LIMIT);
       assert.equal(Buffer.byteLength(body), LIMIT);
-      expectError(await new Client(server).post('/api/register', body), 400, 'invalid_nick');
+      assertError(await new Client(server).post('/api/register', body), 400, 'invalid_nick');
     });
 
     test('a chunked body that grows over 32768 bytes answers 413 too_large while reading', async () => {
@@ -234,13 +224,13 @@ describe('pipeline', () => {
       const whole = Buffer.from(body + ' '.repeat(40000 - body.length));
       const chunks = [whole.subarray(0, 10000), whole.subarray(10000, 20000), whole.subarray(20000, 30000), whole.subarray(30000)];
       const r = await raw(server, 'POST', '/api/register', { origin: ORIGIN, 'content-type': 'application/json' }, chunks);
-      expectError(r, 413, 'too_large');
+      assertError(r, 413, 'too_large');
       assert.ok(await nickIsFree(n), 'no account was created');
 
       const alice = await signup(server);
       const c2 = Buffer.from(JSON.stringify({ nick: 'abc', pad: 'x'.repeat(40000) }));
       const r2 = await raw(server, 'POST', '/api/contacts', { origin: ORIGIN, 'content-type': 'application/json', cookie: alice.cookie! }, [c2.subarray(0, 20000), c2.subarray(20000)]);
-      expectError(r2, 413, 'too_large');
+      assertError(r2, 413, 'too_large');
     });
 
     test('a chunked body within 32768 bytes is read as usual', async () => {
@@ -253,10 +243,10 @@ describe('pipeline', () => {
     test('the body-size check comes before routing and the session check', async () => {
       const big = Buffer.alloc(LIMIT + 1, 0x20);
       const h = { origin: ORIGIN, 'content-type': 'application/json', 'content-length': String(big.length) };
-      expectError(await raw(server, 'POST', '/api/nope', h, [big]), 413, 'too_large');
-      expectError(await raw(server, 'PATCH', '/api/me', h, [big]), 413, 'too_large');
-      expectError(await raw(server, 'POST', '/api/contacts', h, [big]), 413, 'too_large');
-      expectError(await raw(server, 'POST', '/api/logout', h, [big]), 413, 'too_large');
+      assertError(await raw(server, 'POST', '/api/nope', h, [big]), 413, 'too_large');
+      assertError(await raw(server, 'PATCH', '/api/me', h, [big]), 413, 'too_large');
+      assertError(await raw(server, 'POST', '/api/contacts', h, [big]), 413, 'too_large');
+      assertError(await raw(server, 'POST', '/api/logout', h, [big]), 413, 'too_large');
     });
   });
 
@@ -275,8 +265,8 @@ describe('pipeline', () => {
         ['DELETE', '/api/devices/abcdefgh/push/extra'],
       ];
       for (const [m, p] of paths) {
-        expectError(await alice.req(m, p), 404, 'not_found');
-        expectError(await anon.req(m, p), 404, 'not_found');
+        assertError(await alice.req(m, p), 404, 'not_found');
+        assertError(await anon.req(m, p), 404, 'not_found');
       }
     });
 
@@ -303,36 +293,36 @@ describe('pipeline', () => {
       for (const [m, p] of cases) {
         const r = await alice.req(m, p, m === 'GET' ? {} : { body: {} });
         assert.notEqual(r.status, 405, `${m} ${p}`);
-        expectError(r, 404, 'not_found');
+        assertError(r, 404, 'not_found');
       }
     });
 
     test('routing comes before the session check: unknown routes answer 404 without a session', async () => {
-      expectError(await anon.get('/api/nope'), 404, 'not_found');
-      expectError(await anon.req('PATCH', '/api/me', { body: {} }), 404, 'not_found');
-      expectError(await anon.post('/api/rooms/abc/unknown', {}), 404, 'not_found');
-      expectError(await anon.req('PUT', '/api/contacts', { body: {}, headers: { cookie: 'svc_session=garbage' } }), 404, 'not_found');
+      assertError(await anon.get('/api/nope'), 404, 'not_found');
+      assertError(await anon.req('PATCH', '/api/me', { body: {} }), 404, 'not_found');
+      assertError(await anon.post('/api/rooms/abc/unknown', {}), 404, 'not_found');
+      assertError(await anon.req('PUT', '/api/contacts', { body: {}, headers: { cookie: 'svc_session=garbage' } }), 404, 'not_found');
     });
   });
 
   describe('session check and body parsing', () => {
     test('a route that needs a session answers 401 unauthenticated before parsing the body', async () => {
-      expectError(await anon.post('/api/contacts', 'not json'), 401, 'unauthenticated');
-      expectError(await anon.post('/api/contacts', '{"nick":"abc"}', { headers: { 'content-type': 'text/plain' } }), 401, 'unauthenticated');
-      expectError(await anon.post('/api/contacts', 'not json', { headers: { cookie: 'svc_session=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' } }), 401, 'unauthenticated');
-      expectError(await anon.post('/api/password', ''), 401, 'unauthenticated');
-      expectError(await anon.get('/api/me'), 401, 'unauthenticated');
-      expectError(await anon.get('/api/users/abc'), 401, 'unauthenticated');
+      assertError(await anon.post('/api/contacts', 'not json'), 401, 'unauthenticated');
+      assertError(await anon.post('/api/contacts', '{"nick":"abc"}', { headers: { 'content-type': 'text/plain' } }), 401, 'unauthenticated');
+      assertError(await anon.post('/api/contacts', 'not json', { headers: { cookie: 'svc_session=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' } }), 401, 'unauthenticated');
+      assertError(await anon.post('/api/password', ''), 401, 'unauthenticated');
+      assertError(await anon.get('/api/me'), 401, 'unauthenticated');
+      assertError(await anon.get('/api/users/abc'), 401, 'unauthenticated');
     });
 
     test('a body that is not JSON answers 400 bad_json and changes nothing', async () => {
       const alice = await signup(server);
       const bob = await signup(server);
       for (const body of ['not json', `{"nick":"${bob.nick}"`, "{'nick':'x'}", '{"nick": undefined}']) {
-        expectError(await alice.post('/api/contacts', body), 400, 'bad_json');
+        assertError(await alice.post('/api/contacts', body), 400, 'bad_json');
       }
       assert.deepEqual((await alice.get('/api/contacts')).json, []);
-      expectError(await new Client(server).post('/api/register', 'nick=abc&authKey=x'), 400, 'bad_json');
+      assertError(await new Client(server).post('/api/register', 'nick=abc&authKey=x'), 400, 'bad_json');
     });
 
     test('a body whose Content-Type is not application/json answers 400 bad_json; parameters such as charset are allowed', async () => {
@@ -340,24 +330,24 @@ describe('pipeline', () => {
       const bob = await signup(server);
       const body = JSON.stringify({ nick: bob.nick });
       for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'application/jsonx', 'multipart/form-data; boundary=x']) {
-        expectError(await alice.post('/api/contacts', body, { headers: { 'content-type': type } }), 400, 'bad_json');
+        assertError(await alice.post('/api/contacts', body, { headers: { 'content-type': type } }), 400, 'bad_json');
       }
       const none = await raw(server, 'POST', '/api/contacts', { origin: ORIGIN, cookie: alice.cookie!, 'content-length': String(Buffer.byteLength(body)) }, [Buffer.from(body)]);
-      expectError(none, 400, 'bad_json');
+      assertError(none, 400, 'bad_json');
       assert.deepEqual((await alice.get('/api/contacts')).json, [], 'nothing was added');
       // bad_json comes before the nick rule of register
-      expectError(await new Client(server).post('/api/register', JSON.stringify({ nick: 'A' }), { headers: { 'content-type': 'text/plain' } }), 400, 'bad_json');
+      assertError(await new Client(server).post('/api/register', JSON.stringify({ nick: 'A' }), { headers: { 'content-type': 'text/plain' } }), 400, 'bad_json');
       const ok = await alice.post('/api/contacts', body, { headers: { 'content-type': 'application/json; charset=utf-8' } });
       assert.equal(ok.status, 201, ok.text);
     });
 
     test('an empty body where a route expects one answers 400 bad_json', async () => {
       const alice = await signup(server);
-      expectError(await alice.post('/api/contacts', ''), 400, 'bad_json');
-      expectError(await raw(server, 'POST', '/api/contacts', { origin: ORIGIN, cookie: alice.cookie!, 'content-type': 'application/json', 'content-length': '0' }), 400, 'bad_json');
-      expectError(await alice.post('/api/contacts'), 400, 'bad_json');
-      expectError(await new Client(server).post('/api/register', ''), 400, 'bad_json');
-      expectError(await anon.post('/api/login', ''), 400, 'bad_json');
+      assertError(await alice.post('/api/contacts', ''), 400, 'bad_json');
+      assertError(await raw(server, 'POST', '/api/contacts', { origin: ORIGIN, cookie: alice.cookie!, 'content-type': 'application/json', 'content-length': '0' }), 400, 'bad_json');
+      assertError(await alice.post('/api/contacts'), 400, 'bad_json');
+      assertError(await new Client(server).post('/api/register', ''), 400, 'bad_json');
+      assertError(await anon.post('/api/login', ''), 400, 'bad_json');
       assert.deepEqual((await alice.get('/api/contacts')).json, []);
     });
 
@@ -365,7 +355,7 @@ describe('pipeline', () => {
       const alice = await signup(server);
       const r = await alice.post('/api/logout', 'this is not json', { headers: { 'content-type': 'text/plain' } });
       assert.equal(r.status, 204, r.text);
-      expectError(await alice.get('/api/me'), 401, 'unauthenticated');
+      assertError(await alice.get('/api/me'), 401, 'unauthenticated');
     });
   });
 
@@ -451,16 +441,16 @@ describe('pipeline', () => {
 
     test('error bodies are {error, message} and carry field only with code invalid', async () => {
       const alice = await signup(server);
-      expectError(await anon.get('/api/nope'), 404, 'not_found');
-      expectError(await anon.get('/api/me'), 401, 'unauthenticated');
-      expectError(await anon.post('/api/login', {}, { noOrigin: true }), 403, 'bad_origin');
-      expectError(await alice.post('/api/contacts', 'x'), 400, 'bad_json');
-      expectError(await new Client(server).post('/api/register', { nick: 'A' }), 400, 'invalid_nick');
-      expectError(await anon.post('/api/login', { nick: alice.nick, authKey: 'A'.repeat(43) }), 401, 'invalid_credentials');
-      expectError(await alice.get('/api/users/nobody_here'), 404, 'unknown_user');
-      expectError(await anon.get('/api/kdf?nick=A'), 400, 'invalid', 'nick');
-      expectError(await alice.post('/api/contacts', { nick: 'Not A Nick' }), 400, 'invalid', 'nick');
-      expectError(await alice.post('/api/devices', { id: 'x' }), 400, 'invalid', 'id');
+      assertError(await anon.get('/api/nope'), 404, 'not_found');
+      assertError(await anon.get('/api/me'), 401, 'unauthenticated');
+      assertError(await anon.post('/api/login', {}, { noOrigin: true }), 403, 'bad_origin');
+      assertError(await alice.post('/api/contacts', 'x'), 400, 'bad_json');
+      assertError(await new Client(server).post('/api/register', { nick: 'A' }), 400, 'invalid_nick');
+      assertError(await anon.post('/api/login', { nick: alice.nick, authKey: 'A'.repeat(43) }), 401, 'invalid_credentials');
+      assertError(await alice.get('/api/users/nobody_here'), 404, 'unknown_user');
+      assertError(await anon.get('/api/kdf?nick=A'), 400, 'invalid', 'nick');
+      assertError(await alice.post('/api/contacts', { nick: 'Not A Nick' }), 400, 'invalid', 'nick');
+      assertError(await alice.post('/api/devices', { id: 'x' }), 400, 'invalid', 'id');
     });
   });
 });

@@ -1,7 +1,7 @@
 /** Room creation: interface.md "Rooms" (create rules, in order), "Room" resource, States, Events. */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Stream, b64, ct, deviceId, id16, iv, signup, startServer, userWithDevices, type Client, type Res, type TestServer } from '../harness.js';
+import { assertError, Stream, b64, ct, deviceId, id16, iv, signup, startServer, userWithDevices, type Client, type Res, type TestServer } from '../harness.js';
 
 let server: TestServer;
 before(async () => {
@@ -11,13 +11,6 @@ after(async () => {
   await server.close();
 });
 
-function assertError(r: Res, status: number, error: string, field?: string): void {
-  assert.equal(r.status, status, r.text);
-  assert.equal(r.json?.error, error, r.text);
-  assert.equal(typeof r.json.message, 'string');
-  if (field === undefined) assert.equal('field' in r.json, false, r.text);
-  else assert.equal(r.json.field, field, r.text);
-}
 
 const wk = (to: string) => ({ to, iv: iv(), ct: ct() });
 const body = (c: Client, over: Record<string, unknown> = {}) => ({ id: id16(), name: 'General', keyId: id16(), keys: [wk(c.nick)], ...over });

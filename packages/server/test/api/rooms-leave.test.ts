@@ -1,7 +1,7 @@
 /** Room leave and delete: interface.md "Rooms" (Leave, Delete), States, Events; decisions.md §5. */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Stream, ct, deviceId, id16, iv, nick, signup, startServer, ulid, userWithDevices, type Client, type Res, type TestServer } from '../harness.js';
+import { assertError, Stream, ct, deviceId, id16, iv, nick, signup, startServer, ulid, userWithDevices, type Client, type Res, type TestServer } from '../harness.js';
 
 let server: TestServer;
 before(async () => {
@@ -11,13 +11,6 @@ after(async () => {
   await server.close();
 });
 
-function assertError(r: Res, status: number, error: string, field?: string): void {
-  assert.equal(r.status, status, r.text);
-  assert.equal(r.json?.error, error, r.text);
-  assert.equal(typeof r.json.message, 'string');
-  if (field === undefined) assert.equal('field' in r.json, false, r.text);
-  else assert.equal(r.json.field, field, r.text);
-}
 
 const wk = (to: string) => ({ to, iv: iv(), ct: ct() });
 async function rooms(c: Client) {
