@@ -61,3 +61,22 @@ test('HEAD /api/events answers the stream headers without opening a stream or re
     await server.close();
   }
 });
+
+test('a session expires 30 days after its last use, and use keeps it alive', async () => {
+  let now = Date.now();
+  const server = await startServer({}, { now: () => now });
+  try {
+    const alice = await signup(server);
+    const day = 24 * 3600 * 1000;
+    now += 20 * day;
+    assert.equal((await alice.get('/api/me')).status, 200, 'used on day 20');
+    now += 29 * day;
+    assert.equal((await alice.get('/api/me')).status, 200, '29 days after the last use it still works');
+    now += 30 * day + 1;
+    const r = await alice.get('/api/me');
+    assert.equal(r.status, 401);
+    assert.equal(r.json.error, 'unauthenticated');
+  } finally {
+    await server.close();
+  }
+});
