@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import assert from 'node:assert/strict';
-import { encodeB64url, makeUlid, type EventName } from '@svc/protocol';
+import { encodeB64url, makeUlid, type EventName, type Room } from '@svc/protocol';
 import { createApp, type App, type AppOptions } from '../src/app.js';
 import { parseConfig } from '../src/config.js';
 import { defaultWebRoot } from '../src/paths.js';
@@ -190,6 +190,17 @@ export async function userWithDevices(server: TestServer, n = 1, name = nick()):
   const devices: string[] = [];
   for (let i = 0; i < n; i++) devices.push(await addDevice(c));
   return { c, devices };
+}
+
+/** A wrapped room key for `to` (WrappedKey of interface.md). */
+export const wk = (to: string) => ({ to, iv: iv(), ct: ct() });
+
+/** The caller's rooms, as GET /api/rooms answers them. */
+export async function rooms(c: Client): Promise<Room[]> {
+  const r = await c.get('/api/rooms');
+  assert.equal(r.status, 200, r.text);
+  assert.ok(Array.isArray(r.json));
+  return r.json as Room[];
 }
 
 export function dmBody(to: string, id = ulid()) {

@@ -1,7 +1,7 @@
 /** Room creation: interface.md "Rooms" (create rules, in order), "Room" resource, States, Events. */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { assertError, Stream, b64, ct, deviceId, id16, iv, signup, startServer, userWithDevices, type Client, type Res, type TestServer } from '../harness.js';
+import { assertError, rooms, wk, Stream, b64, ct, deviceId, id16, iv, signup, startServer, userWithDevices, type Client, type Res, type TestServer } from '../harness.js';
 
 let server: TestServer;
 before(async () => {
@@ -12,13 +12,7 @@ after(async () => {
 });
 
 
-const wk = (to: string) => ({ to, iv: iv(), ct: ct() });
 const body = (c: Client, over: Record<string, unknown> = {}) => ({ id: id16(), name: 'General', keyId: id16(), keys: [wk(c.nick)], ...over });
-async function rooms(c: Client) {
-  const r = await c.get('/api/rooms');
-  assert.equal(r.status, 200, r.text);
-  return r.json as Record<string, unknown>[];
-}
 
 /** Sends a create that must be refused; the caller's rooms stay the same and the id, when valid, stays free. */
 async function refused(c: Client, b: Record<string, unknown>, status: number, error: string, field?: string, device?: string): Promise<void> {

@@ -1,7 +1,7 @@
 /** Room leave and delete: interface.md "Rooms" (Leave, Delete), States, Events; decisions.md §5. */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { assertError, Stream, ct, deviceId, id16, iv, nick, signup, startServer, ulid, userWithDevices, type Client, type Res, type TestServer } from '../harness.js';
+import { assertError, rooms, wk, Stream, ct, deviceId, id16, iv, nick, signup, startServer, ulid, userWithDevices, type Client, type Res, type TestServer } from '../harness.js';
 
 let server: TestServer;
 before(async () => {
@@ -12,12 +12,6 @@ after(async () => {
 });
 
 
-const wk = (to: string) => ({ to, iv: iv(), ct: ct() });
-async function rooms(c: Client) {
-  const r = await c.get('/api/rooms');
-  assert.equal(r.status, 200, r.text);
-  return r.json as { id: string; members: string[]; owner: string; keys: unknown[]; needsRekey: boolean }[];
-}
 const snapshot = (cs: Client[]) => Promise.all(cs.map(rooms));
 const leave = (c: Client, id: string, device?: string) => c.post(`/api/rooms/${id}/leave`, undefined, device !== undefined ? { device } : {});
 const del = (c: Client, id: string, device?: string) => c.del(`/api/rooms/${id}`, undefined, device !== undefined ? { device } : {});

@@ -1,7 +1,8 @@
 /** GET /api/rooms and room limits: interface.md "Rooms", "Room", "RoomKey"; decisions.md §5. */
 import { after, before, test } from 'node:test';
+import type { RoomKey } from '@svc/protocol';
 import assert from 'node:assert/strict';
-import { assertError, ct, id16, iv, signup, startServer, type Client, type Res, type TestServer } from '../harness.js';
+import { assertError, rooms, wk, ct, id16, iv, signup, startServer, type Client, type Res, type TestServer } from '../harness.js';
 
 let server: TestServer;
 before(async () => {
@@ -12,14 +13,6 @@ after(async () => {
 });
 
 
-type RoomKey = { keyId: string; from: string; iv: string; ct: string };
-const wk = (to: string) => ({ to, iv: iv(), ct: ct() });
-async function rooms(c: Client) {
-  const r = await c.get('/api/rooms');
-  assert.equal(r.status, 200, r.text);
-  assert.ok(Array.isArray(r.json));
-  return r.json as { id: string; name: string; members: string[]; owner: string; createdAt: number; keys: RoomKey[]; needsRekey: boolean }[];
-}
 const ms = (n: number) => new Promise((r) => setTimeout(r, n));
 async function create(c: Client, name = 'Room'): Promise<{ id: string; createdAt: number }> {
   const r = await c.post('/api/rooms', { id: id16(), name, keyId: id16(), keys: [wk(c.nick)] });

@@ -1,7 +1,7 @@
 /** Room members: interface.md "Rooms" (members rules, in order), States, Events; decisions.md §5. */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { assertError, Stream, b64, ct, id16, iv, nick, signup, startServer, userWithDevices, type Client, type Res, type TestServer } from '../harness.js';
+import { assertError, rooms, wk, Stream, b64, ct, id16, iv, nick, signup, startServer, userWithDevices, type Client, type Res, type TestServer } from '../harness.js';
 
 let server: TestServer;
 before(async () => {
@@ -12,12 +12,6 @@ after(async () => {
 });
 
 
-const wk = (to: string) => ({ to, iv: iv(), ct: ct() });
-async function rooms(c: Client) {
-  const r = await c.get('/api/rooms');
-  assert.equal(r.status, 200, r.text);
-  return r.json as { id: string; members: string[]; owner: string; keys: { keyId: string }[]; needsRekey: boolean }[];
-}
 const mbody = (add: string[], remove: string[], final: string[], keyId = id16()) => ({ add, remove, keyId, keys: final.map(wk) });
 const post = (c: Client, roomId: string, b: unknown, device?: string) =>
   c.post(`/api/rooms/${roomId}/members`, b, device !== undefined ? { device } : {});

@@ -1,7 +1,7 @@
 /** Room operations of the SQLite store. Each function runs inside the caller's transaction. */
 import { LIMITS, type Room, type RoomKey, type WrappedKey } from '@svc/protocol';
 import type { LeaveResult, Refusal, RoomFanout } from '../types.js';
-import { placeholders, type Statements } from './statements.js';
+import type { Statements } from './statements.js';
 
 interface RoomRow {
   id: string;
@@ -184,4 +184,3 @@ export function roomsOf(q: Statements, nick: string): string[] {
   return q.all<{ room_id: string }>('SELECT room_id FROM room_members WHERE nick = ? ORDER BY seq', nick).map((r) => r.room_id);
 }
 
-export { placeholders };
