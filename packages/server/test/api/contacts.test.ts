@@ -1,7 +1,7 @@
 /** Contacts: interface.md "Contacts" and "Other resources", decisions.md §4 and §3 (account deletion). */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { assertError, dmBody, signup, startServer, userWithDevices, type Client, type Res, type TestServer } from '../harness.js';
+import { assertError, dmBody, signup, startServer, userWithDevices, type Client, type TestServer } from '../harness.js';
 
 let server: TestServer;
 before(async () => {

@@ -2,7 +2,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createECDH, randomBytes } from 'node:crypto';
-import { assertError, Stream, addDevice, b64, deviceId, dmBody, signup, startServer, userWithDevices, type Client, type Res, type TestServer } from '../harness.js';
+import { assertError, Stream, addDevice, b64, deviceId, dmBody, signup, startServer, userWithDevices, type Client, type TestServer } from '../harness.js';
 
 let server: TestServer;
 before(async () => {

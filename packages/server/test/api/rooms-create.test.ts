@@ -1,7 +1,7 @@
 /** Room creation: interface.md "Rooms" (create rules, in order), "Room" resource, States, Events. */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { assertError, rooms, wk, Stream, b64, ct, deviceId, id16, iv, signup, startServer, userWithDevices, type Client, type Res, type TestServer } from '../harness.js';
+import { assertError, rooms, wk, Stream, b64, ct, deviceId, id16, iv, signup, startServer, userWithDevices, type Client, type TestServer } from '../harness.js';
 
 let server: TestServer;
 before(async () => {

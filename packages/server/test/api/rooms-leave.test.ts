@@ -1,7 +1,7 @@
 /** Room leave and delete: interface.md "Rooms" (Leave, Delete), States, Events; decisions.md §5. */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { assertError, rooms, wk, Stream, ct, deviceId, id16, iv, nick, signup, startServer, ulid, userWithDevices, type Client, type Res, type TestServer } from '../harness.js';
+import { assertError, rooms, wk, Stream, ct, deviceId, id16, iv, nick, signup, startServer, ulid, userWithDevices, type Client, type TestServer } from '../harness.js';
 
 let server: TestServer;
 before(async () => {

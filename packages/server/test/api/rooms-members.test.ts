@@ -1,7 +1,7 @@
 /** Room members: interface.md "Rooms" (members rules, in order), States, Events; decisions.md §5. */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { assertError, rooms, wk, Stream, b64, ct, id16, iv, nick, signup, startServer, userWithDevices, type Client, type Res, type TestServer } from '../harness.js';
+import { assertError, rooms, wk, Stream, b64, id16, nick, signup, startServer, userWithDevices, type Client, type TestServer } from '../harness.js';
 
 let server: TestServer;
 before(async () => {
