@@ -1,0 +1,104 @@
+/**
+ * Debian's Chromium driven by playwright-core. One browser per test file; each browser context is
+ * one device of one person (its own cookies, localStorage and IndexedDB). Every page of a device
+ * reports console errors, uncaught exceptions and CSP violations, which the tests assert away.
+ */
+import { existsSync } from 'node:fs';
+import { chromium, type Browser, type BrowserContext, type BrowserContextOptions, type Page } from 'playwright-core';
+
+export const CHROMIUM = '/usr/bin/chromium';
+
+/** Why the suite cannot run here, or undefined. On CI a missing browser is a failure, not a skip. */
+export function missingBrowser(): string | undefined {
+  if (existsSync(CHROMIUM) || process.env.CI === 'true') return undefined;
+  return `${CHROMIUM} is not installed (apt-get install chromium)`;
+}
+
+export async function launchBrowser(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+}
+
+/**
+ * Browser noise that is the expected answer of a correct app, not a fault: Chromium logs every
+ * non-2xx fetch as "Failed to load resource", and a signed-out client is told 401 by design
+ * (the session probe at start, and the sessions a password change revokes).
+ */
+const EXPECTED = [/Failed to load resource: the server responded with a status of 401/];
+
+export interface Device {
+  name: string;
+  context: BrowserContext;
+  page: Page;
+  /** The device id the app uses, seen in its event-stream requests (newest last). */
+  deviceIds: string[];
+  /** Opens a fresh page in the same context (same storage), as when the user comes back. */
+  reopen(): Promise<Page>;
+  /** Errors collected since the last call, emptied by this call. */
+  takeErrors(): string[];
+  close(): Promise<void>;
+}
+
+function watch(page: Page, device: { name: string; errors: string[]; deviceIds: string[] }): void {
+  const note = (what: string) => device.errors.push(`[${device.name}] ${what}`);
+  page.on('console', (msg) => {
+    if (msg.type() !== 'error') return;
+    const text = msg.text();
+    if (EXPECTED.some((re) => re.test(text))) return;
+    note(`console.error: ${text}`);
+  });
+  // A native confirm() before a destructive action is answered as the person would: yes.
+  page.on('dialog', (d) => void d.accept().catch(() => undefined));
+  page.on('pageerror', (err) => note(`uncaught: ${err.stack ?? err.message}`));
+  page.on('request', (req) => {
+    const url = new URL(req.url());
+    if (url.pathname === '/api/events') {
+      const id = url.searchParams.get('device');
+      if (id && device.deviceIds.at(-1) !== id) device.deviceIds.push(id);
+    }
+  });
+}
+
+/** The page's own report of CSP violations, on top of the console message Chromium writes. */
+const CSP_PROBE = () => {
+  document.addEventListener('securitypolicyviolation', (e) => {
+    console.error(`CSP violation: ${e.violatedDirective} blocked ${e.blockedURI || '(inline)'} at ${e.sourceFile}:${e.lineNumber}`);
+  });
+};
+
+export async function openDevice(browser: Browser, name: string, origin: string, options: BrowserContextOptions = {}): Promise<Device> {
+  const context = await browser.newContext({ baseURL: origin, ...options });
+  context.setDefaultTimeout(15_000);
+  await context.addInitScript(CSP_PROBE);
+  const state = { name, errors: [] as string[], deviceIds: [] as string[] };
+  context.on('page', (p) => watch(p, state));
+  const device: Device = {
+    name,
+    context,
+    page: await context.newPage(),
+    deviceIds: state.deviceIds,
+    async reopen() {
+      device.page = await context.newPage();
+      await device.page.goto('/');
+      return device.page;
+    },
+    takeErrors() {
+      return state.errors.splice(0);
+    },
+    async close() {
+      await context.close();
+    },
+  };
+  return device;
+}

@@ -1,0 +1,83 @@
+/**
+ * One test file's world: a server on a fresh database, one browser, the devices opened in it and
+ * every message text typed, so the file can check at the end that none of them was stored.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import type { Browser, BrowserContextOptions } from 'playwright-core';
+import { launchBrowser, openDevice, type Device } from './browser.js';
+import { startServer, type RunningServer } from './server.js';
+
+export interface Scene {
+  server: RunningServer;
+  browser: Browser;
+  devices: Device[];
+  /** Every message text typed so far. */
+  typed: string[];
+  /** Opens a device (a browser context) for a person; `name` labels its errors. */
+  device(name: string, options?: BrowserContextOptions): Promise<Device>;
+  /** A distinctive message text, remembered as typed. */
+  text(label: string): string;
+  /** Fails with every console error, uncaught exception or CSP violation collected since the last call. */
+  assertNoPageErrors(): void;
+  /**
+   * A test body that also fails on page errors; when the body itself fails, the page errors of
+   * that moment are added to its message, since they usually say why.
+   */
+  step(body: () => Promise<void>): () => Promise<void>;
+  close(): Promise<void>;
+}
+
+/** A fresh nick: 2–32 of a-z, 0-9, _. */
+export function nick(base: string): string {
+  return `${base}_${randomBytes(3).toString('hex')}`;
+}
+
+export async function openScene(): Promise<Scene> {
+  const server = await startServer();
+  let browser: Browser;
+  try {
+    browser = await launchBrowser();
+  } catch (err) {
+    await server.stop();
+    throw err;
+  }
+  const scene: Scene = {
+    server,
+    browser,
+    devices: [],
+    typed: [],
+    async device(name, options) {
+      const d = await openDevice(browser, name, server.origin, options);
+      scene.devices.push(d);
+      return d;
+    },
+    text(label) {
+      const t = `${label} ${randomBytes(6).toString('hex')}`;
+      scene.typed.push(t);
+      return t;
+    },
+    assertNoPageErrors() {
+      const errors = scene.devices.flatMap((d) => d.takeErrors());
+      assert.deepEqual(errors, [], `the pages reported errors:\n${errors.join('\n')}`);
+    },
+    step(body) {
+      return async () => {
+        try {
+          await body();
+        } catch (err) {
+          const errors = scene.devices.flatMap((d) => d.takeErrors());
+          if (errors.length === 0 || !(err instanceof Error)) throw err;
+          err.message += `\n\npage errors meanwhile:\n${errors.join('\n')}`;
+          throw err;
+        }
+        scene.assertNoPageErrors();
+      };
+    },
+    async close() {
+      await browser.close().catch(() => undefined);
+      await server.stop();
+    },
+  };
+  return scene;
+}

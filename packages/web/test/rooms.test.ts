@@ -1,0 +1,131 @@
+/**
+ * Rooms in the web client, over the real server: three people talk in a room; the owner removes
+ * one, who loses the room and every later message; in another room a member leaves, the owner's
+ * client rotates the room key, and the two who remain keep talking. No typed text is stored.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import { missingBrowser, type Device } from './harness/browser.js';
+import { envelopeKeyIds, plaintextFound, queueLength, roomState, type RoomKeyState } from './harness/db.js';
+import { nick, openScene, type Scene } from './harness/scene.js';
+import { chatEntry, createRoom, leaveRoom, openChat, removeMember, seeMessage, send, shows, signUp } from './harness/ui.js';
+import { until } from './harness/wait.js';
+
+describe('web client: rooms', { skip: missingBrowser() }, () => {
+  let scene: Scene;
+  const people = { alice: nick('alice'), bob: nick('bob'), carol: nick('carol') };
+  const password = 'a long room password';
+  let alice: Device;
+  let bob: Device;
+  let carol: Device;
+  const roomName = (label: string) => `${label} ${randomBytes(3).toString('hex')}`;
+
+  before(async () => {
+    scene = await openScene();
+  });
+  after(async () => {
+    await scene?.close();
+  });
+
+  /** Each of `speakers` sends a line in the open room, and every one of `all` sees every line. */
+  async function talk(room: string, speakers: Device[], all: Device[]): Promise<string[]> {
+    const lines: string[] = [];
+    for (const who of speakers) {
+      const line = scene.text(`${who.name} in ${room}`);
+      await send(who.page, line);
+      lines.push(line);
+      for (const other of all) await seeMessage(other.page, line);
+    }
+    return lines;
+  }
+
+  /** `device` no longer lists the room and never shows `texts`, and none of them waits in its queue. */
+  async function shutOut(device: Device, room: string, texts: string[]): Promise<void> {
+    await chatEntry(device.page, room).waitFor({ state: 'detached' });
+    for (const t of texts) assert.equal(await shows(device.page, t), false, `${device.name} must not see "${t}"`);
+    const id = device.deviceIds.at(-1);
+    assert.ok(id, `${device.name} never opened its event stream`);
+    assert.equal(queueLength(scene.server.dbPath, id), 0, `nothing may be queued for ${device.name}`);
+  }
+
+  /**
+   * The room's envelopes since `since` that the server still holds were all sealed under keys
+   * made after `old`, which the shut-out member never received.
+   */
+  function sealedWithNewKeys(old: RoomKeyState, since: number): void {
+    for (const keyId of envelopeKeyIds(scene.server.dbPath, old.id, since)) {
+      assert.ok(!old.keyIds.includes(keyId), `a message after the change used the old key ${keyId}`);
+    }
+  }
+
+  test('a room of three: everyone sees everyone’s messages', async () => {
+    await scene.step(async () => {
+      [alice, bob, carol] = await Promise.all([scene.device('alice'), scene.device('bob'), scene.device('carol')]);
+      await Promise.all([
+        signUp(alice.page, people.alice, password),
+        signUp(bob.page, people.bob, password),
+        signUp(carol.page, people.carol, password),
+      ]);
+      const room = roomName('Book club');
+      await createRoom(alice.page, room, [people.bob, people.carol]);
+      for (const d of [bob, carol]) await openChat(d.page, room);
+      await talk(room, [alice, bob, carol], [alice, bob, carol]);
+    })();
+  });
+
+  test('the owner removes a member, who sees the room disappear and cannot read later messages', async () => {
+    await scene.step(async () => {
+      const room = roomName('Project');
+      await createRoom(alice.page, room, [people.bob, people.carol]);
+      for (const d of [bob, carol]) await openChat(d.page, room);
+      await talk(room, [alice, carol], [alice, bob, carol]);
+      const old = roomState(scene.server.dbPath, room);
+      assert.ok(old);
+
+      await removeMember(alice.page, people.carol);
+      await until('carol removed on the server', () => (roomState(scene.server.dbPath, room)?.members.includes(people.carol) === false ? true : undefined));
+      await chatEntry(carol.page, room).waitFor({ state: 'detached' });
+      const since = Date.now();
+
+      // Make sure the owner's view is the room again, whatever the settings screen did.
+      await openChat(alice.page, room);
+      await openChat(bob.page, room);
+      const later = await talk(room, [alice, bob], [alice, bob]);
+      await shutOut(carol, room, later);
+      sealedWithNewKeys(old, since);
+    })();
+  });
+
+  test("a member leaves, the owner's client rotates the key, and the others keep talking", async () => {
+    await scene.step(async () => {
+      const room = roomName('Weekend');
+      await createRoom(alice.page, room, [people.bob, people.carol]);
+      for (const d of [bob, carol]) await openChat(d.page, room);
+      await talk(room, [bob, carol], [alice, bob, carol]);
+      const old = roomState(scene.server.dbPath, room);
+      assert.ok(old);
+
+      await leaveRoom(carol.page);
+      await chatEntry(carol.page, room).waitFor({ state: 'detached' });
+      const rotated = await until("the owner's client rotating the room key", () => {
+        const s = roomState(scene.server.dbPath, room);
+        return s && !s.members.includes(people.carol) && !s.needsRekey && s.keyIds.some((k) => !old.keyIds.includes(k)) ? s : undefined;
+      });
+      const since = Date.now();
+      assert.deepEqual([...rotated.members].sort(), [people.alice, people.bob].sort());
+
+      await openChat(alice.page, room);
+      await openChat(bob.page, room);
+      const later = await talk(room, [alice, bob, alice], [alice, bob]);
+      await shutOut(carol, room, later);
+      sealedWithNewKeys(old, since);
+    })();
+  });
+
+  test('the database holds none of the message texts typed', async () => {
+    assert.ok(scene.typed.length >= 10, 'the scenarios above typed the texts');
+    assert.deepEqual(plaintextFound(scene.server.dbPath, [people.carol]), [people.carol], 'the scan finds open metadata, so it reads the right file');
+    assert.deepEqual(plaintextFound(scene.server.dbPath, scene.typed), []);
+  });
+});

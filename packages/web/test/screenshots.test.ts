@@ -1,0 +1,101 @@
+/**
+ * Screenshots of the main screens, as the README shows them: sign-in, chat list, conversation,
+ * room settings, a phone-width view and dark mode. They go to docs/screenshots/ when
+ * UPDATE_SCREENSHOTS=1, else to a temporary folder, so an ordinary test run leaves the tree clean.
+ */
+import assert from 'node:assert/strict';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { missingBrowser, type Device } from './harness/browser.js';
+import { openScene, type Scene } from './harness/scene.js';
+import { repoRoot } from './harness/server.js';
+import {
+  button,
+  chatEntry,
+  createRoom,
+  ensureSignedIn,
+  openChat,
+  openRoomSettings,
+  seeMessage,
+  send,
+  signUp,
+  startChat,
+} from './harness/ui.js';
+
+const DESKTOP = { width: 1280, height: 800 };
+const PHONE = { width: 390, height: 844 };
+
+describe('web client: screenshots of the main screens', { skip: missingBrowser() }, () => {
+  let scene: Scene;
+  let dir: string;
+  let alice: Device;
+  const shot = async (device: Device, name: string) => {
+    const file = join(dir, `${name}.png`);
+    await device.page.screenshot({ path: file });
+    const png = readFileSync(file);
+    assert.ok(png.length > 1000 && png.subarray(1, 4).toString() === 'PNG', `${name}.png is a picture`);
+  };
+
+  before(async () => {
+    scene = await openScene();
+    dir = process.env.UPDATE_SCREENSHOTS === '1' ? join(repoRoot, 'docs/screenshots') : join(scene.server.dir, 'screenshots');
+    mkdirSync(dir, { recursive: true });
+  });
+  after(async () => {
+    await scene?.close();
+  });
+
+  test('sign-in, chat list, conversation, room settings, phone width and dark mode', async () => {
+    await scene.step(async () => {
+      const password = 'screenshot password';
+      const [a, bob, carol] = await Promise.all([
+        scene.device('alice', { viewport: DESKTOP }),
+        scene.device('bob', { viewport: DESKTOP }),
+        scene.device('carol', { viewport: DESKTOP }),
+      ]);
+      alice = a;
+
+      await alice.page.goto('/');
+      await button(alice.page, 'Create account').waitFor();
+      await shot(alice, 'sign-in');
+
+      await Promise.all([signUp(alice.page, 'alice', password), signUp(bob.page, 'bob', password), signUp(carol.page, 'carol', password)]);
+      await createRoom(alice.page, 'Weekend trip', ['bob', 'carol']);
+      await send(alice.page, 'I booked the cabin for Saturday.');
+      await openChat(carol.page, 'Weekend trip');
+      await send(carol.page, 'Great! I will bring the board games.');
+
+      await startChat(alice.page, 'bob');
+      await send(alice.page, 'Are we still on for lunch tomorrow?');
+      await openChat(bob.page, 'alice');
+      await send(bob.page, 'Yes, 12:30 at the usual place.');
+      await seeMessage(alice.page, 'Yes, 12:30 at the usual place.');
+      await send(alice.page, 'Perfect, see you there 👋');
+      await seeMessage(bob.page, 'Perfect, see you there 👋');
+
+      await alice.page.reload();
+      await ensureSignedIn(alice.page, 'alice', password);
+      await chatEntry(alice.page, 'Weekend trip').waitFor();
+      await shot(alice, 'chat-list');
+
+      await openChat(alice.page, 'bob');
+      await seeMessage(alice.page, 'Perfect, see you there 👋');
+      await shot(alice, 'conversation');
+
+      await alice.page.emulateMedia({ colorScheme: 'dark' });
+      await shot(alice, 'dark-mode');
+      await alice.page.emulateMedia({ colorScheme: 'light' });
+
+      await openChat(alice.page, 'Weekend trip');
+      await seeMessage(alice.page, 'Great! I will bring the board games.');
+      await openRoomSettings(alice.page);
+      await button(alice.page, 'Delete room').waitFor();
+      await shot(alice, 'room-settings');
+
+      await bob.page.setViewportSize(PHONE);
+      await seeMessage(bob.page, 'Perfect, see you there 👋');
+      await shot(bob, 'phone');
+    })();
+  });
+});
