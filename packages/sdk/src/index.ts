@@ -1,1 +1,83 @@
-export {};
+/**
+ * @svc/sdk: the runtime-neutral client SDK (browsers and Node 20; WebCrypto, fetch, TextEncoder,
+ * ReadableStream only). docs/CRYPTO.md describes the scheme the crypto/ files implement.
+ *
+ * Layers, lowest first:
+ *   crypto/*   one file per primitive or construction, no I/O
+ *   ApiClient  one typed method per route, SdkError for every refusal, server-corrected clock
+ *   EventStream  the device's event stream: state, ack-after-store in batches, reconnect
+ *   Messenger  the account: login/register from a password, messages, rooms and their keys
+ */
+export { SdkError, isSdkError, type SdkErrorCode, type ClientErrorCode, type NextStep } from './errors.js';
+export { ApiClient, API_METHODS, errorFrom, type ApiOptions, type RequestOptions } from './api.js';
+export { cookieFetch, type CookieFetch, type FetchLike } from './cookies.js';
+export { ServerClock } from './clock.js';
+export { SseParser, type SseMessage } from './sse.js';
+export {
+  EventStream,
+  type ConnectionState,
+  type CloseReason,
+  type StateInfo,
+  type EventStreamOptions,
+} from './events.js';
+export { RoomKeyring } from './keyring.js';
+export {
+  Messenger,
+  type MessengerOptions,
+  type KeyCheck,
+  type KeyPurpose,
+  type ChatId,
+  type DecryptedMessage,
+  type DecryptFailure,
+  type SentMessage,
+  type SendOptions,
+} from './client.js';
+
+export { seal, open, importAesKey, IV_BYTES, type Sealed } from './crypto/aead.js';
+export { hkdf, sha256 } from './crypto/hkdf.js';
+export {
+  newKdf,
+  checkKdf,
+  deriveMaster,
+  argon2idRaw,
+  passwordBytes,
+  KDF_BOUNDS,
+  KDF_DEFAULTS,
+  KDF_MIN,
+  MASTER_BYTES,
+  SALT_BYTES,
+  type Kdf,
+  type OnProgress,
+  type ProgressStage,
+} from './crypto/kdf.js';
+export { deriveAccountKeys, deriveAccountKeyBytes, INFO_AUTH, INFO_ENC, type AccountKeys } from './crypto/keys.js';
+export {
+  generateIdentity,
+  sealIdentity,
+  openIdentity,
+  openIdentityPkcs8,
+  importPublicKey,
+  IDENTITY_AAD,
+  type Identity,
+  type NewIdentity,
+} from './crypto/identity.js';
+export { pairKey, pairKeyBytes, pairSalt, INFO_PAIR } from './crypto/pair.js';
+export {
+  encodePlaintext,
+  decodePlaintext,
+  encryptDm,
+  decryptDm,
+  encryptRoomMessage,
+  decryptRoomMessage,
+  dmAad,
+  roomAad,
+  PAD_BLOCK,
+  MAX_PADDED_BYTES,
+  type MessagePlain,
+  type DmMeta,
+  type RoomMeta,
+  type EnvelopeLike,
+} from './crypto/message.js';
+export { newRoomKey, importRoomKey, wrapRoomKey, unwrapRoomKey, roomKeyAad, type NewRoomKey } from './crypto/roomkey.js';
+export { safetyNumber } from './crypto/safety.js';
+export { sealAtRest, openAtRest, deriveHistoryKey, historyKeyBytes, atRestAad, INFO_HISTORY } from './crypto/atrest.js';
