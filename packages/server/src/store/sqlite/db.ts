@@ -3,15 +3,12 @@ import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { SQLITE_MIGRATIONS, type Migration } from './migrations.js';
+import { NewerSchemaError } from '../errors.js';
 
 export type Db = Database.Database;
 
-export class NewerSchemaError extends Error {
-  constructor(found: number, known: number) {
-    super(`the database has schema version ${found}, newer than this build knows (${known}); run a newer version of the service`);
-    this.name = 'NewerSchemaError';
-  }
-}
+// Lives with the other backend-neutral errors; re-exported so existing imports keep working.
+export { NewerSchemaError };
 
 export function openDatabase(path: string, migrations: Migration[] = SQLITE_MIGRATIONS): Db {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });

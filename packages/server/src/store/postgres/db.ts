@@ -1,0 +1,148 @@
+/**
+ * The PostgreSQL connection: a pool, a small query wrapper, transactions that retry when the
+ * database aborts one to break a deadlock, and the numbered migrations.
+ *
+ * Several service instances share one database, so every rule that the SQLite store gets from
+ * its single writer is enforced here by the database: row locks, ON CONFLICT and advisory locks.
+ */
+import { userInfo } from 'node:os';
+import pg from 'pg';
+import { NewerSchemaError } from '../errors.js';
+import { PG_MIGRATIONS, type PgMigration } from './migrations.js';
+
+/** int8 (BIGINT, COUNT(*)) comes back as a JS number: our values are ms times and counters, far below 2^53. */
+const INT8_OID = 20;
+const types: pg.CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: string) =>
+    oid === INT8_OID ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text')) as pg.CustomTypesConfig['getTypeParser'],
+};
+
+/** A schema name we put into SQL unquoted-safe: plain lower-case identifiers only. */
+const SCHEMA_RE = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/**
+ * A URL without a user name means the OS user, as with libpq and psql. `pg` alone would fall
+ * back to $USER only, which service managers and containers often leave unset.
+ */
+export function withDefaultUser(url: string): string {
+  if (process.env.PGUSER || process.env.USER) return url;
+  try {
+    const u = new URL(url);
+    if (u.username === '' && u.host !== '') {
+      u.username = userInfo().username;
+      return u.toString();
+    }
+  } catch {
+    // not a URL pg would parse either: leave it to pg's own error
+  }
+  return url;
+}
+
+export function openPool(url: string, opts: { schema?: string | undefined; max?: number | undefined } = {}): pg.Pool {
+  if (opts.schema !== undefined && !SCHEMA_RE.test(opts.schema)) throw new Error(`bad schema name ${JSON.stringify(opts.schema)}`);
+  const config: pg.PoolConfig = { connectionString: withDefaultUser(url), max: opts.max ?? 10, types };
+  if (opts.schema !== undefined) {
+    // Every connection is told its search_path when it starts, so no query can run before it.
+    // Options already in the URL are kept (pg would let the URL's value replace ours).
+    const u = new URL(config.connectionString!);
+    const given = u.searchParams.get('options');
+    u.searchParams.delete('options');
+    config.connectionString = u.toString();
+    config.options = `${given ? `${given} ` : ''}-c search_path=${opts.schema}`;
+  }
+  const pool = new pg.Pool(config);
+  // An idle connection that the server drops must not crash the process; the pool replaces it.
+  pool.on('error', () => undefined);
+  return pool;
+}
+
+/** Query helpers over a pool or a client inside a transaction. */
+export class Sql {
+  constructor(readonly c: pg.Pool | pg.PoolClient) {}
+
+  async all<T>(text: string, params: unknown[] = []): Promise<T[]> {
+    return (await this.c.query(text, params)).rows as T[];
+  }
+
+  async one<T>(text: string, params: unknown[] = []): Promise<T | undefined> {
+    return (await this.c.query(text, params)).rows[0] as T | undefined;
+  }
+
+  /** Runs a statement; returns the number of rows it touched. */
+  async run(text: string, params: unknown[] = []): Promise<number> {
+    return (await this.c.query(text, params)).rowCount ?? 0;
+  }
+}
+
+/** Deadlock (40P01) and serialization failure (40001): the database rolled back; running again is safe. */
+function retryable(e: unknown): boolean {
+  const code = (e as { code?: unknown } | null)?.code;
+  return code === '40P01' || code === '40001';
+}
+
+const ATTEMPTS = 5;
+/** Advisory lock key of migrations (namespace 0; the per-account locks of locks.ts use 1 to 3). */
+const MIGRATE_LOCK = 0;
+
+/** Runs `fn` in one transaction on one pooled connection; commits, or rolls back and rethrows. */
+export async function transaction<T>(pool: pg.Pool, fn: (q: Sql) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    const client = await pool.connect();
+    let broken: Error | undefined;
+    try {
+      await client.query('BEGIN');
+      const result = await fn(new Sql(client));
+      await client.query('COMMIT');
+      return result;
+    } catch (e) {
+      try {
+        await client.query('ROLLBACK');
+      } catch (rollbackError) {
+        broken = rollbackError as Error; // the connection is unusable: the pool must drop it
+      }
+      if (attempt < ATTEMPTS && retryable(e)) {
+        await new Promise((r) => setTimeout(r, Math.random() * 10 * attempt));
+        continue;
+      }
+      throw e;
+    } finally {
+      client.release(broken);
+    }
+  }
+}
+
+/**
+ * Creates the schema if asked, then applies the migrations this database lacks. A session
+ * advisory lock keeps instances that start together from migrating at the same time.
+ */
+export async function migrate(pool: pg.Pool, schema: string | undefined, migrations: PgMigration[] = PG_MIGRATIONS): Promise<void> {
+  const client = await pool.connect();
+  const q = new Sql(client);
+  try {
+    await q.run('SELECT pg_advisory_lock($1, hashtext($2))', [MIGRATE_LOCK, schema ?? '']);
+    try {
+      if (schema !== undefined) await q.run(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
+      await q.run('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)');
+      const row = await q.one<{ v: number | null }>('SELECT MAX(version) AS v FROM schema_migrations');
+      const current = row?.v ?? 0;
+      const known = migrations.reduce((m, x) => Math.max(m, x.version), 0);
+      if (current > known) throw new NewerSchemaError(current, known);
+      for (const m of migrations) {
+        if (m.version <= current) continue;
+        await q.run('BEGIN');
+        try {
+          await q.run(m.sql);
+          await q.run('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [m.version, m.name, Date.now()]);
+          await q.run('COMMIT');
+        } catch (e) {
+          await q.run('ROLLBACK');
+          throw e;
+        }
+      }
+    } finally {
+      await q.run('SELECT pg_advisory_unlock($1, hashtext($2))', [MIGRATE_LOCK, schema ?? '']);
+    }
+  } finally {
+    client.release();
+  }
+}

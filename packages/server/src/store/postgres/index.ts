@@ -1,0 +1,216 @@
+/**
+ * The networked store: PostgreSQL through a `pg` pool. Same behaviour as the SQLite store, but
+ * several service instances may run against one database at once, so each multi-step change is
+ * one transaction whose races are settled by the database (row locks, ON CONFLICT, advisory
+ * locks; see locks.ts). Commits are synchronous (the server default), so an answered 202 is durable.
+ */
+import type pg from 'pg';
+import { LIMITS, type Contact, type EncryptedKey, type Kdf, type Room, type Target, type WrappedKey } from '@svc/protocol';
+import type {
+  AccountRecord,
+  DeleteAccountResult,
+  DeviceRecord,
+  LeaveResult,
+  NewAccount,
+  PurgeResult,
+  PushTarget,
+  QueuedEntry,
+  SendInput,
+  SendResult,
+  SessionRecord,
+  Store,
+} from '../types.js';
+import { Sql, migrate, openPool, transaction } from './db.js';
+import * as accounts from './accounts.js';
+import * as devices from './devices.js';
+import * as rooms from './rooms.js';
+import * as messages from './messages.js';
+
+export interface PostgresOptions {
+  /** Puts every table in this schema (created when missing); tests use one per test. */
+  schema?: string;
+  /** Pool size (default 10). */
+  max?: number;
+}
+
+export class PostgresStore implements Store {
+  readonly kind = 'postgres' as const;
+  private readonly q: Sql;
+  private closed = false;
+
+  private constructor(readonly pool: pg.Pool) {
+    this.q = new Sql(pool);
+  }
+
+  /** Connects, applies missing migrations (refusing a newer schema) and returns the store. */
+  static async open(url: string, opts: PostgresOptions = {}): Promise<PostgresStore> {
+    const pool = openPool(url, opts);
+    try {
+      await migrate(pool, opts.schema);
+    } catch (e) {
+      await pool.end();
+      throw e;
+    }
+    return new PostgresStore(pool);
+  }
+
+  private tx<T>(fn: (q: Sql) => Promise<T>): Promise<T> {
+    return transaction(this.pool, fn);
+  }
+
+  async getOrCreateMeta(key: string, make: () => string): Promise<string> {
+    const found = await this.q.one<{ value: string }>('SELECT value FROM meta WHERE key = $1', [key]);
+    if (found) return found.value;
+    // Instances starting together may both get here: the first insert wins, and every one of
+    // them returns the stored value, never its own candidate.
+    await this.q.run('INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING', [key, make()]);
+    return (await this.q.one<{ value: string }>('SELECT value FROM meta WHERE key = $1', [key]))!.value;
+  }
+
+  async registerAccount(a: NewAccount) {
+    return this.tx((q) => accounts.registerAccount(q, a));
+  }
+
+  async getAccount(nick: string): Promise<AccountRecord | null> {
+    return accounts.getAccount(this.q, nick);
+  }
+
+  async nickExists(nick: string): Promise<boolean> {
+    return (await this.q.one('SELECT 1 FROM accounts WHERE nick = $1', [nick])) !== undefined;
+  }
+
+  async createInvite(code: string, uses: number, expiresAt: number | null, now: number): Promise<void> {
+    await this.q.run('INSERT INTO invites (code, uses_left, expires_at, created_at) VALUES ($1, $2, $3, $4)', [code, uses, expiresAt, now]);
+  }
+
+  async createSession(s: { id: string; nick: string; now: number }): Promise<void> {
+    await this.q.run('INSERT INTO sessions (id, nick, created_at, last_used_at) VALUES ($1, $2, $3, $3)', [s.id, s.nick, s.now]);
+  }
+
+  async getSession(id: string): Promise<SessionRecord | null> {
+    return accounts.getSession(this.q, id);
+  }
+
+  async touchSession(id: string, now: number): Promise<void> {
+    await this.q.run('UPDATE sessions SET last_used_at = $2 WHERE id = $1', [id, now]);
+  }
+
+  async deleteSession(id: string): Promise<void> {
+    await this.q.run('DELETE FROM sessions WHERE id = $1', [id]);
+  }
+
+  async changePassword(nick: string, p: { authKeyHash: Uint8Array; kdf: Kdf; encryptedKey: EncryptedKey }, keepSession: string): Promise<string[]> {
+    return this.tx((q) => accounts.changePassword(q, nick, p, keepSession));
+  }
+
+  async deleteAccount(nick: string, now: number): Promise<DeleteAccountResult> {
+    return this.tx((q) => accounts.deleteAccount(q, nick, now));
+  }
+
+  async addDevice(nick: string, id: string, now: number) {
+    return this.tx((q) => devices.addDevice(q, nick, id, now));
+  }
+
+  async listDevices(nick: string): Promise<DeviceRecord[]> {
+    return devices.listDevices(this.q, nick);
+  }
+
+  async deviceOwner(id: string): Promise<string | null> {
+    return (await this.q.one<{ nick: string }>('SELECT nick FROM devices WHERE id = $1', [id]))?.nick ?? null;
+  }
+
+  async deleteDevice(nick: string, id: string): Promise<boolean> {
+    return this.tx((q) => devices.deleteDevice(q, nick, id));
+  }
+
+  async setPushSubscription(deviceId: string, sub: { endpoint: string; p256dh: string; auth: string }): Promise<void> {
+    await this.q.run('UPDATE devices SET push_endpoint = $2, push_p256dh = $3, push_auth = $4, push_pending = FALSE WHERE id = $1', [
+      deviceId,
+      sub.endpoint,
+      sub.p256dh,
+      sub.auth,
+    ]);
+  }
+
+  async deletePushSubscription(deviceId: string): Promise<void> {
+    await this.q.run('UPDATE devices SET push_endpoint = NULL, push_p256dh = NULL, push_auth = NULL, push_pending = FALSE WHERE id = $1', [deviceId]);
+  }
+
+  async deviceConnected(deviceId: string, now: number): Promise<void> {
+    await this.q.run('UPDATE devices SET push_pending = FALSE, last_seen_at = $2 WHERE id = $1', [deviceId, now]);
+  }
+
+  async claimPush(deviceIds: string[]): Promise<PushTarget[]> {
+    if (deviceIds.length === 0) return [];
+    return devices.claimPush(this.q, deviceIds);
+  }
+
+  async dropPushSubscription(deviceId: string, endpoint: string): Promise<void> {
+    await this.q.run(
+      'UPDATE devices SET push_endpoint = NULL, push_p256dh = NULL, push_auth = NULL, push_pending = FALSE WHERE id = $1 AND push_endpoint = $2',
+      [deviceId, endpoint],
+    );
+  }
+
+  async listContacts(nick: string): Promise<Contact[]> {
+    return devices.listContacts(this.q, nick);
+  }
+
+  async addContact(nick: string, peer: string, now: number) {
+    return this.tx((q) => devices.addContact(q, nick, peer, now));
+  }
+
+  async deleteContact(nick: string, peer: string): Promise<void> {
+    await this.q.run('DELETE FROM contacts WHERE nick = $1 AND peer = $2', [nick, peer]);
+  }
+
+  async listRooms(nick: string): Promise<Room[]> {
+    return rooms.listRooms(this.q, nick);
+  }
+
+  async createRoom(r: { id: string; name: string; owner: string; keyId: string; keys: WrappedKey[]; now: number }) {
+    return this.tx((q) => rooms.createRoom(q, r));
+  }
+
+  async changeMembers(c: { roomId: string; caller: string; add: string[]; remove: string[]; keyId: string; keys: WrappedKey[]; now: number }) {
+    return this.tx((q) => rooms.changeMembers(q, c));
+  }
+
+  async leaveRoom(roomId: string, nick: string): Promise<LeaveResult> {
+    return this.tx((q) => rooms.leaveRoom(q, roomId, nick));
+  }
+
+  async deleteRoom(roomId: string, nick: string) {
+    return this.tx((q) => rooms.deleteRoom(q, roomId, nick));
+  }
+
+  async checkSend(from: string, to: Target, keyId: string) {
+    return messages.checkSend(this.q, from, to, keyId);
+  }
+
+  async sendMessage(m: SendInput): Promise<SendResult> {
+    return this.tx((q) => messages.sendMessage(q, m));
+  }
+
+  async ack(deviceId: string, ids: string[]): Promise<void> {
+    await this.tx((q) => messages.ack(q, deviceId, ids));
+  }
+
+  async readQueue(deviceId: string, afterSeq: number, limit: number): Promise<QueuedEntry[]> {
+    return messages.readQueue(this.q, deviceId, afterSeq, limit);
+  }
+
+  async purge(now: number): Promise<PurgeResult> {
+    return this.tx(async (q) => {
+      const sessionIds = await accounts.purgeSessions(q, now - LIMITS.sessionIdleMs);
+      const envelopes = await messages.purgeEnvelopes(q, now);
+      return { sessionIds, envelopes };
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.pool.end();
+  }
+}

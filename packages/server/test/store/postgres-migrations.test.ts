@@ -1,0 +1,123 @@
+/** PostgreSQL migrations: applied once each and recorded; a database from a newer build is refused. */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { PostgresStore } from '../../src/store/postgres/index.js';
+import { PG_MIGRATIONS } from '../../src/store/postgres/migrations.js';
+import { migrate, openPool } from '../../src/store/postgres/db.js';
+import { NewerSchemaError } from '../../src/store/errors.js';
+import { NewerSchemaError as SqliteNewerSchemaError } from '../../src/store/sqlite/db.js';
+import { dropSchema, schemaName, sqlIn, testPgUrl } from './pg-helpers.js';
+
+const TABLES = ['accounts', 'contacts', 'devices', 'envelopes', 'invites', 'meta', 'queue', 'room_key_ids', 'room_keys', 'room_members', 'rooms', 'schema_migrations', 'sessions'];
+
+async function inSchema(fn: (schema: string) => Promise<void>): Promise<void> {
+  const schema = schemaName();
+  try {
+    await fn(schema);
+  } finally {
+    await dropSchema(schema);
+  }
+}
+
+test('open creates a missing schema, runs every migration once and records its version', () =>
+  inSchema(async (schema) => {
+    await (await PostgresStore.open(testPgUrl, { schema })).close();
+    await (await PostgresStore.open(testPgUrl, { schema })).close();
+    const rows = await sqlIn<{ version: number }>(schema, 'SELECT version FROM schema_migrations ORDER BY version');
+    assert.deepEqual(rows.map((r) => r.version), PG_MIGRATIONS.map((m) => m.version));
+    const tables = await sqlIn<{ table_name: string }>(
+      schema,
+      'SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name',
+      [schema],
+    );
+    assert.deepEqual(tables.map((t) => t.table_name), TABLES);
+  }));
+
+test('instances starting together on an empty database migrate it once', () =>
+  inSchema(async (schema) => {
+    const stores = await Promise.all([1, 2, 3].map(() => PostgresStore.open(testPgUrl, { schema })));
+    const values = await Promise.all(stores.map((s, i) => s.getOrCreateMeta('server_secret', () => `candidate-${i}`)));
+    assert.equal(new Set(values).size, 1, 'every instance shares the one stored secret');
+    await Promise.all(stores.map((s) => s.close()));
+    const rows = await sqlIn<{ n: number }>(schema, 'SELECT COUNT(*)::int AS n FROM schema_migrations');
+    assert.equal(rows[0]!.n, PG_MIGRATIONS.length);
+  }));
+
+test('a later migration applies to a database holding data of the previous schema', () =>
+  inSchema(async (schema) => {
+    const store = await PostgresStore.open(testPgUrl, { schema });
+    await store.getOrCreateMeta('x', () => 'kept');
+    await store.close();
+    const next = [...PG_MIGRATIONS, { version: 999, name: 'test column', sql: 'ALTER TABLE meta ADD COLUMN note TEXT' }];
+    const pool = openPool(testPgUrl, { schema });
+    try {
+      await migrate(pool, schema, next);
+    } finally {
+      await pool.end();
+    }
+    assert.deepEqual(await sqlIn(schema, "SELECT value, note FROM meta WHERE key = 'x'"), [{ value: 'kept', note: null }]);
+  }));
+
+test('a failing migration leaves nothing behind and is not recorded', () =>
+  inSchema(async (schema) => {
+    await (await PostgresStore.open(testPgUrl, { schema })).close();
+    const broken = [...PG_MIGRATIONS, { version: 998, name: 'broken', sql: 'CREATE TABLE half (x INT); SELECT no_such_column FROM meta' }];
+    const pool = openPool(testPgUrl, { schema });
+    try {
+      await assert.rejects(migrate(pool, schema, broken));
+    } finally {
+      await pool.end();
+    }
+    assert.deepEqual(await sqlIn(schema, "SELECT table_name FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'half'", [schema]), []);
+    const rows = await sqlIn<{ v: number }>(schema, 'SELECT MAX(version) AS v FROM schema_migrations');
+    assert.equal(rows[0]!.v, PG_MIGRATIONS.at(-1)!.version);
+  }));
+
+test('a database written by a newer build is refused with the same error as SQLite', () =>
+  inSchema(async (schema) => {
+    await (await PostgresStore.open(testPgUrl, { schema })).close();
+    await sqlIn(schema, 'INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [10_000, 'future', Date.now()]);
+    assert.equal(NewerSchemaError, SqliteNewerSchemaError, 'one error class for both backends');
+    await assert.rejects(PostgresStore.open(testPgUrl, { schema }), (e: unknown) => e instanceof NewerSchemaError && /newer/.test(e.message));
+  }));
+
+test('times come back as numbers and binary as bytes', () =>
+  inSchema(async (schema) => {
+    const store = await PostgresStore.open(testPgUrl, { schema });
+    try {
+      const now = 1_800_000_000_123;
+      const hash = new Uint8Array(32).map((_, i) => i * 7);
+      const kdf = { alg: 'argon2id', salt: 'AAAAAAAAAAAAAAAAAAAAAA', m: 65536, t: 3, p: 1 } as const;
+      await store.registerAccount({
+        nick: 'alice',
+        authKeyHash: hash,
+        kdf,
+        publicKey: 'pk',
+        encryptedKey: { iv: 'iv', ct: 'ct' },
+        invite: null,
+        requireInvite: false,
+        sessionId: 's1',
+        now,
+      });
+      const a = (await store.getAccount('alice'))!;
+      assert.equal(a.createdAt, now);
+      assert.deepEqual([...a.authKeyHash], [...hash]);
+      assert.deepEqual(await store.getSession('s1'), { id: 's1', nick: 'alice', createdAt: now, lastUsedAt: now });
+      const types = await sqlIn<{ column_name: string; data_type: string }>(
+        schema,
+        "SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'accounts' ORDER BY column_name",
+        [schema],
+      );
+      assert.deepEqual(Object.fromEntries(types.map((t) => [t.column_name, t.data_type])), {
+        auth_key_hash: 'bytea',
+        created_at: 'bigint',
+        deleted_at: 'bigint',
+        encrypted_key: 'text',
+        kdf: 'text',
+        nick: 'text',
+        public_key: 'text',
+      });
+    } finally {
+      await store.close();
+    }
+  }));

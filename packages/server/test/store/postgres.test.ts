@@ -1,0 +1,20 @@
+/** The storage suite on the PostgreSQL store, each test in its own fresh schema, dropped afterwards. */
+import { PostgresStore } from '../../src/store/postgres/index.js';
+import type { Store } from '../../src/store/types.js';
+import { storeSuite } from './suite.js';
+import { dropSchema, freshSchema, testPgUrl } from './pg-helpers.js';
+
+const schemas = new Map<Store, string>();
+storeSuite('postgres', {
+  async make() {
+    const schema = await freshSchema();
+    const store = await PostgresStore.open(testPgUrl, { schema, max: 4 });
+    schemas.set(store, schema);
+    return store;
+  },
+  async destroy(store) {
+    await store.close();
+    await dropSchema(schemas.get(store)!);
+    schemas.delete(store);
+  },
+});
