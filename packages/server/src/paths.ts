@@ -7,9 +7,9 @@ const here = dirname(fileURLToPath(import.meta.url)); // packages/server/dist/sr
 export const serverDist = resolve(here, '..');
 const webPackage = resolve(here, '../../../web');
 
-/** The web build when it exists, else the placeholder page shipped in the repository. */
+/** The web build (packages/web/dist/app) when it exists, else the placeholder page shipped in the repository. */
 export function defaultWebRoot(): string {
-  const built = join(webPackage, 'dist');
+  const built = join(webPackage, 'dist', 'app');
   return existsSync(join(built, 'index.html')) ? built : join(webPackage, 'public');
 }
 

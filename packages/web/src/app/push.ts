@@ -1,0 +1,72 @@
+/**
+ * Notifications for this device: the service worker (/sw.js) shows a push as "@nick" or
+ * "#room" with a fixed body (the push carries no message text) and opens the chat on click.
+ * Turning them on subscribes with the service's VAPID key (GET /api/config) and registers the
+ * subscription for this device; turning them off removes both.
+ */
+import type { Session } from './session.js';
+
+export function pushSupported(): boolean {
+  return 'serviceWorker' in navigator && 'PushManager' in window && 'Notification' in window;
+}
+
+export async function registerServiceWorker(): Promise<ServiceWorkerRegistration | null> {
+  if (!('serviceWorker' in navigator)) return null;
+  try {
+    return await navigator.serviceWorker.register('/sw.js', { scope: '/' });
+  } catch (e) {
+    console.warn('service worker registration failed:', e);
+    return null;
+  }
+}
+
+function vapidBytes(b64url: string): Uint8Array<ArrayBuffer> {
+  const s = atob(b64url.replace(/-/g, '+').replace(/_/g, '/') + '==='.slice((b64url.length + 3) % 4));
+  const out = new Uint8Array(new ArrayBuffer(s.length));
+  for (let i = 0; i < s.length; i++) out[i] = s.charCodeAt(i);
+  return out;
+}
+
+async function registration(): Promise<ServiceWorkerRegistration> {
+  const reg = (await navigator.serviceWorker.getRegistration('/')) ?? (await registerServiceWorker());
+  if (!reg) throw new Error('The service worker is not available in this browser.');
+  return reg;
+}
+
+/** Whether this browser currently holds a push subscription for the app. */
+export async function pushEnabled(): Promise<boolean> {
+  if (!pushSupported()) return false;
+  const reg = await navigator.serviceWorker.getRegistration('/');
+  return Boolean(reg && (await reg.pushManager.getSubscription()) && Notification.permission === 'granted');
+}
+
+export async function enablePush(s: Session): Promise<void> {
+  if (!pushSupported()) throw new Error('This browser does not support push notifications.');
+  const permission = await Notification.requestPermission();
+  if (permission !== 'granted') throw new Error('Notifications are blocked for this site in the browser settings.');
+  const { vapidPublicKey } = await s.m.api.config();
+  const reg = await registration();
+  await navigator.serviceWorker.ready;
+  let sub = await reg.pushManager.getSubscription();
+  if (!sub) sub = await reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: vapidBytes(vapidPublicKey) });
+  const json = sub.toJSON();
+  if (!json.endpoint || !json.keys?.p256dh || !json.keys.auth) throw new Error('The browser returned an incomplete push subscription.');
+  await s.m.api.setPush({ endpoint: json.endpoint, keys: { p256dh: json.keys.p256dh, auth: json.keys.auth } }, s.deviceId);
+}
+
+export async function disablePush(s: Session): Promise<void> {
+  if (pushSupported()) {
+    const reg = await navigator.serviceWorker.getRegistration('/');
+    const sub = await reg?.pushManager.getSubscription();
+    await sub?.unsubscribe();
+  }
+  await s.m.api.deletePush(s.deviceId);
+}
+
+/** The service worker asks an open app to show a chat (a notification was clicked). */
+export function onOpenChatRequest(handler: (chat: string) => void): void {
+  if (!('serviceWorker' in navigator)) return;
+  navigator.serviceWorker.addEventListener('message', (e: MessageEvent<{ type?: unknown; chat?: unknown }>) => {
+    if (e.data?.type === 'open-chat' && typeof e.data.chat === 'string') handler(e.data.chat);
+  });
+}

@@ -1,0 +1,77 @@
+/**
+ * Room actions for the views, and the owner's duty: when a room owes a key rotation
+ * (needsRekey, after a member left) the owner's client makes a new key for the remaining members
+ * on its own, once per room at a time.
+ */
+import { isNick, isRoomName } from '@svc/protocol';
+import type { Room } from '@svc/protocol';
+import type { Session } from './session.js';
+import { describeError } from './errors.js';
+
+const rotating = new Set<string>();
+
+export async function rekeyOwedRooms(s: Session): Promise<void> {
+  for (const room of s.m.rooms) {
+    if (!room.needsRekey || room.owner !== s.nick || rotating.has(room.id)) continue;
+    rotating.add(room.id);
+    try {
+      await s.m.rotateRoomKey(room.id);
+      s.emit('rooms', undefined);
+    } catch (e) {
+      s.emit('problem', `The key of room “${room.name}” could not be rotated: ${describeError(e)}`);
+    } finally {
+      rotating.delete(room.id);
+    }
+  }
+}
+
+/** "alice, bob carol" → ["alice", "bob", "carol"]; throws with a readable message on a bad nick. */
+export function parseNicks(text: string, self: string): string[] {
+  const nicks = [...new Set(text.split(/[\s,;]+/).map((n) => n.trim().replace(/^@/, '').toLowerCase()).filter(Boolean))];
+  const bad = nicks.filter((n) => !isNick(n));
+  if (bad.length > 0) throw new Error(`Not a nick: ${bad.join(', ')}. Nicks are 2 to 32 of a–z, 0–9 and _.`);
+  return nicks.filter((n) => n !== self);
+}
+
+export function checkRoomName(name: string): string {
+  const n = name.trim();
+  if (!isRoomName(n)) throw new Error('A room name is 1 to 64 characters, not only spaces, without control characters.');
+  return n;
+}
+
+export async function createRoom(s: Session, name: string, membersText: string): Promise<Room> {
+  const room = await s.m.createRoom(checkRoomName(name), parseNicks(membersText, s.nick));
+  s.emit('rooms', undefined);
+  s.publishChats();
+  return room;
+}
+
+export async function addMembers(s: Session, roomId: string, text: string): Promise<void> {
+  const add = parseNicks(text, s.nick);
+  if (add.length === 0) return;
+  await s.m.changeMembers(roomId, { add });
+  s.emit('rooms', undefined);
+}
+
+export async function removeMember(s: Session, roomId: string, nick: string): Promise<void> {
+  await s.m.changeMembers(roomId, { remove: [nick] });
+  s.emit('rooms', undefined);
+}
+
+async function dropRoom(s: Session, roomId: string): Promise<void> {
+  const chat = `room:${roomId}`;
+  await s.chats.forget(chat);
+  s.emit('gone', chat);
+  s.emit('rooms', undefined);
+  s.publishChats();
+}
+
+export async function leaveRoom(s: Session, roomId: string): Promise<void> {
+  await s.m.leaveRoom(roomId);
+  await dropRoom(s, roomId);
+}
+
+export async function deleteRoom(s: Session, roomId: string): Promise<void> {
+  await s.m.deleteRoom(roomId);
+  await dropRoom(s, roomId);
+}

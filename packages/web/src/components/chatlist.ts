@@ -1,0 +1,120 @@
+/**
+ * The sidebar: "New chat" and "New room" forms and the chat list, a navigation landmark named
+ * "Chats" whose links are named exactly by the peer's nick or the room's name (time and unread
+ * count are aria-hidden and given as the link's description instead).
+ */
+import type { ChatSummary } from '../app/chats.js';
+import { describeError } from '../app/errors.js';
+import { createRoom } from '../app/rooms.js';
+import { go, routeHash } from '../app/route.js';
+import type { Session } from '../app/session.js';
+import { addContact } from '../app/contacts.js';
+import { clear, field, h, uid } from './dom.js';
+import { shortTime, fullTime } from './format.js';
+
+export interface ChatListView {
+  el: HTMLElement;
+  render(chats: ChatSummary[], current: string | null): void;
+}
+
+function newChatForm(s: Session, close: () => void): HTMLFormElement {
+  const nick = field('Nick', { autocomplete: 'off', autocapitalize: 'none', spellcheck: 'false', required: true }, 'The nick of the person to write to.');
+  const status = h('p', { class: 'error', role: 'status' });
+  const submit = h('button', { type: 'submit', class: 'primary' }, 'Start chat');
+  const form = h('form', { 'aria-label': 'New chat' }, nick.wrap, h('div', { class: 'row' }, submit, h('button', { type: 'button', onclick: close }, 'Cancel')), status);
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    status.textContent = '';
+    submit.disabled = true;
+    addContact(s, nick.input.value)
+      .then((chat) => {
+        close();
+        go({ name: 'chat', chat });
+      })
+      .catch((err: unknown) => {
+        status.textContent = describeError(err);
+        nick.input.focus();
+      })
+      .finally(() => (submit.disabled = false));
+  });
+  queueMicrotask(() => nick.input.focus());
+  return form;
+}
+
+function newRoomForm(s: Session, close: () => void): HTMLFormElement {
+  const name = field('Room name', { autocomplete: 'off', required: true, maxlength: 64 });
+  const members = field('Members', { autocomplete: 'off', autocapitalize: 'none', spellcheck: 'false' }, 'Nicks separated by commas or spaces. You can add more later.');
+  const status = h('p', { class: 'error', role: 'status' });
+  const submit = h('button', { type: 'submit', class: 'primary' }, 'Create room');
+  const form = h('form', { 'aria-label': 'New room' }, name.wrap, members.wrap, h('div', { class: 'row' }, submit, h('button', { type: 'button', onclick: close }, 'Cancel')), status);
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    status.textContent = '';
+    submit.disabled = true;
+    createRoom(s, name.input.value, members.input.value)
+      .then((room) => {
+        close();
+        go({ name: 'chat', chat: `room:${room.id}` });
+      })
+      .catch((err: unknown) => {
+        status.textContent = describeError(err);
+      })
+      .finally(() => (submit.disabled = false));
+  });
+  queueMicrotask(() => name.input.focus());
+  return form;
+}
+
+function entry(c: ChatSummary, current: string | null): HTMLLIElement {
+  const descId = uid('chatdesc');
+  const when = c.lastTs > 0 ? shortTime(c.lastTs) : '';
+  const desc = [c.kind === 'room' ? 'Room' : 'Direct chat', c.unread > 0 ? `${c.unread} unread` : '', c.lastTs > 0 ? `last activity ${fullTime(c.lastTs)}` : '']
+    .filter(Boolean)
+    .join(', ');
+  const link = h(
+    'a',
+    { href: routeHash({ name: 'chat', chat: c.chat }), 'aria-current': c.chat === current ? 'page' : null, 'aria-describedby': descId, 'data-chat': c.chat },
+    h('span', { class: c.kind === 'room' ? 'avatar room' : 'avatar', 'aria-hidden': 'true' }, c.kind === 'room' ? '#' : c.title.slice(0, 1)),
+    h('span', { class: 'chat-name' }, c.title),
+    h('span', { class: 'chat-meta', 'aria-hidden': 'true' }, h('span', {}, when), c.unread > 0 ? h('span', { class: 'badge' }, String(c.unread)) : null),
+  );
+  return h('li', {}, link, h('span', { id: descId, hidden: true }, desc));
+}
+
+export function chatListView(s: Session): ChatListView {
+  const formSlot = h('div');
+  const newChatBtn = h('button', { type: 'button', 'aria-expanded': 'false' }, 'New chat');
+  const newRoomBtn = h('button', { type: 'button', 'aria-expanded': 'false' }, 'New room');
+  const closeForms = () => {
+    clear(formSlot);
+    newChatBtn.setAttribute('aria-expanded', 'false');
+    newRoomBtn.setAttribute('aria-expanded', 'false');
+  };
+  const toggle = (btn: HTMLButtonElement, make: () => HTMLFormElement) => {
+    const open = btn.getAttribute('aria-expanded') === 'true';
+    closeForms();
+    if (!open) {
+      formSlot.append(make());
+      btn.setAttribute('aria-expanded', 'true');
+    }
+  };
+  newChatBtn.addEventListener('click', () => toggle(newChatBtn, () => newChatForm(s, () => { closeForms(); newChatBtn.focus(); })));
+  newRoomBtn.addEventListener('click', () => toggle(newRoomBtn, () => newRoomForm(s, () => { closeForms(); newRoomBtn.focus(); })));
+
+  const list = h('ul');
+  const empty = h('p', { class: 'empty' }, 'No chats yet. Start one with “New chat” or “New room”.');
+  const nav = h('nav', { 'aria-label': 'Chats', class: 'chats' }, list, empty);
+  const el = h('aside', { class: 'sidebar' }, h('div', { class: 'sidebar-actions' }, newChatBtn, newRoomBtn), formSlot, nav);
+
+  return {
+    el,
+    render(chats, current) {
+      // Keep keyboard focus on the same entry across re-renders.
+      const focused = (document.activeElement as HTMLElement | null)?.dataset?.chat;
+      clear(list);
+      for (const c of chats) list.append(entry(c, current));
+      empty.hidden = chats.length > 0;
+      if (focused) list.querySelector<HTMLElement>(`[data-chat="${CSS.escape(focused)}"]`)?.focus();
+    },
+  };
+}

@@ -1,0 +1,55 @@
+/**
+ * "Room settings": the members, and for the owner adding and removing them (each change brings a
+ * new room key) and deleting the room; for everyone, leaving it.
+ */
+import type { Room } from '@svc/protocol';
+import { describeError } from '../app/errors.js';
+import { addMembers, deleteRoom, leaveRoom, removeMember } from '../app/rooms.js';
+import { go } from '../app/route.js';
+import type { Session } from '../app/session.js';
+import { field, h } from './dom.js';
+
+export function roomSettings(s: Session, room: Room): HTMLElement {
+  const isOwner = room.owner === s.nick;
+  const status = h('p', { class: 'status', role: 'status' });
+  const busy = (p: Promise<unknown>, done?: () => void) => {
+    status.textContent = 'Working…';
+    status.classList.remove('error');
+    p.then(() => {
+      status.textContent = '';
+      done?.();
+    }).catch((e: unknown) => {
+      status.textContent = describeError(e);
+      status.classList.add('error');
+    });
+  };
+
+  const members = h('ul', { class: 'members' });
+  for (const nick of [...room.members].sort()) {
+    const label = nick === room.owner ? `${nick} (owner)` : nick;
+    const li = h('li', {}, nick === s.nick ? `${label} — you` : label);
+    if (isOwner && nick !== s.nick) {
+      li.append(h('button', { type: 'button', class: 'danger', 'aria-label': `Remove ${nick}`, onclick: () => busy(removeMember(s, room.id, nick)) }, 'Remove'));
+    }
+    members.append(li);
+  }
+
+  const parts: (Node | null)[] = [h('h3', {}, `Members (${room.members.length})`), members];
+  if (isOwner) {
+    const add = field('Add people', { autocomplete: 'off', autocapitalize: 'none', spellcheck: 'false' }, 'Nicks separated by commas or spaces. A new room key is made for everyone.');
+    const form = h('form', { 'aria-label': 'Add people' }, add.wrap, h('button', { type: 'submit' }, 'Add'));
+    form.addEventListener('submit', (e) => {
+      e.preventDefault();
+      busy(addMembers(s, room.id, add.input.value), () => (add.input.value = ''));
+    });
+    parts.push(form);
+  } else {
+    parts.push(h('p', { class: 'hint' }, `${room.owner} owns this room and manages its members.`));
+  }
+  const actions = h('div', { class: 'row' }, h('button', { type: 'button', onclick: () => busy(leaveRoom(s, room.id), () => go({ name: 'home' })) }, 'Leave room'));
+  if (isOwner) {
+    actions.append(h('button', { type: 'button', class: 'danger', onclick: () => busy(deleteRoom(s, room.id), () => go({ name: 'home' })) }, 'Delete room'));
+  }
+  parts.push(actions, status);
+  return h('section', { class: 'panel', 'aria-label': 'Room settings' }, ...parts);
+}
