@@ -232,12 +232,12 @@ export class ApiClient {
   }
 
   /** Stores a Web Push subscription for a device (this device by default; X-Device is this client's). */
-  setPush(subscription: PushSubscriptionInput, deviceId?: string): Promise<void> {
+  async setPush(subscription: PushSubscriptionInput, deviceId?: string): Promise<void> {
     const d = this.needDevice();
     return this.none('PUT', `/api/devices/${enc(deviceId ?? d)}/push`, { body: { subscription }, device: d });
   }
 
-  deletePush(deviceId?: string): Promise<void> {
+  async deletePush(deviceId?: string): Promise<void> {
     const d = this.needDevice();
     return this.none('DELETE', `/api/devices/${enc(deviceId ?? d)}/push`, { device: d });
   }
@@ -281,17 +281,17 @@ export class ApiClient {
 
   // ---- messages and events ----
 
-  sendMessage(body: SendMessageRequest): Promise<SendMessageResponse> {
+  async sendMessage(body: SendMessageRequest): Promise<SendMessageResponse> {
     return this.json('POST', '/api/messages', { body, device: this.needDevice() });
   }
 
   /** Acknowledges up to 500 envelope ids in one request. */
-  ack(ids: string[]): Promise<void> {
+  async ack(ids: string[]): Promise<void> {
     return this.none('POST', '/api/ack', { body: { ids }, device: this.needDevice() });
   }
 
   /** Opens the raw event stream (a streaming Response); EventStream parses and drives it. */
-  openEvents(deviceId?: string, signal?: AbortSignal): Promise<Response> {
+  async openEvents(deviceId?: string, signal?: AbortSignal): Promise<Response> {
     const d = deviceId ?? this.needDevice();
     return this.raw('GET', `/api/events?device=${enc(d)}`, signal ? { signal } : {});
   }

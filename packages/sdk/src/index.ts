@@ -12,6 +12,7 @@ export { SdkError, isSdkError, type SdkErrorCode, type ClientErrorCode, type Nex
 export { ApiClient, API_METHODS, errorFrom, type ApiOptions, type RequestOptions } from './api.js';
 export { cookieFetch, type CookieFetch, type FetchLike } from './cookies.js';
 export { ServerClock } from './clock.js';
+export { randomBytes, utf8, fromUtf8 } from './bytes.js';
 export { SseParser, type SseMessage } from './sse.js';
 export {
   EventStream,
