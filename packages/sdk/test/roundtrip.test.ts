@@ -126,3 +126,15 @@ test('account deletion needs the password, then the nick is gone', async () => {
   assert.equal(alice.m.loggedIn, false);
   await assert.rejects(bob.m.sendDm(name, 'x'), { code: 'unknown_user' });
 });
+
+test('an account made with the default KDF cost (m=65536, t=3, p=1) logs in on another device', async () => {
+  const name = nick();
+  const a = client(server);
+  await a.m.register({ nick: name, password: 'default cost' });
+  assert.deepEqual([a.m.kdf.m, a.m.kdf.t, a.m.kdf.p], [65536, 3, 1]);
+  const stages: string[] = [];
+  const b = client(server);
+  await b.m.login({ nick: name, password: 'default cost' }, (s) => stages.push(s));
+  assert.equal(b.m.publicKey, a.m.publicKey);
+  assert.deepEqual(stages, ['fetching_params', 'deriving_key', 'contacting_service', 'opening_identity', 'done']);
+});
