@@ -50,23 +50,51 @@ async function priorSend(q: Sql, m: SendInput): Promise<SendResult | null> {
   return prior.sender === m.from ? { status: 'retry', id: m.id, ts: prior.ts } : { error: 'id_conflict' };
 }
 
-/** Queues the envelope for those devices that still exist; returns them. */
-async function enqueue(q: Sql, deviceIds: string[], envelopeId: string, ts: number): Promise<Set<string>> {
-  if (deviceIds.length === 0) return new Set();
-  const rows = await q.all<{ id: string; queue_len: number }>('SELECT id, queue_len FROM devices WHERE id = ANY($1) ORDER BY id FOR UPDATE', [deviceIds]);
-  for (const r of rows) {
-    if (r.queue_len < LIMITS.queuePerDevice) continue;
+interface TargetRow {
+  deviceId: string;
+  nick: string;
+  queue_len: number;
+  member_seq: number;
+  device_seq: number;
+}
+
+/**
+ * The target devices (message step 7), locked in id order, the order every writer of queues
+ * locks them in, then sorted into fan-out order: members by join order, devices oldest first.
+ * A device deleted while this waited for its lock is no longer returned.
+ */
+async function lockTargets(q: Sql, m: SendInput): Promise<TargetRow[]> {
+  const rows =
+    'room' in m.to
+      ? await q.all<TargetRow>(
+          `SELECT d.id AS "deviceId", d.nick, d.queue_len, rm.seq AS member_seq, d.seq AS device_seq
+           FROM room_members rm JOIN devices d ON d.nick = rm.nick
+           WHERE rm.room_id = $1 AND d.id <> $2 ORDER BY d.id FOR UPDATE OF d`,
+          [m.to.room, m.senderDevice],
+        )
+      : await q.all<TargetRow>(
+          `SELECT id AS "deviceId", nick, queue_len, 0 AS member_seq, seq AS device_seq
+           FROM devices WHERE nick = $1 OR (nick = $2 AND id <> $3) ORDER BY id FOR UPDATE`,
+          [m.to.dm, m.from, m.senderDevice],
+        );
+  return rows.sort((a, b) => a.member_seq - b.member_seq || a.device_seq - b.device_seq);
+}
+
+/** Queues the envelope for the locked target devices, dropping the oldest entries of full queues. */
+async function enqueue(q: Sql, targets: TargetRow[], envelopeId: string, ts: number): Promise<void> {
+  if (targets.length === 0) return;
+  for (const t of targets) {
+    if (t.queue_len < LIMITS.queuePerDevice) continue;
     // The cap drops the oldest entries: the queue is a mailbox, not an archive.
-    const drop = r.queue_len - LIMITS.queuePerDevice + 1;
-    const n = await q.run('DELETE FROM queue WHERE seq IN (SELECT seq FROM queue WHERE device_id = $1 ORDER BY seq LIMIT $2)', [r.id, drop]);
-    await q.run('UPDATE devices SET queue_len = queue_len - $2 WHERE id = $1', [r.id, n]);
+    const drop = t.queue_len - LIMITS.queuePerDevice + 1;
+    const n = await q.run('DELETE FROM queue WHERE seq IN (SELECT seq FROM queue WHERE device_id = $1 ORDER BY seq LIMIT $2)', [t.deviceId, drop]);
+    await q.run('UPDATE devices SET queue_len = queue_len - $2 WHERE id = $1', [t.deviceId, n]);
   }
-  const ids = rows.map((r) => r.id);
-  if (ids.length > 0) {
-    await q.run('INSERT INTO queue (device_id, envelope_id, ts) SELECT d, $2, $3 FROM unnest($1::text[]) AS t(d)', [ids, envelopeId, ts]);
-    await q.run('UPDATE devices SET queue_len = queue_len + 1 WHERE id = ANY($1)', [ids]);
-  }
-  return new Set(ids);
+  await q.run(
+    `WITH added AS (INSERT INTO queue (device_id, envelope_id, ts) SELECT d, $2, $3 FROM unnest($1::text[]) AS t(d) RETURNING device_id)
+     UPDATE devices SET queue_len = queue_len + 1 WHERE id IN (SELECT device_id FROM added)`,
+    [targets.map((t) => t.deviceId), envelopeId, ts],
+  );
 }
 
 export async function sendMessage(q: Sql, m: SendInput): Promise<SendResult> {
@@ -88,21 +116,10 @@ export async function sendMessage(q: Sql, m: SendInput): Promise<SendResult> {
   ]);
   if (inserted === 0) return (await priorSend(q, m))!;
 
-  let targets: SendTarget[];
   let roomName: string | null = null;
   if ('room' in m.to) {
     roomName = (await q.one<{ name: string }>('SELECT name FROM rooms WHERE id = $1', [m.to.room]))!.name;
-    targets = await q.all<SendTarget>(
-      `SELECT d.id AS "deviceId", d.nick AS nick FROM room_members rm JOIN devices d ON d.nick = rm.nick
-       WHERE rm.room_id = $1 AND d.id <> $2 ORDER BY rm.seq, d.seq`,
-      [m.to.room, m.senderDevice],
-    );
   } else {
-    targets = await q.all<SendTarget>('SELECT id AS "deviceId", nick FROM devices WHERE nick = $1 OR (nick = $2 AND id <> $3) ORDER BY seq', [
-      m.to.dm,
-      m.from,
-      m.senderDevice,
-    ]);
     const known = (await q.one<{ n: number }>('SELECT COUNT(*) AS n FROM contacts WHERE (nick = $1 AND peer = $2) OR (nick = $2 AND peer = $1)', [m.from, m.to.dm]))!.n;
     if (known < 2) {
       await lockNicks(q, LOCK.contacts, [m.from, m.to.dm]);
@@ -110,9 +127,9 @@ export async function sendMessage(q: Sql, m: SendInput): Promise<SendResult> {
       await addContactIfRoom(q, m.to.dm, m.from, m.now);
     }
   }
-  const queued = await enqueue(q, targets.map((t) => t.deviceId), m.id, m.now);
-  // A device deleted while this send waited for its lock is no target any more.
-  targets = targets.filter((t) => queued.has(t.deviceId));
+  const locked = await lockTargets(q, m);
+  await enqueue(q, locked, m.id, m.now);
+  const targets: SendTarget[] = locked.map((t) => ({ deviceId: t.deviceId, nick: t.nick }));
   return { status: 'queued', envelope, json, targets, roomName };
 }
 
