@@ -98,16 +98,16 @@ async function enqueue(q: Sql, targets: TargetRow[], envelopeId: string, ts: num
 }
 
 export async function sendMessage(q: Sql, m: SendInput): Promise<SendResult> {
-  const prior = await priorSend(q, m);
-  if (prior) return prior;
   // Rights are checked again inside the transaction: membership may have changed since step 5.
+  // A used id is answered before any refusal (a retry stays a retry after its sender left the
+  // room); looking for it only when needed saves a round trip on every new envelope.
   const refused = await checkSend(q, m.from, m.to, m.keyId, true);
-  if (refused) return refused;
+  if (refused) return (await priorSend(q, m)) ?? refused;
 
   const envelope: Envelope = { id: m.id, to: m.to, from: m.from, keyId: m.keyId, iv: m.iv, ct: m.ct, ts: m.now };
   const json = envelopeJson(envelope);
-  // Two sends of one id at once: the primary key lets one in; the other waits for it to
-  // commit and then answers as a retry or a conflict, having written nothing.
+  // An id already used, or two sends of one id at once: the primary key lets one in; the other
+  // (after waiting for it to commit) answers as a retry or a conflict, having written nothing.
   const inserted = await q.run('INSERT INTO envelopes (id, sender, ts, json) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING', [
     m.id,
     m.from,
