@@ -94,6 +94,8 @@ export function chatListView(s: Session): ChatListView {
     const open = btn.getAttribute('aria-expanded') === 'true';
     closeForms();
     if (!open) {
+      // The open chat closes, so its composer cannot take what is meant for the new chat.
+      go({ name: 'home' });
       formSlot.append(make());
       btn.setAttribute('aria-expanded', 'true');
     }
