@@ -50,11 +50,13 @@ describe('web client: rooms', { skip: missingBrowser() }, () => {
   }
 
   /**
-   * The room's envelopes since `since` that the server still holds were all sealed under keys
-   * made after `old`, which the shut-out member never received.
+   * The room's `count` envelopes since `since` were all sealed under keys made after `old`, which
+   * the shut-out member never received. (The server keeps each envelope for its retry window.)
    */
-  function sealedWithNewKeys(old: RoomKeyState, since: number): void {
-    for (const keyId of envelopeKeyIds(scene.server.dbPath, old.id, since)) {
+  function sealedWithNewKeys(old: RoomKeyState, since: number, count: number): void {
+    const used = envelopeKeyIds(scene.server.dbPath, old.id, since);
+    assert.equal(used.length, count, 'the envelopes sent after the change are still on the server');
+    for (const keyId of used) {
       assert.ok(!old.keyIds.includes(keyId), `a message after the change used the old key ${keyId}`);
     }
   }
@@ -93,7 +95,7 @@ describe('web client: rooms', { skip: missingBrowser() }, () => {
       await openChat(bob.page, room);
       const later = await talk(room, [alice, bob], [alice, bob]);
       await shutOut(carol, room, later);
-      sealedWithNewKeys(old, since);
+      sealedWithNewKeys(old, since, later.length);
     })();
   });
 
@@ -119,7 +121,7 @@ describe('web client: rooms', { skip: missingBrowser() }, () => {
       await openChat(bob.page, room);
       const later = await talk(room, [alice, bob, alice], [alice, bob]);
       await shutOut(carol, room, later);
-      sealedWithNewKeys(old, since);
+      sealedWithNewKeys(old, since, later.length);
     })();
   });
 

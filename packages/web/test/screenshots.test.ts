@@ -71,16 +71,21 @@ describe('web client: screenshots of the main screens', { skip: missingBrowser()
       await openChat(bob.page, 'alice');
       await send(bob.page, 'Yes, 12:30 at the usual place.');
       await seeMessage(alice.page, 'Yes, 12:30 at the usual place.');
-      await send(alice.page, 'Perfect, see you there 👋');
-      await seeMessage(bob.page, 'Perfect, see you there 👋');
+      await send(alice.page, 'Perfect, see you there.');
+      await seeMessage(bob.page, 'Perfect, see you there.');
 
-      await alice.page.reload();
+      await startChat(carol.page, 'alice');
+      await send(carol.page, 'Did you get the photos from last weekend?');
+
+      // A fresh visit of the start address: the chat list with no chat open.
+      await alice.page.goto('/');
       await ensureSignedIn(alice.page, 'alice', password);
+      await chatEntry(alice.page, 'carol').waitFor();
       await chatEntry(alice.page, 'Weekend trip').waitFor();
       await shot(alice, 'chat-list');
 
       await openChat(alice.page, 'bob');
-      await seeMessage(alice.page, 'Perfect, see you there 👋');
+      await seeMessage(alice.page, 'Perfect, see you there.');
       await shot(alice, 'conversation');
 
       await alice.page.emulateMedia({ colorScheme: 'dark' });
@@ -94,7 +99,7 @@ describe('web client: screenshots of the main screens', { skip: missingBrowser()
       await shot(alice, 'room-settings');
 
       await bob.page.setViewportSize(PHONE);
-      await seeMessage(bob.page, 'Perfect, see you there 👋');
+      await seeMessage(bob.page, 'Perfect, see you there.');
       await shot(bob, 'phone');
     })();
   });

@@ -133,11 +133,14 @@ export async function signedOut(page: Page, timeout = 30_000): Promise<void> {
 export async function changePassword(page: Page, current: string, next: string): Promise<void> {
   await button(page, 'Settings').click();
   const field = (re: RegExp) => page.getByLabel(re).filter({ visible: true }).first();
-  await field(/current|old/i).fill(current);
-  await field(/^new password$|^new$/i).fill(next);
-  const repeat = page.getByLabel(/repeat|confirm|again/i).filter({ visible: true });
+  const currentField = field(/^(current|old) password$/i);
+  await currentField.fill(current);
+  await field(/^new password$/i).fill(next);
+  const repeat = page.getByLabel(/^(repeat|confirm) (the )?new password$|^new password again$/i).filter({ visible: true });
   if ((await repeat.count()) > 0) await repeat.first().fill(next);
-  await page.getByRole('button', { name: /change password|save password|update password|^change$/i }).first().click();
+  await page.getByRole('button', { name: /^(change|save|update) password$/i }).first().click();
+  // Done when the form lets go of the old password (cleared or closed); two key derivations run first.
+  await page.waitForFunction((el) => !el || !el.isConnected || (el as HTMLInputElement).value === '', await currentField.elementHandle(), { timeout: KDF_PATIENCE });
 }
 
 /** Confirms an in-page confirmation step if the app shows one after a destructive click. */
