@@ -89,7 +89,7 @@ export function conversationView(s: Session, chat: string): ConversationView {
         h(
           'div',
           { class: 'alert', role: 'alert' },
-          h('p', {}, h('strong', {}, `The key of ${nick} has changed. `), `This happens when ${nick} deletes and re-creates their account, or when someone is trying to intercept your messages. Sending to ${nick} is held until you accept the new key. Compare the safety number with ${nick} first.`),
+          h('p', {}, h('strong', {}, `The key of ${nick} has changed. `), `An account keeps its key for life, so this may mean that the service, or someone who controls it, is trying to read your messages. Sending to ${nick} is held until you accept the new key. Compare the safety number with ${nick} in person or over another channel first.`),
           h('div', { class: 'row' }, accept, showSafety),
         ),
       );

@@ -22,7 +22,9 @@ function passwordSection(s: Session): HTMLElement {
   const next = field('New password', { type: 'password', autocomplete: 'new-password', required: true }, 'Your other devices are signed out and sign in again with the new password.');
   const progress = progressView('Password change progress');
   const btn = h('button', { type: 'submit', class: 'primary' }, 'Change password');
-  const form = h('form', { 'aria-labelledby': 'pw-title' }, h('h3', { id: 'pw-title' }, 'Password'), current.wrap, next.wrap, btn, progress.el);
+  // The hidden nick lets password managers file the new password under the right account.
+  const user = h('input', { type: 'text', autocomplete: 'username', value: s.nick, hidden: true, tabindex: '-1' });
+  const form = h('form', { 'aria-labelledby': 'pw-title' }, h('h3', { id: 'pw-title' }, 'Password'), user, current.wrap, next.wrap, btn, progress.el);
   form.addEventListener('submit', (e) => {
     e.preventDefault();
     if (!current.input.value || !next.input.value) return progress.stop('Fill in both passwords.');
@@ -112,6 +114,7 @@ function deleteSection(s: Session, a: SettingsActions): HTMLElement {
     'form',
     { 'aria-labelledby': 'del-title' },
     h('h3', { id: 'del-title' }, 'Delete account'),
+    h('input', { type: 'text', autocomplete: 'username', value: s.nick, hidden: true, tabindex: '-1' }),
     h('p', { class: 'hint' }, `This deletes ${s.nick} for good: devices, queued messages, contacts and room memberships. The nick can never be used again. History kept in this browser is erased too.`),
     pw.wrap,
     btn,

@@ -37,7 +37,7 @@ export function shellView(s: Session, o: ShellOptions): ShellView {
   const top = h(
     'header',
     { class: 'topbar' },
-    h('h1', {}, h('img', { src: '/icon.svg', alt: '' }), 'svc', h('span', { class: 'brand-long' }, ' messenger')),
+    h('h1', {}, h('img', { src: '/icon.svg', alt: '' }), h('span', {}, 'svc', h('span', { class: 'brand-long' }, ' messenger'))),
     conn,
     h('span', { class: 'sr-only' }, `Signed in as ${s.nick}`),
     settingsBtn,
