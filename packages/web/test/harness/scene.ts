@@ -18,7 +18,10 @@ export interface Scene {
   device(name: string, options?: BrowserContextOptions): Promise<Device>;
   /** A distinctive message text, remembered as typed. */
   text(label: string): string;
-  /** Fails with every console error, uncaught exception or CSP violation collected since the last call. */
+  /**
+   * Fails with every console error, uncaught exception or CSP violation collected since the last
+   * call, and with every error the server logged meanwhile.
+   */
   assertNoPageErrors(): void;
   /**
    * A test body that also fails on page errors; when the body itself fails, the page errors of
@@ -60,13 +63,15 @@ export async function openScene(): Promise<Scene> {
     assertNoPageErrors() {
       const errors = scene.devices.flatMap((d) => d.takeErrors());
       assert.deepEqual(errors, [], `the pages reported errors:\n${errors.join('\n')}`);
+      const logged = server.takeErrors();
+      assert.deepEqual(logged, [], `the server logged errors:\n${logged.join('\n')}`);
     },
     step(body) {
       return async () => {
         try {
           await body();
         } catch (err) {
-          const errors = scene.devices.flatMap((d) => d.takeErrors());
+          const errors = [...scene.devices.flatMap((d) => d.takeErrors()), ...server.takeErrors().map((l) => `[server] ${l}`)];
           if (errors.length === 0 || !(err instanceof Error)) throw err;
           err.message += `\n\npage errors meanwhile:\n${errors.join('\n')}`;
           throw err;

@@ -19,6 +19,8 @@ export interface RunningServer {
   dbPath: string;
   /** Everything the server wrote to stdout and stderr so far (LOG_LEVEL=warn keeps it short). */
   output(): string;
+  /** Log lines at level error or above written since the last call (a 500's cause, a crash). */
+  takeErrors(): string[];
   stop(): Promise<void>;
 }
 
@@ -78,6 +80,19 @@ export async function startServer(): Promise<RunningServer> {
   child.stdout?.on('data', (b: Buffer) => (out += b.toString()));
   child.stderr?.on('data', (b: Buffer) => (out += b.toString()));
   const output = () => out;
+  let seen = 0;
+  const takeErrors = () => {
+    const end = out.lastIndexOf('\n') + 1;
+    const lines = out.slice(seen, end).split('\n').filter((l) => l.trim());
+    seen = end;
+    return lines.filter((l) => {
+      try {
+        return ((JSON.parse(l) as { level?: number }).level ?? 0) >= 50;
+      } catch {
+        return true; // not a log line: a crash or a stack trace
+      }
+    });
+  };
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
 
   const stop = async () => {
@@ -96,5 +111,5 @@ export async function startServer(): Promise<RunningServer> {
     await stop();
     throw err;
   }
-  return { origin, dir, dbPath, output, stop };
+  return { origin, dir, dbPath, output, takeErrors, stop };
 }
