@@ -62,8 +62,10 @@ export async function startServer(): Promise<RunningServer> {
   const dbPath = join(dir, 'svc.db');
   const child = spawn(process.execPath, ['--enable-source-maps', join(repoRoot, 'packages/server/dist/src/main.js')], {
     cwd: repoRoot,
+    // Only what the suite decides: a REDIS_URL, REGISTRATION or DATABASE_URL of the caller's shell must not leak in.
     env: {
-      ...process.env,
+      PATH: process.env.PATH ?? '',
+      ...(process.env.TMPDIR ? { TMPDIR: process.env.TMPDIR } : {}),
       PORT: String(port),
       HOST: '127.0.0.1',
       ORIGIN: origin,
