@@ -8,7 +8,7 @@ import { encodeB64url } from '@svc/protocol';
 import { parseConfig, ConfigError } from './config.js';
 import { USAGE, parseCopyArgs, parseInviteArgs } from './admin-args.js';
 import { copyToPostgres } from './copy.js';
-import { SqliteStore } from './store/sqlite/index.js';
+import { openStore } from './backends.js';
 import { defaultWebRoot } from './paths.js';
 
 /** `copy-to-postgres`: copies the SQLite database into an empty PostgreSQL one and prints what it copied. */
@@ -34,8 +34,7 @@ async function main(argv: string[]): Promise<number> {
   }
   const { uses, expiresInMs } = parseInviteArgs(rest);
   const config = parseConfig(process.env, { webRoot: defaultWebRoot(), build: { revision: 'dev', commitTime: null } });
-  if (config.database.kind !== 'sqlite') throw new ConfigError('only sqlite stores are supported by this build');
-  const store = SqliteStore.open(config.database.path);
+  const store = await openStore(config);
   try {
     const code = encodeB64url(randomBytes(12));
     const now = Date.now();

@@ -11,10 +11,8 @@ import type { DestinationStream } from 'pino';
 import type { Config } from './config.js';
 import type { Deps, Secrets } from './domain/deps.js';
 import type { Store } from './store/types.js';
-import { SqliteStore } from './store/sqlite/index.js';
 import { LocalStreams } from './bus/streams.js';
-import { MemoryBus } from './bus/memory.js';
-import { MemoryLimiter } from './limits/memory.js';
+import { openCoordination, openStore } from './backends.js';
 import type { Pusher } from './push/types.js';
 import { WebPusher } from './push/web-push.js';
 import type { Resolver } from './push/connection.js';
@@ -32,6 +30,8 @@ export interface AppOptions {
   /** Name resolution for push connections (tests inject one; the system resolver otherwise). */
   pushResolver?: Resolver;
   now?: () => number;
+  /** With Redis: how long a device stays online after its instance stops refreshing it (tests shorten it). */
+  presenceTtlS?: number;
   /** Where log lines go (tests capture them); stdout by default. */
   logStream?: DestinationStream;
 }
@@ -63,11 +63,6 @@ async function loadSecrets(config: Config, store: Store): Promise<Secrets> {
   return { server, vapidPublicKey: vapid.publicKey, vapidPrivateKey: vapid.privateKey };
 }
 
-function openStore(config: Config): Store {
-  if (config.database.kind === 'sqlite') return SqliteStore.open(config.database.path);
-  throw new Error('postgres is not supported by this build');
-}
-
 export async function createApp(config: Config, opts: AppOptions = {}): Promise<App> {
   const fastify = Fastify({
     logger: { level: config.logLevel, base: null, ...(opts.logStream ? { stream: opts.logStream } : {}) },
@@ -84,10 +79,9 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
   });
   fastify.server.headersTimeout = 10_000;
 
-  const store = opts.store ?? openStore(config);
+  const store = opts.store ?? (await openStore(config));
   const streams = new LocalStreams(LIMITS.pingIntervalMs);
-  const bus = new MemoryBus(streams);
-  const limiter = new MemoryLimiter();
+  const { bus, limiter } = await openCoordination(config, streams, fastify.log, opts.presenceTtlS);
   const secrets = await loadSecrets(config, store);
   const pusher =
     opts.pusher ??
@@ -154,7 +148,8 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
   const close = (graceMs = SHUTDOWN_GRACE_MS): Promise<void> => {
     closing ??= (async () => {
       clearInterval(purger);
-      // Streams first: they are long-lived and would keep the server from closing.
+      // Streams first: they are long-lived and would keep the server from closing. Each one
+      // releases its presence as it ends, so other instances see the device offline at once.
       streams.closeAll();
       // In-flight requests get a grace period to finish; connections still open after it are cut.
       const grace = setTimeout(() => fastify.server.closeAllConnections(), graceMs);

@@ -12,6 +12,8 @@ export interface Config {
   secureCookies: boolean;
   database: { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string };
   redisUrl: string | null;
+  /** Prefix of every Redis key and channel, so that several deployments can share one Redis. */
+  redisPrefix: string;
   registration: 'open' | 'invite';
   vapid: { subject: string; publicKey: string | null; privateKey: string | null };
   rates: { messagesPerMin: number; writesPerMin: number; registerPerHour: number; loginPer10Min: number };
@@ -74,7 +76,10 @@ export function parseConfig(env: Env, defaults: { webRoot: string; build: Config
   const port = intVar(env, 'PORT', 8080, 0, 65535);
   const origin = parseOrigin(env.ORIGIN || `http://localhost:${port}`);
   const database = parseDatabase(env.DATABASE_URL || 'sqlite:./data/svc.db');
-  if (database.kind === 'postgres') throw new ConfigError('DATABASE_URL postgres:// is not supported by this build yet; use sqlite:<path>');
+  const redisUrl = env.REDIS_URL || null;
+  if (redisUrl !== null && !/^rediss?:\/\//.test(redisUrl)) throw new ConfigError('REDIS_URL must start with redis:// or rediss://');
+  const redisPrefix = env.REDIS_PREFIX || 'svc:';
+  if (!/^[A-Za-z0-9_:.-]{1,64}$/.test(redisPrefix)) throw new ConfigError('REDIS_PREFIX must be 1 to 64 characters of A-Z a-z 0-9 _ : . -');
   const vapidPublic = env.VAPID_PUBLIC_KEY || null;
   const vapidPrivate = env.VAPID_PRIVATE_KEY || null;
   if ((vapidPublic === null) !== (vapidPrivate === null)) throw new ConfigError('VAPID_PUBLIC_KEY and VAPID_PRIVATE_KEY must be set together');
@@ -88,7 +93,8 @@ export function parseConfig(env: Env, defaults: { webRoot: string; build: Config
     origin,
     secureCookies: origin.startsWith('https:'),
     database,
-    redisUrl: env.REDIS_URL || null,
+    redisUrl,
+    redisPrefix,
     registration: oneOf(env, 'REGISTRATION', ['open', 'invite'] as const, 'open'),
     vapid: { subject, publicKey: vapidPublic, privateKey: vapidPrivate },
     rates: {

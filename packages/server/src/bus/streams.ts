@@ -106,6 +106,10 @@ export class LocalStreams {
     if (this.byDevice.get(conn.deviceId) === conn) this.byDevice.delete(conn.deviceId);
   }
 
+  connections(): StreamConn[] {
+    return [...this.byDevice.values()];
+  }
+
   has(deviceId: string): boolean {
     return this.byDevice.has(deviceId);
   }

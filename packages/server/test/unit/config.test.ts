@@ -13,6 +13,7 @@ test('defaults match decisions §1', () => {
   assert.equal(c.origin, 'http://localhost:8080');
   assert.deepEqual(c.database, { kind: 'sqlite', path: './data/svc.db' });
   assert.equal(c.redisUrl, null);
+  assert.equal(c.redisPrefix, 'svc:');
   assert.equal(c.registration, 'open');
   assert.equal(c.vapid.subject, 'mailto:admin@localhost');
   assert.deepEqual(c.rates, { messagesPerMin: 30, writesPerMin: 60, registerPerHour: 5, loginPer10Min: 10 });
@@ -35,6 +36,7 @@ test('overrides are read for every variable', () => {
       LIMIT_MESSAGES_PER_MIN: '1', LIMIT_WRITES_PER_MIN: '2', LIMIT_REGISTER_PER_HOUR: '3', LIMIT_LOGIN_PER_10MIN: '4',
       PUSH_ALLOW_PRIVATE_TARGETS: '1', LOG_LEVEL: 'warn', VAPID_SUBJECT: 'https://example.org',
       VAPID_PUBLIC_KEY: 'pub', VAPID_PRIVATE_KEY: 'priv', REDIS_URL: 'redis://127.0.0.1:6379',
+      REDIS_PREFIX: 'chat:',
     },
     defaults,
   );
@@ -47,6 +49,13 @@ test('overrides are read for every variable', () => {
   assert.equal(c.logLevel, 'warn');
   assert.deepEqual(c.vapid, { subject: 'https://example.org', publicKey: 'pub', privateKey: 'priv' });
   assert.equal(c.redisUrl, 'redis://127.0.0.1:6379');
+  assert.equal(c.redisPrefix, 'chat:');
+});
+
+test('DATABASE_URL postgres:// selects PostgreSQL and keeps the URL for the pool', () => {
+  for (const url of ['postgres://u@db.example.org:5432/chat', 'postgresql://127.0.0.1/test']) {
+    assert.deepEqual(parseConfig({ DATABASE_URL: url }, defaults).database, { kind: 'postgres', url });
+  }
 });
 
 test('bad values are refused with a message naming the variable', () => {
@@ -54,6 +63,7 @@ test('bad values are refused with a message naming the variable', () => {
     { PORT: 'eighty' }, { PORT: '70000' }, { ORIGIN: 'localhost' }, { ORIGIN: 'http://x.org/path' }, { DATABASE_URL: 'mysql://x' },
     { REGISTRATION: 'closed' }, { LIMIT_MESSAGES_PER_MIN: '0' }, { LIMIT_WRITES_PER_MIN: '-1' }, { LOG_LEVEL: 'loud' },
     { PUSH_ALLOW_PRIVATE_TARGETS: 'yes' }, { VAPID_PUBLIC_KEY: 'only-one' }, { VAPID_SUBJECT: 'admin@example.org' },
+    { REDIS_URL: 'localhost:6379' }, { REDIS_PREFIX: 'has space' },
   ];
   for (const env of cases) {
     const name = Object.keys(env)[0]!;

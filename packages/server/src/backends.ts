@@ -1,0 +1,56 @@
+/**
+ * The parts chosen by configuration (decisions.md §1): the store from DATABASE_URL, and from
+ * REDIS_URL either the in-process bus and limiter (one instance) or the Redis ones (several).
+ */
+import { Redis } from 'ioredis';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Config } from './config.js';
+import type { Store } from './store/types.js';
+import { SqliteStore } from './store/sqlite/index.js';
+import { PostgresStore } from './store/postgres/index.js';
+import type { Bus } from './bus/types.js';
+import type { LocalStreams } from './bus/streams.js';
+import { MemoryBus } from './bus/memory.js';
+import { RedisBus } from './bus/redis.js';
+import type { RateLimiter } from './limits/types.js';
+import { MemoryLimiter } from './limits/memory.js';
+import { RedisLimiter } from './limits/redis.js';
+
+export async function openStore(config: Config): Promise<Store> {
+  if (config.database.kind === 'sqlite') return SqliteStore.open(config.database.path);
+  return PostgresStore.open(config.database.url);
+}
+
+function redisClient(url: string, log: FastifyBaseLogger, role: string): Redis {
+  const client = new Redis(url, {
+    // A request waiting on Redis fails after a few reconnect attempts instead of hanging.
+    maxRetriesPerRequest: 2,
+    connectTimeout: 5_000,
+    lazyConnect: true,
+  });
+  // ioredis reconnects by itself; without a listener an error event would crash the process.
+  client.on('error', (err: Error) => log.warn({ err: { message: err.message }, role }, 'redis connection error'));
+  return client;
+}
+
+export async function openCoordination(
+  config: Config,
+  streams: LocalStreams,
+  log: FastifyBaseLogger,
+  presenceTtlS?: number,
+): Promise<{ bus: Bus; limiter: RateLimiter }> {
+  if (config.redisUrl === null) return { bus: new MemoryBus(streams), limiter: new MemoryLimiter() };
+  const pub = redisClient(config.redisUrl, log, 'bus');
+  const sub = redisClient(config.redisUrl, log, 'subscriber');
+  const limits = redisClient(config.redisUrl, log, 'limits');
+  // Connect now so that a wrong REDIS_URL stops the start with a clear error.
+  await Promise.all([pub.connect(), sub.connect(), limits.connect()]);
+  const bus = await RedisBus.start(streams, {
+    pub,
+    sub,
+    prefix: config.redisPrefix,
+    ...(presenceTtlS !== undefined ? { presenceTtlS } : {}),
+    onError: (err, what) => log.error({ err }, what),
+  });
+  return { bus, limiter: new RedisLimiter(limits, config.redisPrefix) };
+}

@@ -1,0 +1,166 @@
+/**
+ * The bus between instances (REDIS_URL set). Every instance subscribes to one channel; what an
+ * instance publishes is applied to its own streams at once and, on arrival, by every other
+ * instance to its local streams only, never relayed again (so no event loops or doubles).
+ *
+ * Presence: a key per device with an open stream, holding the instance and connection that own
+ * it, with a TTL refreshed while the stream is open. A crashed instance stops refreshing, so its
+ * devices count as offline once the TTL runs out (within PRESENCE_TTL_S), and get pushes again.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import type { Bus, CloseSelector, Delivery } from './types.js';
+import type { LocalStreams, StreamConn } from './streams.js';
+
+/** A device counts as online this long after its instance last refreshed it (decisions: within a minute). */
+export const PRESENCE_TTL_S = 60;
+
+type Wire =
+  | { t: 'deliver'; from: string; d: Delivery[] }
+  | { t: 'close'; from: string; sel: CloseSelector }
+  | { t: 'attach'; from: string; device: string };
+
+/** Deletes a presence key only while it still names this connection (a newer stream may own it). */
+const RELEASE_SCRIPT = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end`;
+
+export interface RedisBusOptions {
+  /** Connection for commands and publishing. */
+  pub: Redis;
+  /** A second connection, which Redis dedicates to the subscription. */
+  sub: Redis;
+  prefix: string;
+  /** Presence lifetime; refreshed three times per lifetime. Tests shorten it. */
+  presenceTtlS?: number;
+  onError: (err: unknown, what: string) => void;
+}
+
+export class RedisBus implements Bus {
+  readonly instanceId = randomBytes(8).toString('hex');
+  private readonly channel: string;
+  /** The presence value each local connection wrote, so that only its owner removes it. */
+  private readonly tokens = new WeakMap<StreamConn, string>();
+  private readonly refresher: NodeJS.Timeout;
+  private readonly ttl: number;
+  private closed = false;
+
+  private constructor(
+    private readonly local: LocalStreams,
+    private readonly o: RedisBusOptions,
+  ) {
+    this.channel = `${o.prefix}bus`;
+    this.ttl = o.presenceTtlS ?? PRESENCE_TTL_S;
+    this.refresher = setInterval(() => void this.refreshPresence(), (this.ttl * 1000) / 3);
+    this.refresher.unref();
+  }
+
+  /** Subscribes before returning, so no event published after start is missed. */
+  static async start(local: LocalStreams, o: RedisBusOptions): Promise<RedisBus> {
+    const bus = new RedisBus(local, o);
+    o.sub.on('message', (channel: string, text: string) => {
+      if (channel === bus.channel) bus.receive(text);
+    });
+    await o.sub.subscribe(bus.channel);
+    return bus;
+  }
+
+  private presenceKey(deviceId: string): string {
+    return `${this.o.prefix}online:${deviceId}`;
+  }
+
+  private receive(text: string): void {
+    let m: Wire;
+    try {
+      m = JSON.parse(text) as Wire;
+    } catch (err) {
+      this.o.onError(err, 'bus message not JSON');
+      return;
+    }
+    if (m.from === this.instanceId) return; // applied locally when it was published
+    if (m.t === 'deliver') this.local.deliver(m.d);
+    else if (m.t === 'close') this.local.closeWhere(m.sel);
+    else if (m.t === 'attach') this.local.closeWhere({ devices: [m.device] });
+  }
+
+  private async publish(m: Wire): Promise<void> {
+    await this.o.pub.publish(this.channel, JSON.stringify(m));
+  }
+
+  async attach(conn: StreamConn): Promise<void> {
+    this.local.add(conn);
+    const token = `${this.instanceId}:${randomBytes(8).toString('hex')}`;
+    this.tokens.set(conn, token);
+    // Presence first, then tell the others to close their older stream of this device.
+    await this.o.pub.set(this.presenceKey(conn.deviceId), token, 'EX', this.ttl);
+    await this.publish({ t: 'attach', from: this.instanceId, device: conn.deviceId });
+  }
+
+  detach(conn: StreamConn): void {
+    this.local.remove(conn);
+    const token = this.tokens.get(conn);
+    if (token === undefined) return;
+    this.tokens.delete(conn);
+    if (this.closed) return; // close() released every key at once
+    this.o.pub.eval(RELEASE_SCRIPT, 1, this.presenceKey(conn.deviceId), token).catch((err: unknown) => this.o.onError(err, 'presence release failed'));
+  }
+
+  async deliver(deliveries: Delivery[]): Promise<void> {
+    this.local.deliver(deliveries);
+    // The envelope is already committed to the queues: a device that misses the live event gets
+    // it on its next replay, so a failed publish is logged rather than failing the request.
+    await this.publish({ t: 'deliver', from: this.instanceId, d: deliveries }).catch((err: unknown) => this.o.onError(err, 'bus publish failed'));
+  }
+
+  async closeStreams(sel: CloseSelector): Promise<void> {
+    this.local.closeWhere(sel);
+    // A revocation that cannot reach the other instances must not look like success.
+    await this.publish({ t: 'close', from: this.instanceId, sel });
+  }
+
+  async onlineDevices(deviceIds: string[]): Promise<Set<string>> {
+    if (deviceIds.length === 0) return new Set();
+    const values = await this.o.pub.mget(deviceIds.map((id) => this.presenceKey(id)));
+    const online = new Set<string>();
+    deviceIds.forEach((id, i) => {
+      if (values[i] !== null || this.local.has(id)) online.add(id);
+    });
+    return online;
+  }
+
+  /** Re-arms the TTL of every local stream's presence key. */
+  private async refreshPresence(): Promise<void> {
+    const conns = this.local.connections();
+    if (conns.length === 0) return;
+    const batch = this.o.pub.pipeline();
+    for (const c of conns) {
+      const token = this.tokens.get(c);
+      if (token !== undefined) batch.set(this.presenceKey(c.deviceId), token, 'EX', this.ttl);
+    }
+    await batch.exec().catch((err: unknown) => this.o.onError(err, 'presence refresh failed'));
+  }
+
+  /**
+   * What a crash leaves behind: presence keys that nobody refreshes or releases, lapsing only by
+   * their TTL. Tests call it to model a killed instance without killing the test process.
+   */
+  abandon(): void {
+    this.closed = true;
+    clearInterval(this.refresher);
+    this.o.pub.disconnect();
+    this.o.sub.disconnect();
+  }
+
+  /** Releases the presence of any stream still open here, then disconnects. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.refresher);
+    const batch = this.o.pub.pipeline();
+    for (const c of this.local.connections()) {
+      const token = this.tokens.get(c);
+      if (token !== undefined) batch.eval(RELEASE_SCRIPT, 1, this.presenceKey(c.deviceId), token);
+    }
+    await batch.exec().catch(() => undefined);
+    await this.o.sub.quit().catch(() => undefined);
+    await this.o.pub.quit().catch(() => undefined);
+  }
+}
