@@ -12,16 +12,30 @@ import { encodeB64url, makeUlid, type EventName, type Room } from '@svc/protocol
 import { createApp, type App, type AppOptions } from '../src/app.js';
 import { parseConfig } from '../src/config.js';
 import { defaultWebRoot } from '../src/paths.js';
+import Database from 'better-sqlite3';
+import { startRoundRobin } from './round-robin.js';
+import { openBackend, TEST_MODE, type TestMode } from './modes.js';
 
 export const ORIGIN = 'http://svc.test';
 
 export interface TestServer {
+  /** Where clients connect: the instance, or the round-robin balancer in front of two. */
   url: string;
+  /** The first instance (the only one outside the two-instance mode). */
   app: App;
+  /** Every instance behind `url`. */
+  apps: App[];
+  /** Each instance's own address, for tests that choose the instance. */
+  urls: string[];
   dir: string;
+  /** The SQLite file (SQLite mode only). */
   dbPath: string;
-  /** Every log line the server wrote, parsed. */
+  /** Every log line the instances wrote, parsed. */
   logs: Record<string, unknown>[];
+  /** Runs one read-only SQL statement on the store of this run, SQLite or PostgreSQL. */
+  query(text: string): Promise<Record<string, unknown>[]>;
+  /** true when the device holds an open stream on any instance. */
+  hasStream(deviceId: string): boolean;
   close(): Promise<void>;
 }
 
@@ -36,36 +50,73 @@ const TEST_RATES = {
   LIMIT_LOGIN_PER_10MIN: '100000',
 };
 
-/** Starts a server; `env` overrides the configuration variables (decisions.md §1). */
-export async function startServer(env: Record<string, string> = {}, opts: AppOptions = {}): Promise<TestServer> {
-  const dir = mkdtempSync(join(tmpdir(), 'svc-test-'));
-  const dbPath = join(dir, 'svc.db');
-  const config = parseConfig(
-    { PORT: '0', ORIGIN, DATABASE_URL: `sqlite:${dbPath}`, LOG_LEVEL: 'info', ...TEST_RATES, ...env },
-    { webRoot: defaultWebRoot(), build: { revision: 'test', commitTime: 1700000000000 } },
-  );
-  const logs: Record<string, unknown>[] = [];
-  const logStream = new Writable({
+function logCollector(logs: Record<string, unknown>[]): Writable {
+  return new Writable({
     write(chunk: Buffer, _enc, cb) {
       for (const line of chunk.toString().split('\n')) if (line.trim()) logs.push(JSON.parse(line) as Record<string, unknown>);
       cb();
     },
   });
-  const app = await createApp(config, { logStream, ...opts });
-  await app.fastify.listen({ port: 0, host: '127.0.0.1' });
-  const addr = app.fastify.server.address();
-  const port = typeof addr === 'object' && addr ? addr.port : 0;
+}
+
+/**
+ * Starts the service in the backend mode of this test run (TEST_MODE, see modes.ts): one
+ * instance on a fresh SQLite file, one on a fresh PostgreSQL schema with Redis, or two such
+ * instances behind a round-robin balancer. `env` overrides configuration variables (§1).
+ */
+export async function startServer(env: Record<string, string> = {}, opts: AppOptions = {}, mode: TestMode = TEST_MODE): Promise<TestServer> {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-test-'));
+  const dbPath = join(dir, 'svc.db');
+  const backend = await openBackend(opts.store ? 'sqlite' : mode);
+  const logs: Record<string, unknown>[] = [];
+  const apps: App[] = [];
+  for (let i = 0; i < backend.instances; i++) {
+    const config = parseConfig(
+      { PORT: '0', ORIGIN, DATABASE_URL: `sqlite:${dbPath}`, LOG_LEVEL: 'info', ...TEST_RATES, ...backend.env, ...env },
+      { webRoot: defaultWebRoot(), build: { revision: 'test', commitTime: 1700000000000 } },
+    );
+    const store = opts.store ?? (await backend.store());
+    const app = await createApp(config, { logStream: logCollector(logs), ...opts, ...(store ? { store } : {}) });
+    await app.fastify.listen({ port: 0, host: '127.0.0.1' });
+    apps.push(app);
+  }
+  const urls = apps.map((a) => {
+    const addr = a.fastify.server.address();
+    return `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
+  });
+  const balancer = apps.length > 1 ? await startRoundRobin(urls) : null;
   return {
-    url: `http://127.0.0.1:${port}`,
-    app,
+    url: balancer?.url ?? urls[0]!,
+    app: apps[0]!,
+    apps,
+    urls,
     dir,
     dbPath,
     logs,
+    async query(text) {
+      if (backend.sql) return backend.sql(text);
+      const db = new Database(dbPath, { readonly: true, fileMustExist: true });
+      try {
+        return db.prepare(text).all() as Record<string, unknown>[];
+      } finally {
+        db.close();
+      }
+    },
+    hasStream: (deviceId) => apps.some((a) => a.streams.has(deviceId)),
     async close() {
-      await app.close(20);
+      await balancer?.close();
+      for (const a of apps) await a.close(20);
+      await backend.destroy();
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** The same server seen through one instance only (two-instance mode): its clients talk to that instance. */
+export function instance(server: TestServer, i: number): TestServer {
+  const url = server.urls[i];
+  if (url === undefined) throw new Error(`no instance ${i}`);
+  return { ...server, url, app: server.apps[i]! };
 }
 
 export interface Res {

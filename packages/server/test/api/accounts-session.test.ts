@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { readFileSync, existsSync } from 'node:fs';
-import Database from 'better-sqlite3';
+import { TEST_MODE } from '../modes.js';
 import { assertError, Client, Stream, addDevice, b64, ct, id16, iv, kdf, nick, registerBody, signup, startServer, type Res, type TestServer } from '../harness.js';
 
 
@@ -34,13 +34,8 @@ function passwordBody(current: string) {
   return { authKey: current, newAuthKey: b64(32), kdf: { ...kdf(), m: 32768, t: 4, p: 2 }, encryptedKey: { iv: iv(), ct: ct(64) } };
 }
 
-function sessionRows(server: TestServer): { id: string; nick: string }[] {
-  const db = new Database(server.dbPath, { readonly: true, fileMustExist: true });
-  try {
-    return db.prepare('SELECT id, nick FROM sessions').all() as { id: string; nick: string }[];
-  } finally {
-    db.close();
-  }
+async function sessionRows(server: TestServer): Promise<{ id: string; nick: string }[]> {
+  return (await server.query('SELECT id, nick FROM sessions')) as { id: string; nick: string }[];
 }
 
 const sha256hex = (s: string) => createHash('sha256').update(s).digest('hex');
@@ -115,18 +110,16 @@ describe('accounts: sessions', () => {
       const reg = await new Client(server).post('/api/register', body);
       const { r } = await login(server, n, body.authKey);
       const tokens = [parseSetCookie(reg.headers.get('set-cookie')).value, parseSetCookie(r.headers.get('set-cookie')).value];
-      const rows = sessionRows(server).filter((s) => s.nick === n);
+      const rows = (await sessionRows(server)).filter((s) => s.nick === n);
       assert.deepEqual(rows.map((s) => s.id).sort(), tokens.map(sha256hex).sort());
-      const db = new Database(server.dbPath, { readonly: true, fileMustExist: true });
-      try {
-        const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as { name: string }[];
-        for (const { name } of tables) {
-          const dump = JSON.stringify(db.prepare(`SELECT * FROM "${name}"`).all(), (_k, v: unknown) => (Buffer.isBuffer(v) ? v.toString('latin1') : v));
-          for (const t of tokens) assert.ok(!dump.includes(t), `table ${name} holds a token`);
-        }
-      } finally {
-        db.close();
+      const tables = TEST_MODE === 'sqlite'
+        ? await server.query("SELECT name FROM sqlite_master WHERE type = 'table'")
+        : await server.query('SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema()');
+      for (const { name } of tables as { name: string }[]) {
+        const dump = JSON.stringify(await server.query(`SELECT * FROM "${name}"`), (_k, v: unknown) => (Buffer.isBuffer(v) ? v.toString('latin1') : v));
+        for (const t of tokens) assert.ok(!dump.includes(t), `table ${name} holds a token`);
       }
+      if (TEST_MODE !== 'sqlite') return;
       for (const file of [server.dbPath, `${server.dbPath}-wal`]) {
         if (!existsSync(file)) continue;
         const bytes = readFileSync(file);
@@ -172,7 +165,7 @@ describe('accounts: sessions', () => {
       assert.equal(cleared.value, '');
       assert.deepEqual(sortAttrs(cleared.attrs), CLEARED_ATTRS);
       assert.ok(await s.closedByServer(), 'the stream of the session closed');
-      assert.ok(!sessionRows(server).some((x) => x.id === sha256hex(oldCookie.slice('svc_session='.length))), 'session row gone');
+      assert.ok(!(await sessionRows(server)).some((x) => x.id === sha256hex(oldCookie.slice('svc_session='.length))), 'session row gone');
 
       const stale = new Client(server);
       stale.cookie = oldCookie;
@@ -273,7 +266,7 @@ describe('accounts: sessions', () => {
       stale.cookie = cookie;
       assertError(await stale.get('/api/me'), 401, 'unauthenticated');
       assertError(await other.get('/api/me'), 401, 'unauthenticated');
-      assert.ok(!sessionRows(server).some((x) => x.nick === alice.nick), 'no session rows remain');
+      assert.ok(!(await sessionRows(server)).some((x) => x.nick === alice.nick), 'no session rows remain');
       assertError((await login(server, alice.nick, alice.authKey)).r, 401, 'invalid_credentials');
     });
 

@@ -57,7 +57,7 @@ describe('refused connections are JSON errors without a stream', () => {
       assertJsonRefusal(r);
     }
     // the refused attempt did not attach anything: the owner's stream still gets the replay and live events
-    assert.equal(server.app.streams.has(b.devices[0]!), false);
+    assert.equal(server.hasStream(b.devices[0]!), false);
     const s = await Stream.open(b.c, b.devices[0]!);
     assert.ok(await s.ready());
     s.close();

@@ -24,7 +24,8 @@ after(async () => {
   await push.close();
 });
 
-const pusher = () => server.app.deps.pusher as WebPusher;
+/** Every instance's pusher drained (in the two-instance mode a push goes out from either one). */
+const drained = () => Promise.all(server.apps.map((a) => (a.deps.pusher as WebPusher).drained()));
 
 async function subscribe(c: Client, device: string, sub: Subscription): Promise<void> {
   const r = await c.put(`/api/devices/${device}/push`, { subscription: { endpoint: sub.endpoint, keys: sub.keys, expirationTime: null } }, { device });
@@ -86,7 +87,7 @@ describe('push delivery', () => {
     const p = await pair();
     await p.sender.post('/api/messages', dmBody(p.recipient.nick), { device: p.sDev });
     await p.sender.post('/api/messages', dmBody(p.recipient.nick), { device: p.sDev });
-    await pusher().drained();
+    await drained();
     await Stream.settle(100);
     assert.equal(push.forPath(p.path).length, 1);
 
@@ -111,7 +112,7 @@ describe('push delivery', () => {
     await subscribe(p.sender, own, ownSub);
     await p.sender.post('/api/messages', dmBody(p.recipient.nick), { device: p.sDev });
     assert.ok(await s.until((ev) => ev.some((e) => e.event === 'msg')));
-    await pusher().drained();
+    await drained();
     await Stream.settle(100);
     assert.equal(push.forPath(p.path).length, 0);
     assert.equal(push.forPath(`/own/${n}`).length, 0);
@@ -124,7 +125,7 @@ describe('push delivery', () => {
       push.statusFor.set(p.path, status);
       await p.sender.post('/api/messages', dmBody(p.recipient.nick), { device: p.sDev });
       assert.ok(await push.waitFor(() => push.forPath(p.path).length === 1));
-      await pusher().drained();
+      await drained();
       const devices = await p.recipient.get('/api/devices');
       assert.equal(devices.json[0].push, false);
     });
@@ -135,7 +136,7 @@ describe('push delivery', () => {
     push.statusFor.set(p.path, 302);
     await p.sender.post('/api/messages', dmBody(p.recipient.nick), { device: p.sDev });
     assert.ok(await push.waitFor(() => push.forPath(p.path).length === 1));
-    await pusher().drained();
+    await drained();
     await Stream.settle(100);
     assert.equal(push.forPath('/redirected').length, 0);
     assert.equal((await p.recipient.get('/api/devices')).json[0].push, true);
@@ -156,7 +157,8 @@ describe('push delivery', () => {
     push.statusFor.set(p.path, 500);
     await p.sender.post('/api/messages', dmBody(p.recipient.nick), { device: p.sDev });
     assert.ok(await push.waitFor(() => push.forPath(p.path).length === 1));
-    await pusher().drained();
+    assert.ok(await push.waitFor(() => server.logs.some((l) => l.msg === 'push refused by the push service')), 'the failure is logged');
+    await drained();
     const text = JSON.stringify(server.logs);
     assert.ok(server.logs.some((l) => l.msg === 'push refused by the push service' && l.status === 500));
     for (const secret of [p.path, p.sender.nick, p.recipient.nick, String(push.port)]) assert.ok(!text.includes(secret), `log holds ${secret}`);

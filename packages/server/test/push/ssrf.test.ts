@@ -108,9 +108,10 @@ describe('with the switch off, the service never pushes to a private target', ()
       assert.equal(literal.status, 400);
       assert.equal(literal.json.field, 'subscription');
       await a.post('/api/messages', dmBody(b.nick), { device: aDev });
+      // The push is scheduled after the 202, once the store has claimed push-pending: wait for its outcome.
+      assert.ok(await push.waitFor(() => server.logs.some((l) => l.msg === 'push failed' && l.reason === 'non-public address')), 'the refusal is logged');
       await (server.app.deps.pusher as WebPusher).drained();
       assert.equal(push.received.length, 0);
-      assert.ok(server.logs.some((l) => l.msg === 'push failed' && l.reason === 'non-public address'));
       assert.ok((await new Client(server).get('/healthz')).status === 200);
     } finally {
       await server.close();
