@@ -81,8 +81,8 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
 
   const store = opts.store ?? (await openStore(config));
   const streams = new LocalStreams(LIMITS.pingIntervalMs);
-  const { bus, limiter } = await openCoordination(config, streams, fastify.log, opts.presenceTtlS);
   const secrets = await loadSecrets(config, store);
+  const { bus, limiter } = await openCoordination(config, streams, fastify.log, { keySecret: secrets.server, presenceTtlS: opts.presenceTtlS });
   const pusher =
     opts.pusher ??
     new WebPusher({

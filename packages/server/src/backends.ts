@@ -37,7 +37,7 @@ export async function openCoordination(
   config: Config,
   streams: LocalStreams,
   log: FastifyBaseLogger,
-  presenceTtlS?: number,
+  o: { keySecret: string; presenceTtlS?: number | undefined },
 ): Promise<{ bus: Bus; limiter: RateLimiter }> {
   if (config.redisUrl === null) return { bus: new MemoryBus(streams), limiter: new MemoryLimiter() };
   const pub = redisClient(config.redisUrl, log, 'bus');
@@ -49,8 +49,8 @@ export async function openCoordination(
     pub,
     sub,
     prefix: config.redisPrefix,
-    ...(presenceTtlS !== undefined ? { presenceTtlS } : {}),
+    ...(o.presenceTtlS !== undefined ? { presenceTtlS: o.presenceTtlS } : {}),
     onError: (err, what) => log.error({ err }, what),
   });
-  return { bus, limiter: new RedisLimiter(limits, config.redisPrefix) };
+  return { bus, limiter: new RedisLimiter(limits, config.redisPrefix, o.keySecret) };
 }

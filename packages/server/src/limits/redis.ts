@@ -2,8 +2,11 @@
  * The shared limiter (REDIS_URL set): the same sliding log as the in-process limiter, kept in a
  * sorted set per key and checked and updated by one Lua script, so it is atomic across instances.
  * Time comes from the Redis server, so instances whose clocks differ still agree on the window.
+ * Keys are an HMAC under the server secret: the limits are counted per nick and per client IP,
+ * and neither should sit in Redis in a form that can be read or guessed back (a plain hash of an
+ * IPv4 address is undone by trying all of them).
  */
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { RateLimiter } from './types.js';
 
@@ -32,11 +35,13 @@ export class RedisLimiter implements RateLimiter {
   constructor(
     private readonly redis: Redis,
     private readonly prefix: string,
+    private readonly secret: string,
   ) {}
 
   async hit(key: string, limit: number, windowMs: number): Promise<number> {
     const member = `${this.unique}:${++this.counter}`;
-    const waitMs = Number(await this.redis.eval(HIT_SCRIPT, 1, `${this.prefix}rl:${key}`, limit, windowMs, member));
+    const hashed = createHmac('sha256', this.secret).update(key).digest('base64url').slice(0, 32);
+    const waitMs = Number(await this.redis.eval(HIT_SCRIPT, 1, `${this.prefix}rl:${hashed}`, limit, windowMs, member));
     return waitMs <= 0 ? 0 : Math.max(1, Math.ceil(waitMs / 1000));
   }
 

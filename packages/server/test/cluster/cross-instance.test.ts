@@ -11,6 +11,8 @@ import {
 } from '../harness.js';
 import { PushService, type Subscription } from '../push/push-service.js';
 import type { RedisBus } from '../../src/bus/redis.js';
+import { Redis } from 'ioredis';
+import { testRedisUrl } from '../modes.js';
 
 /** The same session, seen through instance `i`. */
 function via(server: TestServer, c: Client, i: number): Client {
@@ -134,6 +136,24 @@ describe('two instances: rate limits are shared', () => {
     for (let i = 0; i < 4; i++) statuses.push((await via(server, u, i % 2).post('/api/devices', { id: `dev-shared-${i}-${id16().slice(0, 6)}` })).status);
     assert.deepEqual(statuses, [201, 201, 201, 429]);
   });
+});
+
+test('rate-limit keys in Redis carry neither the nick nor the client IP', async () => {
+  const server = await startServer({}, {}, 'postgres');
+  const redis = new Redis(testRedisUrl);
+  try {
+    const u = await signup(server);
+    await u.post('/api/devices', { id: `dev-keys-${id16().slice(0, 8)}` });
+    const keys = await redis.keys(`${server.app.deps.config.redisPrefix}rl:*`);
+    assert.ok(keys.length >= 2, 'the register and write limits left keys');
+    for (const k of keys) {
+      assert.ok(!k.includes(u.nick), 'no nick in a key');
+      assert.ok(!k.includes('127.0.0.1'), 'no IP in a key');
+    }
+  } finally {
+    redis.disconnect();
+    await server.close();
+  }
 });
 
 describe('two instances: presence decides push', () => {
