@@ -111,6 +111,25 @@ export interface PurgeResult {
   envelopes: number;
 }
 
+export interface InviteRecord {
+  code: string;
+  usesLeft: number;
+  expiresAt: number | null;
+  createdAt: number;
+}
+
+/** Counts for operators (admin stats, metrics): numbers only, never a nick or an id. */
+export interface StoreStats {
+  /** Accounts not deleted. */
+  accounts: number;
+  devices: number;
+  rooms: number;
+  /** Queue entries: one per envelope and target device still waiting for its ack. */
+  queuedEnvelopes: number;
+  /** Devices with a push subscription. */
+  pushSubscriptions: number;
+}
+
 export interface Store {
   readonly kind: 'sqlite' | 'postgres';
 
@@ -123,6 +142,10 @@ export interface Store {
   /** true when the nick was ever registered (deleted accounts keep their nick retired). */
   nickExists(nick: string): Promise<boolean>;
   createInvite(code: string, uses: number, expiresAt: number | null, now: number): Promise<void>;
+  /** Every invite, used up and expired ones too, oldest first. */
+  listInvites(): Promise<InviteRecord[]>;
+  /** Deletes an invite so that it no longer registers anyone; false when there was none. */
+  revokeInvite(code: string): Promise<boolean>;
   createSession(s: { id: string; nick: string; now: number }): Promise<void>;
   getSession(id: string): Promise<SessionRecord | null>;
   touchSession(id: string, now: number): Promise<void>;
@@ -165,6 +188,10 @@ export interface Store {
   /** Queued envelopes of a device after `afterSeq`, oldest first, at most `limit`. */
   readQueue(deviceId: string, afterSeq: number, limit: number): Promise<QueuedEntry[]>;
   purge(now: number): Promise<PurgeResult>;
+
+  // operations
+  /** Cheap counts, read on every metrics scrape: each is a count over accounts, devices or rooms, never over messages. */
+  stats(): Promise<StoreStats>;
 
   close(): Promise<void>;
 }

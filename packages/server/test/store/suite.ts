@@ -229,5 +229,37 @@ export function storeSuite(name: string, factory: StoreFactory): void {
       assert.equal(r.envelopes, 1);
       assert.equal(await store.getSession('old'), null);
     });
+    test('invites are listed oldest first with uses left and expiry; a revoked one registers nobody', async () => {
+      await store.createInvite('first', 2, null, NOW - 20);
+      await store.createInvite('second', 1, NOW + 60_000, NOW - 10);
+      assert.deepEqual(await store.listInvites(), [
+        { code: 'first', usesLeft: 2, expiresAt: null, createdAt: NOW - 20 },
+        { code: 'second', usesLeft: 1, expiresAt: NOW + 60_000, createdAt: NOW - 10 },
+      ]);
+      assert.deepEqual(await store.registerAccount(account('a1', { requireInvite: true, invite: 'first' })), { ok: true });
+      assert.equal((await store.listInvites())[0]?.usesLeft, 1);
+      assert.equal(await store.revokeInvite('first'), true);
+      assert.equal(await store.revokeInvite('first'), false);
+      assert.deepEqual(await store.registerAccount(account('a2', { requireInvite: true, invite: 'first' })), { error: 'invalid_invite' });
+      assert.deepEqual((await store.listInvites()).map((i) => i.code), ['second']);
+    });
+
+    test('stats count accounts, devices, rooms, queued envelopes and subscriptions', async () => {
+      assert.deepEqual(await store.stats(), { accounts: 0, devices: 0, rooms: 0, queuedEnvelopes: 0, pushSubscriptions: 0 });
+      await store.registerAccount(account('alice'));
+      await store.registerAccount(account('bob'));
+      await store.registerAccount(account('gone'));
+      await store.deleteAccount('gone', NOW);
+      await store.addDevice('alice', 'a-device-1', NOW);
+      await store.addDevice('bob', 'b-device-1', NOW);
+      await store.addDevice('bob', 'b-device-2', NOW);
+      await store.setPushSubscription('b-device-2', { endpoint: 'https://push.example/x', p256dh: 'p', auth: 'a' });
+      await store.createRoom({ id: id16(), name: 'R', owner: 'alice', keyId: id16(), keys: [wrapped('alice')], now: NOW });
+      const id = ulid(NOW);
+      await store.sendMessage({ id, from: 'alice', to: { dm: 'bob' }, keyId: 'dm', iv: iv(), ct: ct(), senderDevice: 'a-device-1', now: NOW });
+      assert.deepEqual(await store.stats(), { accounts: 2, devices: 3, rooms: 1, queuedEnvelopes: 2, pushSubscriptions: 1 });
+      await store.ack('b-device-1', [id]);
+      assert.equal((await store.stats()).queuedEnvelopes, 1);
+    });
   });
 }

@@ -10,6 +10,7 @@ import type {
   AccountRecord,
   DeleteAccountResult,
   DeviceRecord,
+  InviteRecord,
   LeaveResult,
   NewAccount,
   PurgeResult,
@@ -19,6 +20,7 @@ import type {
   SendResult,
   SessionRecord,
   Store,
+  StoreStats,
 } from '../types.js';
 import { Sql, migrate, openPool, transaction } from './db.js';
 import * as accounts from './accounts.js';
@@ -81,6 +83,16 @@ export class PostgresStore implements Store {
 
   async createInvite(code: string, uses: number, expiresAt: number | null, now: number): Promise<void> {
     await this.q.run('INSERT INTO invites (code, uses_left, expires_at, created_at) VALUES ($1, $2, $3, $4)', [code, uses, expiresAt, now]);
+  }
+
+  async listInvites(): Promise<InviteRecord[]> {
+    return this.q.all<InviteRecord>(
+      'SELECT code, uses_left AS "usesLeft", expires_at AS "expiresAt", created_at AS "createdAt" FROM invites ORDER BY created_at, code',
+    );
+  }
+
+  async revokeInvite(code: string): Promise<boolean> {
+    return (await this.q.run('DELETE FROM invites WHERE code = $1', [code])) > 0;
   }
 
   async createSession(s: { id: string; nick: string; now: number }): Promise<void> {
@@ -206,6 +218,17 @@ export class PostgresStore implements Store {
       const envelopes = await messages.purgeEnvelopes(q, now);
       return { sessionIds, envelopes };
     });
+  }
+
+  async stats(): Promise<StoreStats> {
+    // queue_len is kept exact under each device's row lock, so the queue itself is never scanned.
+    return (await this.q.one<StoreStats>(
+      `SELECT (SELECT COUNT(*) FROM accounts WHERE deleted_at IS NULL) AS accounts,
+              (SELECT COUNT(*) FROM devices) AS devices,
+              (SELECT COUNT(*) FROM rooms) AS rooms,
+              (SELECT COALESCE(SUM(queue_len), 0) FROM devices) AS "queuedEnvelopes",
+              (SELECT COUNT(*) FROM devices WHERE push_endpoint IS NOT NULL) AS "pushSubscriptions"`,
+    ))!;
   }
 
   async close(): Promise<void> {

@@ -8,6 +8,7 @@ import type {
   AccountRecord,
   DeleteAccountResult,
   DeviceRecord,
+  InviteRecord,
   LeaveResult,
   NewAccount,
   PurgeResult,
@@ -18,6 +19,7 @@ import type {
   SendResult,
   SessionRecord,
   Store,
+  StoreStats,
 } from '../types.js';
 import { openDatabase, type Db } from './db.js';
 import { Statements, placeholders } from './statements.js';
@@ -116,6 +118,16 @@ export class SqliteStore implements Store {
 
   async createInvite(code: string, uses: number, expiresAt: number | null, now: number): Promise<void> {
     this.q.run('INSERT INTO invites (code, uses_left, expires_at, created_at) VALUES (?, ?, ?, ?)', code, uses, expiresAt, now);
+  }
+
+  async listInvites(): Promise<InviteRecord[]> {
+    return this.q.all<InviteRecord>(
+      'SELECT code, uses_left AS usesLeft, expires_at AS expiresAt, created_at AS createdAt FROM invites ORDER BY created_at, code',
+    );
+  }
+
+  async revokeInvite(code: string): Promise<boolean> {
+    return this.q.run('DELETE FROM invites WHERE code = ?', code).changes > 0;
   }
 
   async createSession(s: { id: string; nick: string; now: number }): Promise<void> {
@@ -304,6 +316,17 @@ export class SqliteStore implements Store {
       const envelopes = messages.purgeEnvelopes(this.q, now);
       return { sessionIds, envelopes };
     });
+  }
+
+  async stats(): Promise<StoreStats> {
+    // queue_len is kept exact beside every queue change, so the queue itself is never scanned.
+    return this.q.one<StoreStats>(
+      `SELECT (SELECT COUNT(*) FROM accounts WHERE deleted_at IS NULL) AS accounts,
+              (SELECT COUNT(*) FROM devices) AS devices,
+              (SELECT COUNT(*) FROM rooms) AS rooms,
+              (SELECT COALESCE(SUM(queue_len), 0) FROM devices) AS queuedEnvelopes,
+              (SELECT COUNT(*) FROM devices WHERE push_endpoint IS NOT NULL) AS pushSubscriptions`,
+    )!;
   }
 
   async close(): Promise<void> {
