@@ -1,0 +1,184 @@
+/**
+ * `npm run bench`: starts the service (built, as a child process, with raised rate limits) and
+ * the ceiling side by side, runs each workload several times against both, alternating which
+ * goes first, and prints a markdown table of medians and ratios; the full figures go to
+ * bench/results/<backend>-<timestamp>.json. See docs/BENCHMARKS.md.
+ */
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { cpus, freemem, loadavg, totalmem } from 'node:os';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { postgresBackend, sqliteBackend, type Backend } from './backends.js';
+import { runTag } from './fixtures.js';
+import { parseOptions, USAGE, type Options } from './options.js';
+import { freePort, killAllNow, startChild, stopAll, stopChild, type Child } from './proc.js';
+import { formatSummary, summarise, type ProfileSummary } from './profile-top.js';
+import { integrityNotes, markdownTable, summaryRows, type TargetRuns } from './report.js';
+import { CeilingTarget, ServiceTarget, type Target } from './targets.js';
+import { DmWorkload } from './workloads/dm.js';
+import { IdleWorkload } from './workloads/idle.js';
+import { ReplayWorkload } from './workloads/replay.js';
+import { RoomsWorkload } from './workloads/rooms.js';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const resultsDir = join(root, 'bench', 'results');
+const profileDir = join(resultsDir, 'profiles');
+/** The most decisions.md §1 lets a limit be; the benchmark must never meet a 429. */
+const RAISED_LIMIT = '10000000';
+
+function machine() {
+  const cpuModel = /^model name\s*:\s*(.+)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? cpus()[0]?.model ?? 'unknown';
+  return { nproc: cpus().length, cpuModel, memoryGiB: Math.round((totalmem() / 2 ** 30) * 10) / 10, freeMemoryGiB: Math.round((freemem() / 2 ** 30) * 10) / 10, node: process.version, loadavg: loadavg() };
+}
+
+/** Open-file limit of this process (/proc/self/limits), so 10,000 streams fail early and clearly if it is too low. */
+function maxOpenFiles(): number {
+  const m = /^Max open files\s+(\d+|unlimited)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
+  return !m || m[1] === 'unlimited' ? Infinity : Number(m[1]);
+}
+
+async function startService(o: Options, backend: Backend): Promise<Child> {
+  const port = await freePort();
+  const args = [...(o.profile ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []), join(root, 'packages/server/dist/src/main.js')];
+  return startChild('service', args, {
+    ...backend.env,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    ORIGIN: `http://127.0.0.1:${port}`,
+    LIMIT_MESSAGES_PER_MIN: RAISED_LIMIT,
+    LIMIT_WRITES_PER_MIN: RAISED_LIMIT,
+    LIMIT_REGISTER_PER_HOUR: RAISED_LIMIT,
+    LIMIT_LOGIN_PER_10MIN: RAISED_LIMIT,
+    LOG_LEVEL: 'warn',
+  }, port);
+}
+
+async function startCeiling(): Promise<Child> {
+  const port = await freePort();
+  return startChild('ceiling', [join(root, 'bench/dist/ceiling.js')], { PORT: String(port), HOST: '127.0.0.1' }, port);
+}
+
+/** Runs `fn` for both targets in each repetition, alternating which goes first. */
+async function sideBySide<W, R>(o: Options, targets: Target[], setup: (t: Target) => Promise<W>, fn: (w: W, t: Target, rep: number) => Promise<R>, out: Map<Target, R[]>, close?: (w: W) => void): Promise<void> {
+  const made = new Map<Target, W>();
+  for (const t of targets) made.set(t, await setup(t));
+  try {
+    for (let rep = 0; rep < o.runs; rep++) {
+      const order = rep % 2 === 0 ? targets : [...targets].reverse();
+      for (const t of order) out.get(t)!.push(await fn(made.get(t)!, t, rep));
+    }
+  } finally {
+    if (close) for (const w of made.values()) close(w);
+  }
+}
+
+function newestProfile(since: number): string | null {
+  let best: { f: string; t: number } | null = null;
+  for (const f of readdirSync(profileDir)) {
+    if (!f.endsWith('.cpuprofile')) continue;
+    const t = statSync(join(profileDir, f)).mtimeMs;
+    if (t >= since && (!best || t > best.t)) best = { f: join(profileDir, f), t };
+  }
+  return best?.f ?? null;
+}
+
+async function main(): Promise<void> {
+  const argv = process.argv.slice(2);
+  const parsed = parseOptions(argv);
+  if (parsed === 'help') {
+    process.stdout.write(USAGE + '\n');
+    return;
+  }
+  const o = parsed;
+  const need = (o.workloads.has('idle') ? o.idleStreams : 0) + 2000;
+  if (maxOpenFiles() < need) throw new Error(`the open-file limit (ulimit -n) is ${maxOpenFiles()}; ${need} are needed. Raise it or pass --streams`);
+  mkdirSync(profileDir, { recursive: true });
+
+  const startedAt = new Date();
+  const meta = { date: startedAt.toISOString(), command: `npm run bench${argv.length ? ` -- ${argv.join(' ')}` : ''}`, machineAtStart: machine() };
+  process.stderr.write(`bench: ${meta.command}, ${meta.machineAtStart.nproc} CPUs, load ${meta.machineAtStart.loadavg.map((x) => x.toFixed(2)).join(' ')}\n`);
+
+  const backend = o.backend === 'sqlite' ? sqliteBackend() : await postgresBackend();
+  let cleaned = false;
+  const cleanup = async () => {
+    if (cleaned) return;
+    cleaned = true;
+    await stopAll();
+    await backend.destroy().catch((e: Error) => process.stderr.write(`cleanup of the ${backend.name} store failed: ${e.message}\n`));
+  };
+  process.once('SIGINT', () => {
+    process.stderr.write('\ninterrupted: stopping the servers\n');
+    void cleanup().finally(() => process.exit(130));
+  });
+  process.once('exit', killAllNow);
+
+  let profile: ProfileSummary | null = null;
+  try {
+    const profileSince = Date.now();
+    const service = new ServiceTarget(await startService(o, backend));
+    const ceiling = new CeilingTarget(await startCeiling());
+    const targets: Target[] = [service, ceiling];
+    const runs = new Map<Target, TargetRuns>(targets.map((t) => [t, { idle: [], dm: [], rooms: [], replay: [] }]));
+    const collect = <K extends keyof TargetRuns>(k: K) => new Map(targets.map((t) => [t, runs.get(t)![k]])) as Map<Target, TargetRuns[K]>;
+    const tag = runTag();
+
+    if (o.workloads.has('idle')) {
+      process.stderr.write(`idle streams: setting up ${o.idleStreams} devices\n`);
+      await sideBySide(o, targets, (t) => IdleWorkload.setup(t, o, `i${tag}`), (w, _t, rep) => w.run(rep), collect('idle'));
+    }
+    if (o.workloads.has('dm')) {
+      process.stderr.write(`dm: ${o.pairs} pairs\n`);
+      await sideBySide(o, targets, (t) => DmWorkload.setup(t, o, `d${tag}`), (w) => w.run(o), collect('dm'), (w) => w.close());
+    }
+    if (o.workloads.has('rooms')) {
+      process.stderr.write(`rooms: ${o.rooms} × ${o.roomSize} members × 2 devices, ${o.roomSenders} senders each\n`);
+      await sideBySide(o, targets, (t) => RoomsWorkload.setup(t, o, `r${tag}`), (w) => w.run(o), collect('rooms'), (w) => w.close());
+    }
+    if (o.workloads.has('replay')) {
+      process.stderr.write(`replay: ${o.replayCount} envelopes\n`);
+      await sideBySide(o, [service], (t) => ReplayWorkload.setup(t, `q${tag}`), (w) => w.run(o), collect('replay'));
+    }
+
+    for (const t of targets) t.api.close();
+    await stopChild(service.child);
+    await stopChild(ceiling.child);
+    if (o.profile) {
+      const file = newestProfile(profileSince);
+      if (file) profile = summarise(file, 30);
+    }
+
+    const s = runs.get(service)!;
+    const c = runs.get(ceiling)!;
+    const rows = summaryRows(s, c, o);
+    const notes = [...integrityNotes('service', s), ...integrityNotes('ceiling', c)];
+    const machineAtEnd = machine();
+    const label = o.quick ? 'quick run (small counts, short phases; not representative)' : `${o.runs} runs, medians`;
+    let text = `\n## ${backend.describe}\n\n${meta.command} — ${meta.date} — ${label}\n\n${markdownTable(rows)}\n`;
+    if (notes.length) text += `\nWarnings:\n${notes.map((n) => `- ${n}`).join('\n')}\n`;
+    text += `\nLoad average at start ${meta.machineAtStart.loadavg.map((x) => x.toFixed(2)).join(' ')}, at end ${machineAtEnd.loadavg.map((x) => x.toFixed(2)).join(' ')}\n`;
+    if (profile) text += `\n${formatSummary({ ...profile, file: relative(root, profile.file) })}\n`;
+    process.stdout.write(text);
+
+    mkdirSync(resultsDir, { recursive: true });
+    const out = join(resultsDir, `${backend.name}-${meta.date.replace(/[:.]/g, '-')}.json`);
+    const json = {
+      ...meta,
+      machineAtEnd,
+      backend: backend.describe,
+      options: { ...o, workloads: [...o.workloads] },
+      summary: rows,
+      warnings: notes,
+      runs: { service: s, ceiling: c },
+      ...(profile ? { profile: { ...profile, file: relative(root, profile.file) } } : {}),
+    };
+    writeFileSync(out, JSON.stringify(json, null, 1) + '\n');
+    process.stderr.write(`results written to ${relative(process.cwd(), out)}\n`);
+  } finally {
+    await cleanup();
+  }
+}
+
+main().catch((e: unknown) => {
+  process.stderr.write(`bench failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,87 @@
+/** Command-line options of `npm run bench -- …`, with the sizes of a full and of a quick run. */
+
+export interface Options {
+  backend: 'sqlite' | 'postgres';
+  quick: boolean;
+  /** Repetitions of every workload; the tables show medians. */
+  runs: number;
+  workloads: Set<Workload>;
+  profile: boolean;
+  /** Sender/recipient pairs of the DM workload. */
+  pairs: number;
+  /** Length of each measured send phase, in ms. */
+  durationMs: number;
+  /** Rooms of the fan-out workload, and senders per room. */
+  rooms: number;
+  roomSize: number;
+  roomSenders: number;
+  idleStreams: number;
+  replayCount: number;
+  /** The fixed rate of the first paced DM run (messages per second). */
+  pacedRate: number;
+}
+
+export const WORKLOADS = ['idle', 'dm', 'rooms', 'replay'] as const;
+export type Workload = (typeof WORKLOADS)[number];
+
+export const USAGE = `npm run bench -- [options]
+  --backend sqlite|postgres   store of the service (default sqlite; postgres adds Redis)
+  --quick                     small counts and short phases, to try the harness (figures not representative)
+  --runs N                    repetitions of each workload (default 3, quick 1)
+  --only a,b                  workloads to run: ${WORKLOADS.join(', ')} (default all)
+  --duration S                seconds of each measured send phase (default 4, quick 1.5)
+  --pairs N                   DM sender/recipient pairs (default 200, quick 50)
+  --rooms N                   rooms of 50 members in the fan-out workload (default 4, quick 1)
+  --streams N                 idle event streams (default 10000, quick 1000)
+  --replay N                  envelopes queued for the replay workload (default 10000, quick 2000)
+  --profile                   start the service with --cpu-prof into bench/results/profiles and list its top functions
+  --help`;
+
+function int(v: string | undefined, name: string, min: number, max: number): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < min || n > max) throw new Error(`${name} must be a whole number from ${min} to ${max}`);
+  return n;
+}
+
+export function parseOptions(argv: string[]): Options | 'help' {
+  const quick = argv.includes('--quick');
+  const o: Options = {
+    backend: 'sqlite',
+    quick,
+    runs: quick ? 1 : 3,
+    workloads: new Set(WORKLOADS),
+    profile: false,
+    pairs: quick ? 50 : 200,
+    durationMs: quick ? 1500 : 4000,
+    rooms: quick ? 1 : 4,
+    roomSize: 50,
+    roomSenders: 5,
+    idleStreams: quick ? 1000 : 10_000,
+    replayCount: quick ? 2000 : 10_000,
+    pacedRate: 2000,
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const v = () => argv[++i];
+    if (a === '--help' || a === '-h') return 'help';
+    else if (a === '--quick') continue;
+    else if (a === '--profile') o.profile = true;
+    else if (a === '--backend') {
+      const b = v();
+      if (b !== 'sqlite' && b !== 'postgres') throw new Error('--backend must be sqlite or postgres');
+      o.backend = b;
+    } else if (a === '--runs') o.runs = int(v(), '--runs', 1, 20);
+    else if (a === '--duration') o.durationMs = Math.round(Number(v()) * 1000);
+    else if (a === '--pairs') o.pairs = int(v(), '--pairs', 1, 2000);
+    else if (a === '--rooms') o.rooms = int(v(), '--rooms', 1, 20);
+    else if (a === '--streams') o.idleStreams = int(v(), '--streams', 1, 16_000);
+    else if (a === '--replay') o.replayCount = int(v(), '--replay', 1, 10_000);
+    else if (a === '--only') {
+      const list = (v() ?? '').split(',').filter(Boolean);
+      for (const w of list) if (!(WORKLOADS as readonly string[]).includes(w)) throw new Error(`--only: unknown workload ${w}`);
+      o.workloads = new Set(list as Workload[]);
+    } else throw new Error(`unknown option ${a}\n${USAGE}`);
+  }
+  if (!(o.durationMs >= 200 && o.durationMs <= 60_000)) throw new Error('--duration must be from 0.2 to 60 seconds');
+  return o;
+}

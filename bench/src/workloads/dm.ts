@@ -1,0 +1,71 @@
+/**
+ * DM throughput and latency: `pairs` sender accounts (one device each, no stream), each sending
+ * to its own recipient whose two devices hold open event streams. Each repetition measures the
+ * closed-loop maximum, then latency paced at a fixed rate and at half of that maximum.
+ */
+import { dmBody } from '../fixtures.js';
+import type { Options } from '../options.js';
+import { EventStream } from '../sse.js';
+import type { Target } from '../targets.js';
+import { closedLoop, openLoop, type Sender } from './load.js';
+import { measurePhase, progress, type PhaseResult } from './phase.js';
+import { pool } from '../http.js';
+
+export interface DmRun {
+  max: PhaseResult;
+  paced: PhaseResult;
+  half: PhaseResult;
+}
+
+const TARGETS_PER_MESSAGE = 2;
+
+export class DmWorkload {
+  private constructor(
+    private readonly t: Target,
+    private readonly senders: Sender[],
+    private readonly streams: EventStream[],
+  ) {}
+
+  static async setup(t: Target, o: Options, tag: string): Promise<DmWorkload> {
+    const from = await t.createAccounts(`${tag}s`, o.pairs, 1);
+    const to = await t.createAccounts(`${tag}r`, o.pairs, TARGETS_PER_MESSAGE);
+    const senders: Sender[] = from.map((a, i) => ({ cookie: a.cookie, device: a.devices[0]!, next: () => dmBody(to[i]!.nick) }));
+    const streams: EventStream[] = [];
+    const devices = to.flatMap((a) => a.devices.map((d) => ({ a, d })));
+    await pool(devices, 50, async ({ a, d }) => {
+      const s = await EventStream.open(t.child.port, d, a.cookie);
+      await s.ready;
+      streams.push(s);
+    });
+    return new DmWorkload(t, senders, streams);
+  }
+
+  async run(o: Options): Promise<DmRun> {
+    const api = this.t.api;
+    api.resize(this.senders.length);
+    const maxCount = 1_000_000;
+    // Warm-up: sockets open, code paths compiled; not measured.
+    await measurePhase(this.t, this.streams, TARGETS_PER_MESSAGE, (rec) => closedLoop(api, this.senders, rec, { durationMs: Math.min(1000, o.durationMs), maxCount }));
+    const max = await measurePhase(this.t, this.streams, TARGETS_PER_MESSAGE, (rec) => closedLoop(api, this.senders, rec, { durationMs: o.durationMs, maxCount }));
+    progress(this.t, 'dm max', max);
+    const paced = await this.paced(o, o.pacedRate);
+    progress(this.t, `dm ${o.pacedRate}/s`, paced);
+    const half = await this.paced(o, Math.max(1, Math.round(max.throughput / 2)));
+    progress(this.t, `dm ${half.rate}/s (½)`, half);
+    return { max, paced, half };
+  }
+
+  private paced(o: Options, rate: number): Promise<PhaseResult> {
+    return measurePhase(
+      this.t,
+      this.streams,
+      TARGETS_PER_MESSAGE,
+      (rec) => openLoop(this.t.api, this.senders, rec, { rate, durationMs: o.durationMs, maxInFlight: Math.max(1000, rate) }),
+      rate,
+    );
+  }
+
+  close(): void {
+    for (const s of this.streams) s.close();
+  }
+}

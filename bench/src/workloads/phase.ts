@@ -1,0 +1,76 @@
+/**
+ * One measured send phase: a fresh latency recorder on the receiving streams, the server's CPU
+ * time and the generator's around it, and a bounded wait for the deliveries still on their way.
+ */
+import { cpuMs } from '../proc.js';
+import type { EventStream } from '../sse.js';
+import { Recorder, type Latency } from '../stats.js';
+import type { Target } from '../targets.js';
+import type { SendResult } from './load.js';
+
+export interface PhaseResult {
+  /** The paced rate asked for (messages per second); absent for closed loops. */
+  rate?: number;
+  accepted: number;
+  errors: number;
+  firstError: string | null;
+  skipped: number;
+  elapsedMs: number;
+  /** Accepted messages per second. */
+  throughput: number;
+  /** Deliveries expected (accepted × targets per message) and received. */
+  expected: number;
+  delivered: number;
+  deliveriesPerSec: number;
+  latency: Latency;
+  /** Server user + system CPU time over the phase, and per 1,000 deliveries. */
+  serverCpuMs: number;
+  cpuMsPer1000Deliveries: number;
+  /** The load generator's own CPU time over the phase (it shares the two cores). */
+  generatorCpuMs: number;
+}
+
+const DRAIN_TIMEOUT_MS = 10_000;
+
+export async function measurePhase(t: Target, streams: EventStream[], fanout: number, send: (rec: Recorder) => Promise<SendResult>, rate?: number): Promise<PhaseResult> {
+  const rec = new Recorder();
+  for (const s of streams) s.onMsg = rec.onMsg;
+  const cpu0 = cpuMs(t.child.pid);
+  const gen0 = process.cpuUsage();
+  const r = await send(rec);
+  const expected = r.accepted * fanout;
+  const delivered = await rec.drain(expected, DRAIN_TIMEOUT_MS);
+  const serverCpuMs = cpuMs(t.child.pid) - cpu0;
+  const gen = process.cpuUsage(gen0);
+  for (const s of streams) s.onMsg = null;
+  return {
+    ...(rate !== undefined ? { rate } : {}),
+    accepted: r.accepted,
+    errors: r.errors,
+    firstError: r.firstError,
+    skipped: r.skipped,
+    elapsedMs: r.elapsedMs,
+    throughput: (r.accepted * 1000) / r.elapsedMs,
+    expected,
+    delivered,
+    deliveriesPerSec: (delivered * 1000) / r.elapsedMs,
+    latency: rec.latency(),
+    serverCpuMs,
+    cpuMsPer1000Deliveries: delivered > 0 ? (serverCpuMs * 1000) / delivered : NaN,
+    generatorCpuMs: (gen.user + gen.system) / 1000,
+  };
+}
+
+/** One line of progress on stderr, so a long run shows where it is. */
+export function progress(t: Target, what: string, p: PhaseResult): void {
+  const l = p.latency;
+  const lost = p.expected - p.delivered;
+  process.stderr.write(
+    `  ${t.name.padEnd(7)} ${what.padEnd(14)} ${p.throughput.toFixed(0).padStart(6)} msg/s ${p.deliveriesPerSec.toFixed(0).padStart(7)} del/s` +
+      `  p50 ${l.p50.toFixed(2)} p95 ${l.p95.toFixed(2)} p99 ${l.p99.toFixed(2)} ms  cpu/1k ${p.cpuMsPer1000Deliveries.toFixed(1)} ms` +
+      (p.errors ? `  errors ${p.errors} (${p.firstError})` : '') +
+      (p.skipped ? `  skipped ${p.skipped}` : '') +
+      (lost ? `  LOST ${lost}` : '') +
+      '\n',
+  );
+}
