@@ -11,11 +11,7 @@ const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 
 export default defineConfig({
   root: here('.'),
-  resolve: {
-    // The SDK's Argon2id comes from hash-wasm (WebAssembly), which the CSP forbids in browsers:
-    // the build swaps in the plain-JavaScript implementation (src/app/kdf/).
-    alias: [{ find: /^hash-wasm$/, replacement: here('src/app/kdf/hash-wasm-shim.ts') }],
-  },
+  // The Argon2id worker (src/app/kdf/) is a module worker, like the app.
   worker: { format: 'es' },
   publicDir: here('static'),
   base: '/',

@@ -11,7 +11,7 @@ import type { ApiClient } from './api.js';
 import { b64, randomBytes } from './bytes.js';
 import { deriveHistoryKey } from './crypto/atrest.js';
 import { generateIdentity, openIdentity, openIdentityPkcs8, sealIdentity, type Identity } from './crypto/identity.js';
-import { checkKdf, deriveMaster, newKdf, type OnProgress } from './crypto/kdf.js';
+import { checkKdf, deriveMaster, newKdf, type Argon2Fn, type OnProgress } from './crypto/kdf.js';
 import { deriveAccountKeys, type AccountKeys } from './crypto/keys.js';
 import { decryptDm, decryptRoomMessage, encryptDm, encryptRoomMessage, type MessagePlain } from './crypto/message.js';
 import { pairKey } from './crypto/pair.js';
@@ -35,6 +35,11 @@ export interface MessengerOptions {
   keyCheck?: KeyCheck;
   /** Told about room keys that could not be unwrapped (a wrapper's key changed or is gone). */
   onKeyError?: (roomId: string, keyId: string, error: unknown) => void;
+  /**
+   * Where Argon2id runs (crypto/kdf.ts): the SDK's plain-JavaScript one on the calling thread by
+   * default. A web app passes one that runs it in a Worker.
+   */
+  argon2?: Argon2Fn;
 }
 
 /** Chat id as the push payload and the app use it. */
@@ -83,6 +88,7 @@ export class Messenger {
   readonly api: ApiClient;
   private readonly keyCheck: KeyCheck | undefined;
   private readonly onKeyError: MessengerOptions['onKeyError'];
+  private readonly argon2: Argon2Fn | undefined;
   private me: Me | null = null;
   private peers = new Map<string, Promise<string>>();
   private checked = new Map<string, string>();
@@ -94,6 +100,7 @@ export class Messenger {
     this.api = opts.api;
     this.keyCheck = opts.keyCheck;
     this.onKeyError = opts.onKeyError;
+    this.argon2 = opts.argon2;
   }
 
   // ---- account ----
@@ -162,7 +169,7 @@ export class Messenger {
   }
 
   private async keysFor(password: string, kdf: Kdf, onProgress?: OnProgress): Promise<AccountKeys> {
-    const master = await deriveMaster(password, kdf, onProgress);
+    const master = await deriveMaster(password, kdf, { argon2: this.argon2, onProgress });
     try {
       return await deriveAccountKeys(master);
     } finally {

@@ -40,7 +40,7 @@ export {
   newKdf,
   checkKdf,
   deriveMaster,
-  argon2idRaw,
+  argon2Js,
   passwordBytes,
   KDF_BOUNDS,
   KDF_DEFAULTS,
@@ -50,7 +50,12 @@ export {
   type Kdf,
   type OnProgress,
   type ProgressStage,
+  type Argon2Fn,
+  type Argon2Input,
+  type DeriveOptions,
 } from './crypto/kdf.js';
+export { argon2id, type Argon2Params } from './crypto/argon2.js';
+export { blake2b } from './crypto/blake2b.js';
 export { deriveAccountKeys, deriveAccountKeyBytes, INFO_AUTH, INFO_ENC, type AccountKeys } from './crypto/keys.js';
 export {
   generateIdentity,

@@ -1,11 +1,14 @@
 /**
  * Every crypto step reproduces the vectors computed by an independent implementation
  * (node:crypto for HKDF/ECDH/AES-GCM/SHA, the reference Argon2 for Argon2id), and opens them.
+ * Argon2id is checked on the SDK's own (plain JavaScript) implementation, the default, and on
+ * hash-wasm, the backend the other Node tests use for speed.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  argon2idRaw,
+  argon2id,
+  argon2Js,
   deriveMaster,
   deriveAccountKeyBytes,
   deriveAccountKeys,
@@ -32,23 +35,40 @@ import {
   type Kdf,
 } from '../src/index.js';
 import { V, hex, unhex, fixtureIdentity, fromB64 } from './fixtures.js';
+import { hashWasmArgon2 } from './hash-wasm.js';
 
-test('Argon2id matches the reference implementation known-answer vector', async () => {
+test('Argon2id matches the reference implementation known-answer vector (SDK and hash-wasm)', async () => {
   const r = V.argon2id.reference;
-  const tag = await argon2idRaw({ password: unhex(r.password), salt: unhex(r.salt), m: r.m, t: r.t, p: r.p });
-  assert.equal(hex(tag), r.tag);
+  const input = { password: unhex(r.password), salt: unhex(r.salt), m: r.m, t: r.t, p: r.p, length: 32 };
+  assert.equal(hex(argon2id(input)), r.tag);
+  assert.equal(hex(await hashWasmArgon2(input)), r.tag);
 });
 
 test('master secret = Argon2id over the NFC password matches the reference implementation (default parameters included)', async () => {
   for (const d of V.argon2id.derive) {
     const kdf: Kdf = { alg: 'argon2id', salt: d.salt, m: d.m, t: d.t, p: d.p };
+    // No backend given: the SDK's own Argon2id.
     assert.equal(hex(await deriveMaster(d.password, kdf)), d.master, `${d.m}/${d.t}/${d.p}`);
+    assert.equal(hex(await deriveMaster(d.password, kdf, { argon2: hashWasmArgon2 })), d.master, `hash-wasm ${d.m}/${d.t}/${d.p}`);
     if (d.passwordIsNfd) {
       // The same password typed in composed form gives the same master secret.
       assert.notEqual(d.password, d.password.normalize('NFC'));
-      assert.equal(hex(await deriveMaster(d.password.normalize('NFC'), kdf)), d.master);
+      assert.equal(hex(await deriveMaster(d.password.normalize('NFC'), kdf, { argon2: hashWasmArgon2 })), d.master);
     }
   }
+});
+
+test('deriveMaster reports the deriving_key stage with a rising fraction that ends at 1', async () => {
+  const d = V.argon2id.derive[0];
+  const seen: [string, number | undefined][] = [];
+  const master = await deriveMaster(d.password, { alg: 'argon2id', salt: d.salt, m: d.m, t: d.t, p: d.p }, { argon2: argon2Js, onProgress: (s, f) => seen.push([s, f]) });
+  assert.equal(hex(master), d.master);
+  assert.ok(seen.every(([s]) => s === 'deriving_key'));
+  const fractions = seen.map(([, f]) => f!);
+  assert.equal(fractions[0], 0);
+  assert.equal(fractions.at(-1), 1);
+  assert.ok(fractions.length >= 20 && fractions.length <= 150, `${fractions.length} reports`);
+  assert.ok(fractions.every((f, i) => i === 0 || f > fractions[i - 1]!), 'strictly rising');
 });
 
 test('authKey and encKey are HKDF-SHA256 of the master with infos svc/auth/v1 and svc/enc/v1', async () => {

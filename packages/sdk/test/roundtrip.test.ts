@@ -2,7 +2,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { makeUlid } from '@svc/protocol';
-import { openAtRest, randomBytes, sealAtRest, type DecryptedMessage } from '../src/index.js';
+import { argon2Js, openAtRest, randomBytes, sealAtRest, type DecryptedMessage } from '../src/index.js';
 import { Inbox, client, loginDevice, nick, register, startServer, type TestServer } from './server.js';
 
 let server: TestServer;
@@ -127,14 +127,22 @@ test('account deletion needs the password, then the nick is gone', async () => {
   await assert.rejects(bob.m.sendDm(name, 'x'), { code: 'unknown_user' });
 });
 
-test('an account made with the default KDF cost (m=65536, t=3, p=1) logs in on another device', async () => {
+test('an account made with the default KDF cost (m=65536, t=3, p=1) on hash-wasm logs in on another device with the SDK\'s own Argon2id', async () => {
   const name = nick();
   const a = client(server);
   await a.m.register({ nick: name, password: 'default cost' });
   assert.deepEqual([a.m.kdf.m, a.m.kdf.t, a.m.kdf.p], [65536, 3, 1]);
   const stages: string[] = [];
-  const b = client(server);
-  await b.m.login({ nick: name, password: 'default cost' }, (s) => stages.push(s));
+  let last = -1;
+  const b = client(server, { argon2: argon2Js });
+  await b.m.login({ nick: name, password: 'default cost' }, (s, f) => {
+    if (stages.at(-1) !== s) stages.push(s);
+    if (f !== undefined) {
+      assert.ok(f >= last, 'the fraction only rises');
+      last = f;
+    }
+  });
   assert.equal(b.m.publicKey, a.m.publicKey);
   assert.deepEqual(stages, ['fetching_params', 'deriving_key', 'contacting_service', 'opening_identity', 'done']);
+  assert.equal(last, 1);
 });

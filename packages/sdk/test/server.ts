@@ -5,6 +5,7 @@
 import type * as Harness from '../../server/test/harness.js';
 import { ApiClient, cookieFetch, EventStream, KDF_MIN, Messenger, type ConnectionState, type FetchLike, type MessengerOptions } from '../src/index.js';
 import type { Envelope } from '@svc/protocol';
+import { hashWasmArgon2 } from './hash-wasm.js';
 
 // Types come from the harness source (a project reference); the code from its build output, which
 // sits one folder deeper than the source relative to this file once compiled to dist/test.
@@ -24,18 +25,37 @@ export interface Device {
   deviceId: string;
   /** Every request this device made, "METHOD path". */
   requests: string[];
+  /** Its cookie jar: what a browser keeps across a page reload. */
+  jar: FetchLike;
 }
 
-export function client(server: TestServer, o: { clock?: () => number; wrap?: (f: FetchLike) => FetchLike } & Partial<MessengerOptions> = {}): Device {
+export type ClientOptions = { clock?: () => number; wrap?: (f: FetchLike) => FetchLike; jar?: FetchLike } & Partial<MessengerOptions>;
+
+/**
+ * A device's API client and the options of its Messenger. Argon2id runs on hash-wasm (fast)
+ * unless `argon2` is given; the SDK's own default is checked by the vectors and by the tests that
+ * pass `argon2: argon2Js`.
+ */
+function parts(server: TestServer, o: ClientOptions): { api: ApiClient; opts: MessengerOptions; requests: string[]; jar: FetchLike } {
   const requests: string[] = [];
-  const jar = cookieFetch();
+  const jar = o.jar ?? cookieFetch();
   const counting: FetchLike = (url, init) => {
     requests.push(`${init?.method ?? 'GET'} ${new URL(url).pathname}`);
     return jar(url, init);
   };
   const api = new ApiClient({ baseUrl: server.url, origin: ORIGIN, fetch: o.wrap ? o.wrap(counting) : counting, ...(o.clock ? { clock: o.clock } : {}) });
-  const m = new Messenger({ api, ...(o.keyCheck ? { keyCheck: o.keyCheck } : {}), ...(o.onKeyError ? { onKeyError: o.onKeyError } : {}) });
-  return { m, api, deviceId: '', requests };
+  const opts: MessengerOptions = {
+    api,
+    argon2: o.argon2 ?? hashWasmArgon2,
+    ...(o.keyCheck ? { keyCheck: o.keyCheck } : {}),
+    ...(o.onKeyError ? { onKeyError: o.onKeyError } : {}),
+  };
+  return { api, opts, requests, jar };
+}
+
+export function client(server: TestServer, o: ClientOptions = {}): Device {
+  const { api, opts, requests, jar } = parts(server, o);
+  return { m: new Messenger(opts), api, deviceId: '', requests, jar };
 }
 
 /** Registers an account (minimum KDF cost) and its first device. */

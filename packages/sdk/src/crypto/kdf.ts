@@ -1,10 +1,15 @@
 /**
- * The password step: Argon2id (hash-wasm, WebAssembly, runs alike in browsers and Node) over the
- * password as UTF-8 in Unicode NFC, so the same password typed on different systems gives the same
- * master secret. The parameters come from the service per nick, so they are checked against
- * KDF_BOUNDS before use: a hostile service must not be able to downgrade the work factor.
+ * The password step: Argon2id over the password as UTF-8 in Unicode NFC, so the same password
+ * typed on different systems gives the same master secret. The parameters come from the service
+ * per nick, so they are checked against KDF_BOUNDS before use: a hostile service must not be able
+ * to downgrade the work factor.
+ *
+ * Which Argon2id runs is the caller's choice (an Argon2Fn): by default the SDK's own plain
+ * JavaScript one (argon2.ts) on the calling thread. A web app passes one that runs that same
+ * function in a Worker, so the page stays responsive; Node tests and the benchmark may pass a
+ * faster WebAssembly one. Every backend must give the same bytes: the vectors pin them.
  */
-import { argon2id } from 'hash-wasm';
+import { argon2id } from './argon2.js';
 import { KDF_BOUNDS, KDF_DEFAULTS, isB64urlOfLength, isPlainObject, type Kdf } from '@svc/protocol';
 import { b64, randomBytes, unb64, utf8 } from '../bytes.js';
 import { SdkError } from '../errors.js';
@@ -48,41 +53,65 @@ export function checkKdf(kdf: unknown): Kdf {
   return { alg: 'argon2id', salt: kdf.salt, m: kdf.m, t: kdf.t, p: kdf.p };
 }
 
-/** Progress of the slow steps, for a UI that shows what is happening. */
+/**
+ * Progress of the slow steps, for a UI that shows what is happening. During `deriving_key` the
+ * callback is called again and again with the fraction done (0..1), so a progress bar can follow.
+ */
 export type ProgressStage = 'fetching_params' | 'deriving_key' | 'contacting_service' | 'opening_identity' | 'done';
-export type OnProgress = (stage: ProgressStage) => void;
+export type OnProgress = (stage: ProgressStage, fraction?: number) => void;
+
+/** What an Argon2id backend is given: every input explicit, no bounds check (vectors use tiny ones). */
+export interface Argon2Input {
+  password: Uint8Array;
+  salt: Uint8Array;
+  /** memory in KiB */
+  m: number;
+  /** passes */
+  t: number;
+  /** lanes */
+  p: number;
+  /** output bytes */
+  length: number;
+  /** Fraction done (0..1); a backend may call it, or not. */
+  onProgress?: (fraction: number) => void;
+}
+
+/** An Argon2id implementation (version 0x13, no secret, no associated data). */
+export type Argon2Fn = (input: Argon2Input) => Promise<Uint8Array>;
+
+/** The default backend: the SDK's plain-JavaScript Argon2id, on the calling thread. */
+export const argon2Js: Argon2Fn = async (input) => argon2id(input);
+
+export interface DeriveOptions {
+  /** Where Argon2id runs; argon2Js when not given. */
+  argon2?: Argon2Fn | undefined;
+  onProgress?: OnProgress | undefined;
+}
 
 /** The password as bytes: UTF-8 of its NFC form. */
 export function passwordBytes(password: string): Uint8Array {
   return utf8(password.normalize('NFC'));
 }
 
-/**
- * Plain Argon2id (version 0x13) with every input explicit, so reference vectors with short salts
- * can be checked through the same call path as deriveMaster. No bounds check here.
- */
-export async function argon2idRaw(o: {
-  password: Uint8Array;
-  salt: Uint8Array;
-  m: number;
-  t: number;
-  p: number;
-  length?: number;
-}): Promise<Uint8Array> {
-  return argon2id({
-    password: o.password,
-    salt: o.salt,
-    memorySize: o.m,
-    iterations: o.t,
-    parallelism: o.p,
-    hashLength: o.length ?? MASTER_BYTES,
-    outputType: 'binary',
-  });
-}
-
 /** Master secret = Argon2id(NFC password, salt, m, t, p) → 32 bytes, after the bounds check. */
-export async function deriveMaster(password: string, kdf: Kdf, onProgress?: OnProgress): Promise<Uint8Array> {
+export async function deriveMaster(password: string, kdf: Kdf, o: DeriveOptions = {}): Promise<Uint8Array> {
   const k = checkKdf(kdf);
-  onProgress?.('deriving_key');
-  return argon2idRaw({ password: passwordBytes(password), salt: unb64(k.salt, SALT_BYTES), m: k.m, t: k.t, p: k.p });
+  const onProgress = o.onProgress;
+  onProgress?.('deriving_key', 0);
+  const pw = passwordBytes(password);
+  try {
+    const master = await (o.argon2 ?? argon2Js)({
+      password: pw,
+      salt: unb64(k.salt, SALT_BYTES),
+      m: k.m,
+      t: k.t,
+      p: k.p,
+      length: MASTER_BYTES,
+      ...(onProgress ? { onProgress: (f: number) => onProgress('deriving_key', f) } : {}),
+    });
+    if (!(master instanceof Uint8Array) || master.length !== MASTER_BYTES) throw new TypeError('the Argon2id backend returned no 32-byte secret');
+    return master;
+  } finally {
+    pw.fill(0);
+  }
 }

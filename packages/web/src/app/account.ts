@@ -8,6 +8,7 @@ import { ApiClient, Messenger, isSdkError, type KeyCheck, type OnProgress } from
 import { currentAccount, deviceIdFor, forgetDeviceId, setCurrentAccount } from './device.js';
 import { Db, STORES } from './idb.js';
 import { exportIdentity, resumeMessenger, type SavedIdentity } from './sdk-bridge.js';
+import { workerArgon2 } from './kdf/worker-argon2.js';
 import { Session } from './session.js';
 
 const SAVED = 'identity';
@@ -18,6 +19,8 @@ function newMessenger(): { m: Messenger; bindTrust: (s: Session) => void } {
     api: new ApiClient(),
     // The trust store needs the account's keys, which exist only after login: bind it late.
     keyCheck: (nick, key, purpose) => (check ? check(nick, key, purpose) : undefined),
+    // Argon2id in a worker, so the page stays responsive and shows progress.
+    argon2: workerArgon2,
   });
   return { m, bindTrust: (s) => (check = s.trust.keyCheck) };
 }

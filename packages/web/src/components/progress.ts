@@ -1,9 +1,9 @@
 /**
  * Visible progress while the password is stretched (Argon2id takes seconds): a progress bar fed by
- * the KDF worker and a status line naming the step.
+ * the fraction the SDK reports during `deriving_key` (from the KDF worker) and a status line
+ * naming the step.
  */
 import type { ProgressStage } from '@svc/sdk';
-import { onKdfProgress } from '../app/kdf/hash-wasm-shim.js';
 import { h } from './dom.js';
 
 const STAGE_TEXT: Record<ProgressStage, string> = {
@@ -16,7 +16,7 @@ const STAGE_TEXT: Record<ProgressStage, string> = {
 
 export interface ProgressView {
   el: HTMLElement;
-  onStage: (stage: ProgressStage) => void;
+  onStage: (stage: ProgressStage, fraction?: number) => void;
   start(): void;
   stop(message?: string): void;
 }
@@ -25,22 +25,19 @@ export function progressView(label: string): ProgressView {
   const bar = h('progress', { max: '100', 'aria-label': label });
   bar.hidden = true;
   const text = h('p', { class: 'status', role: 'status' });
-  let off: (() => void) | null = null;
   return {
     el: h('div', {}, bar, text),
-    onStage(stage) {
-      text.textContent = STAGE_TEXT[stage];
+    onStage(stage, fraction) {
+      // The stage repeats with each fraction; rewriting the live region would announce it again.
+      if (text.textContent !== STAGE_TEXT[stage]) text.textContent = STAGE_TEXT[stage];
+      if (fraction !== undefined) bar.value = Math.round(fraction * 100);
     },
     start() {
       bar.hidden = false;
       bar.removeAttribute('value');
       text.classList.remove('error');
-      off?.();
-      off = onKdfProgress((f) => (bar.value = Math.round(f * 100)));
     },
     stop(message) {
-      off?.();
-      off = null;
       bar.hidden = true;
       text.textContent = message ?? '';
       text.classList.toggle('error', Boolean(message));

@@ -1,9 +1,8 @@
 /**
- * Runs Argon2id off the main thread, so the page stays responsive and can show progress while
- * the password is stretched (a second or more with the default 64 MiB, 3 passes).
- * Messages in: {password, salt, m, t, p, length, secret?, ad?}; out: {progress} then {hash} or {error}.
+ * Runs the SDK's Argon2id off the main thread (see worker-argon2.ts).
+ * Messages in: {password, salt, m, t, p, length}; out: {progress} (about a hundred), then {hash} or {error}.
  */
-import { argon2id, type Argon2Params } from './argon2.js';
+import { argon2id, type Argon2Params } from '@svc/sdk/argon2';
 
 type Job = Omit<Argon2Params, 'onProgress'>;
 
@@ -11,17 +10,7 @@ const scope = self as unknown as { onmessage: ((e: MessageEvent<Job>) => void) |
 
 scope.onmessage = (e) => {
   try {
-    let last = 0;
-    const hash = argon2id({
-      ...e.data,
-      onProgress: (f) => {
-        // About a hundred updates at most; each one is a message to the page.
-        if (f - last >= 0.01 || f === 1) {
-          last = f;
-          scope.postMessage({ progress: f });
-        }
-      },
-    });
+    const hash = argon2id({ ...e.data, onProgress: (progress) => scope.postMessage({ progress }) });
     scope.postMessage({ hash }, [hash.buffer]);
   } catch (err) {
     scope.postMessage({ error: err instanceof Error ? err.message : String(err) });

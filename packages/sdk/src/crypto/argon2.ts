@@ -1,11 +1,12 @@
 /**
- * Argon2id (RFC 9106, version 0x13) in plain JavaScript.
+ * Argon2id (RFC 9106, version 0x13) in plain JavaScript: the SDK's own password hash.
  *
- * Why it exists: the service's Content-Security-Policy (`default-src 'self'`, no
- * 'wasm-unsafe-eval') forbids compiling WebAssembly, so the SDK's hash-wasm backend cannot run in
- * the browser. The web build swaps hash-wasm for this implementation (see hash-wasm-shim.ts) and
- * runs it in a worker. It is runtime-neutral and checked against the RFC 9106 vector and against
- * hash-wasm, so it can move into the SDK as its browser backend.
+ * Why plain JavaScript: WebCrypto has no memory-hard KDF, and the service's Content-Security-Policy
+ * (`default-src 'self'`, no 'wasm-unsafe-eval') forbids compiling WebAssembly, so a WebAssembly
+ * Argon2 cannot run in the web app. This one runs wherever the SDK runs. It is synchronous and
+ * takes seconds with the default parameters: a browser app runs it in a Worker (kdf.ts lets the
+ * caller supply where it runs). Checked against RFC 9106's vector, the reference implementation's
+ * vectors and hash-wasm (test/argon2.test.ts, test/crypto-vectors.test.ts).
  *
  * Memory is one Uint32Array of m KiB; each 64-bit word is a (low, high) pair of 32-bit integers.
  */
@@ -20,10 +21,11 @@ export interface Argon2Params {
   t: number;
   /** lanes */
   p: number;
+  /** output bytes */
   length: number;
   secret?: Uint8Array;
   ad?: Uint8Array;
-  /** Called with the fraction done (0..1) after each segment. */
+  /** Called with the fraction done (0..1), about a hundred times in all and once with 1 at the end. */
   onProgress?: (fraction: number) => void;
 }
 
@@ -140,7 +142,10 @@ function bytesToWords(b: Uint8Array, out: Uint32Array, off: number): void {
 
 export function argon2id(o: Argon2Params): Uint8Array {
   const { p, t, length } = o;
-  if (p < 1 || t < 1 || length < 4 || o.m < 8 * p) throw new RangeError('Argon2id parameters out of range');
+  const whole = (n: number, min: number, max: number) => Number.isInteger(n) && n >= min && n <= max;
+  if (!whole(p, 1, 0xffffff) || !whole(t, 1, 0xffffffff) || !whole(length, 4, 0xffffffff) || !whole(o.m, 8 * p, 0xffffffff)) {
+    throw new RangeError('Argon2id parameters out of range');
+  }
   const secret = o.secret ?? new Uint8Array(0);
   const ad = o.ad ?? new Uint8Array(0);
   const h0 = blake2b(
@@ -169,8 +174,15 @@ export function argon2id(o: Argon2Params): Uint8Array {
     fill(zero, 0, 0, 0, false, addr, addr);
   };
 
-  const segmentsTotal = t * SYNC_POINTS * p;
-  let segmentsDone = 0;
+  // Progress counts filled blocks; a report every `step` blocks and at the end of each segment.
+  const filledTotal = t * blocks - 2 * p;
+  const step = Math.max(1, Math.ceil(filledTotal / 100));
+  let filled = 0;
+  let nextReport = step;
+  const report = () => {
+    nextReport = filled + step;
+    o.onProgress?.(filled / filledTotal);
+  };
   for (let pass = 0; pass < t; pass++) {
     for (let slice = 0; slice < SYNC_POINTS; slice++) {
       for (let lane = 0; lane < p; lane++) {
@@ -217,9 +229,9 @@ export function argon2id(o: Argon2Params): Uint8Array {
           const startPos = pass !== 0 && slice !== SYNC_POINTS - 1 ? (slice + 1) * segLen : 0;
           const refIdx = (startPos + rel) % laneLen;
           fill(mem, at(lane, prevIdx), at(refLane, refIdx), at(lane, idx), pass !== 0);
+          if (++filled >= nextReport) report();
         }
-        segmentsDone += 1;
-        o.onProgress?.(segmentsDone / segmentsTotal);
+        if (filled !== nextReport - step) report();
       }
     }
   }

@@ -1,0 +1,30 @@
+/**
+ * The SDK's Argon2 backend for this app: the SDK's own plain-JavaScript Argon2id, run in a module
+ * Worker (argon2.worker.ts) so the page stays responsive while the password is stretched (seconds
+ * with the default 64 MiB, 3 passes) and can draw the worker's progress. Passed to every Messenger
+ * as `argon2` (account.ts). A module worker from our own origin is allowed by the CSP's
+ * `default-src 'self'`; WebAssembly is not, which is why the SDK's Argon2id is plain JavaScript.
+ */
+import type { Argon2Fn } from '@svc/sdk';
+
+export const workerArgon2: Argon2Fn = ({ onProgress, ...job }) => {
+  // A worker per derivation: its 64 MiB go away with it.
+  const worker = new Worker(new URL('./argon2.worker.ts', import.meta.url), { type: 'module', name: 'argon2id' });
+  return new Promise<Uint8Array>((resolve, reject) => {
+    worker.onmessage = (e: MessageEvent<{ progress?: number; hash?: Uint8Array; error?: string }>) => {
+      const d = e.data;
+      if (typeof d.progress === 'number') {
+        onProgress?.(d.progress);
+        return;
+      }
+      worker.terminate();
+      if (d.hash) resolve(d.hash);
+      else reject(new Error(d.error ?? 'key derivation failed'));
+    };
+    worker.onerror = (e) => {
+      worker.terminate();
+      reject(new Error(e.message || 'key derivation worker failed'));
+    };
+    worker.postMessage(job);
+  });
+};
