@@ -31,11 +31,13 @@ export async function launchBrowser(): Promise<Browser> {
 }
 
 /**
- * Browser noise that is the expected answer of a correct app, not a fault: Chromium logs every
- * non-2xx fetch as "Failed to load resource", and a signed-out client is told 401 by design
- * (the session probe at start, and the sessions a password change revokes).
+ * Chromium logs every non-2xx response as "Failed to load resource"; those are reported from the
+ * response itself instead, with method, path and error body, so a failure says what failed.
  */
-const EXPECTED = [/Failed to load resource: the server responded with a status of 401/];
+const HTTP_STATUS_LOG = /^Failed to load resource: the server responded with a status of/;
+
+/** A signed-out client is told 401 by design (the session probe at start, revoked sessions). */
+const expectedStatus = (status: number) => status < 400 || status === 401;
 
 export interface Device {
   name: string;
@@ -55,12 +57,25 @@ function watch(page: Page, device: { name: string; errors: string[]; deviceIds: 
   page.on('console', (msg) => {
     if (msg.type() !== 'error') return;
     const text = msg.text();
-    if (EXPECTED.some((re) => re.test(text))) return;
-    note(`console.error: ${text}`);
+    if (HTTP_STATUS_LOG.test(text)) return;
+    const where = msg.location().url;
+    note(`console.error: ${text}${where ? ` (${where})` : ''}`);
   });
   // A native confirm() before a destructive action is answered as the person would: yes.
   page.on('dialog', (d) => void d.accept().catch(() => undefined));
   page.on('pageerror', (err) => note(`uncaught: ${err.stack ?? err.message}`));
+  page.on('response', (res) => {
+    if (expectedStatus(res.status())) return;
+    const label = `HTTP ${res.status()} ${res.request().method()} ${new URL(res.url()).pathname}`;
+    const at = device.errors.push(`[${device.name}] ${label}`) - 1;
+    // The error body names the code and field; add it if the entry is still waiting to be read.
+    void res.text().then(
+      (body) => {
+        if (device.errors[at] === `[${device.name}] ${label}`) device.errors[at] += ` ${body.slice(0, 300)}`;
+      },
+      () => undefined,
+    );
+  });
   page.on('request', (req) => {
     const url = new URL(req.url());
     if (url.pathname === '/api/events') {
