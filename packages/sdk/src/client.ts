@@ -10,7 +10,7 @@ import { isNick, type EncryptedKey, type Envelope, type Kdf, type Room, type Roo
 import type { ApiClient } from './api.js';
 import { b64, randomBytes } from './bytes.js';
 import { deriveHistoryKey } from './crypto/atrest.js';
-import { generateIdentity, openIdentity, openIdentityPkcs8, sealIdentity, type Identity } from './crypto/identity.js';
+import { generateIdentity, identityMatches, openIdentity, openIdentityPkcs8, sealIdentity, type Identity } from './crypto/identity.js';
 import { checkKdf, deriveMaster, newKdf, type Argon2Fn, type OnProgress } from './crypto/kdf.js';
 import { deriveAccountKeys, type AccountKeys } from './crypto/keys.js';
 import { decryptDm, decryptRoomMessage, encryptDm, encryptRoomMessage, type MessagePlain } from './crypto/message.js';
@@ -20,6 +20,7 @@ import { safetyNumber } from './crypto/safety.js';
 import { SdkError } from './errors.js';
 import { EventStream, type EventStreamOptions } from './events.js';
 import { RoomKeyring } from './keyring.js';
+import { checkSessionState, SESSION_STATE_VERSION, type SessionState } from './session.js';
 
 /** Why a peer key is about to be used: the app may accept a changed key for reading but hold sending. */
 export type KeyPurpose = 'send' | 'receive';
@@ -166,6 +167,39 @@ export class Messenger {
     const identity = await openIdentity(keys.encKey, res.encryptedKey, res.nick, res.publicKey);
     identity.pkcs8.fill(0);
     await this.start(res.nick, { publicKey: identity.publicKey, privateKey: identity.privateKey }, checkKdf(res.kdf), onProgress);
+  }
+
+  /**
+   * What the app stores to resume this Messenger after a restart without the password (see
+   * session.ts): the identity key pair (the private key as a non-extractable CryptoKey, which
+   * IndexedDB keeps by structured clone), nick, KDF parameters and device id. Store it again after
+   * changePassword (the KDF parameters change) and delete it at sign-out.
+   */
+  exportSession(): SessionState {
+    const me = this.need();
+    return {
+      v: SESSION_STATE_VERSION,
+      nick: me.nick,
+      publicKey: me.identity.publicKey,
+      privateKey: me.identity.privateKey,
+      kdf: { ...me.kdf },
+      deviceId: this.api.device ?? null,
+    };
+  }
+
+  /**
+   * A Messenger signed in from a saved state, with no password and no request: the service
+   * session is the cookie the client (browser) still holds. SdkError `bad_session` when the state
+   * is malformed or its private key does not belong to its public key. The first request tells
+   * whether the service session still lives (401 `unauthenticated` if not: log in again).
+   */
+  static async resume(opts: MessengerOptions, state: unknown): Promise<Messenger> {
+    const s = checkSessionState(state);
+    if (!(await identityMatches(s.privateKey, s.publicKey))) throw new SdkError('bad_session', { message: 'The saved identity key does not match its public key; log in again.' });
+    const m = new Messenger(opts);
+    if (s.deviceId !== null) m.api.setDevice(s.deviceId);
+    await m.start(s.nick, { publicKey: s.publicKey, privateKey: s.privateKey }, s.kdf);
+    return m;
   }
 
   private async keysFor(password: string, kdf: Kdf, onProgress?: OnProgress): Promise<AccountKeys> {

@@ -21,7 +21,9 @@ export type ClientErrorCode =
   /** the text does not fit in one message. */
   | 'too_long'
   /** the method needs a logged-in Messenger or a device. */
-  | 'not_ready';
+  | 'not_ready'
+  /** a saved session (Messenger.resume) is malformed, of another format, or its keys do not match. */
+  | 'bad_session';
 
 export type SdkErrorCode = ErrorCode | ClientErrorCode;
 
@@ -37,6 +39,7 @@ const CLIENT_MESSAGE: Record<ClientErrorCode, string> = {
   no_room_key: 'No key of this room is held; wait for a key rotation by the owner.',
   too_long: 'The message is too long; shorten it.',
   not_ready: 'Log in and register this device first.',
+  bad_session: 'The saved session cannot be resumed; log in again.',
 };
 
 function nextStepFor(code: SdkErrorCode): NextStep {
@@ -48,6 +51,7 @@ function nextStepFor(code: SdkErrorCode): NextStep {
       return 'retry';
     case 'unauthenticated':
     case 'not_ready':
+    case 'bad_session':
       return 'log_in';
     case 'bad_response':
       return 'reload';

@@ -6,7 +6,8 @@
  *   crypto/*   one file per primitive or construction, no I/O
  *   ApiClient  one typed method per route, SdkError for every refusal, server-corrected clock
  *   EventStream  the device's event stream: state, ack-after-store in batches, reconnect
- *   Messenger  the account: login/register from a password, messages, rooms and their keys
+ *   Messenger  the account: login/register from a password (or resume a saved session), messages,
+ *              rooms and their keys
  */
 export { SdkError, isSdkError, type SdkErrorCode, type ClientErrorCode, type NextStep } from './errors.js';
 export { ApiClient, API_METHODS, errorFrom, type ApiOptions, type RequestOptions } from './api.js';
@@ -33,6 +34,7 @@ export {
   type SentMessage,
   type SendOptions,
 } from './client.js';
+export { checkSessionState, SESSION_STATE_VERSION, type SessionState } from './session.js';
 
 export { seal, open, importAesKey, IV_BYTES, type Sealed } from './crypto/aead.js';
 export { hkdf, sha256 } from './crypto/hkdf.js';
@@ -62,6 +64,7 @@ export {
   sealIdentity,
   openIdentity,
   openIdentityPkcs8,
+  identityMatches,
   importPublicKey,
   IDENTITY_AAD,
   type Identity,

@@ -58,6 +58,16 @@ export function client(server: TestServer, o: ClientOptions = {}): Device {
   return { m: new Messenger(opts), api, deviceId: '', requests, jar };
 }
 
+/**
+ * The same device after a page reload: a new API client and Messenger resumed from `state`
+ * (as it comes back from IndexedDB), with the cookie jar the device had.
+ */
+export async function reload(server: TestServer, d: Device, state: unknown, o: ClientOptions = {}): Promise<Device> {
+  const { api, opts, requests, jar } = parts(server, { ...o, jar: d.jar });
+  const m = await Messenger.resume(opts, state);
+  return { m, api, deviceId: api.device ?? '', requests, jar };
+}
+
 /** Registers an account (minimum KDF cost) and its first device. */
 export async function register(server: TestServer, name = nick(), password = 'pw-' + name, o: Parameters<typeof client>[1] = {}): Promise<Device & { password: string }> {
   const d = client(server, o);

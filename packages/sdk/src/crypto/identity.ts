@@ -72,3 +72,20 @@ export async function openIdentity(encKey: CryptoKey, encryptedKey: EncryptedKey
   }
   return { publicKey, privateKey: await importPrivate(pkcs8, false), pkcs8 };
 }
+
+/**
+ * Whether a (non-extractable) private key belongs to `publicKey`, without exporting it: with a
+ * throwaway key pair E, ECDH(private, E.public) equals ECDH(E.private, publicKey) only when
+ * publicKey is the private key's point (or its negation, which no stored pair holds by accident).
+ * Used when a saved session is resumed, so mismatched stored fields are refused, not used.
+ */
+export async function identityMatches(privateKey: CryptoKey, publicKey: string): Promise<boolean> {
+  try {
+    const e = (await subtle().generateKey(EC, false, ['deriveBits'])) as CryptoKeyPair;
+    const a = new Uint8Array(await subtle().deriveBits({ name: 'ECDH', public: e.publicKey }, privateKey, 256));
+    const b = new Uint8Array(await subtle().deriveBits({ name: 'ECDH', public: await importPublicKey(publicKey) }, e.privateKey, 256));
+    return a.length === b.length && a.every((x, i) => x === b[i]);
+  } catch {
+    return false;
+  }
+}

@@ -1,28 +1,34 @@
 /**
  * Account lifecycle on this browser: sign up, sign in, resume after a reload, sign out, change the
- * password, delete the account. While signed in, the identity key (a non-extractable CryptoKey) is
- * kept in the account's IndexedDB so a reload needs no password; signing out removes it, so the
- * history stored here (sealed under a key derived from the identity) needs the password again.
+ * password, delete the account. While signed in, the SDK's saved session (Messenger.exportSession:
+ * the identity key as a non-extractable CryptoKey, nick, KDF parameters, device id) is kept in the
+ * account's IndexedDB so a reload needs no password; signing out removes it, so the history stored
+ * here (sealed under a key derived from the identity) needs the password again.
  */
-import { ApiClient, Messenger, isSdkError, type KeyCheck, type OnProgress } from '@svc/sdk';
+import { ApiClient, Messenger, isSdkError, type KeyCheck, type MessengerOptions, type OnProgress } from '@svc/sdk';
 import { currentAccount, deviceIdFor, forgetDeviceId, setCurrentAccount } from './device.js';
 import { Db, STORES } from './idb.js';
-import { exportIdentity, resumeMessenger, type SavedIdentity } from './sdk-bridge.js';
 import { workerArgon2 } from './kdf/worker-argon2.js';
 import { Session } from './session.js';
 
+/** The kv key of the saved session. A save the SDK cannot resume (bad_session) asks for the password once. */
 const SAVED = 'identity';
 
-function newMessenger(): { m: Messenger; bindTrust: (s: Session) => void } {
+function messengerOptions(): { opts: MessengerOptions; bindTrust: (s: Session) => void } {
   let check: KeyCheck | null = null;
-  const m = new Messenger({
+  const opts: MessengerOptions = {
     api: new ApiClient(),
     // The trust store needs the account's keys, which exist only after login: bind it late.
     keyCheck: (nick, key, purpose) => (check ? check(nick, key, purpose) : undefined),
     // Argon2id in a worker, so the page stays responsive and shows progress.
     argon2: workerArgon2,
-  });
-  return { m, bindTrust: (s) => (check = s.trust.keyCheck) };
+  };
+  return { opts, bindTrust: (s) => (check = s.trust.keyCheck) };
+}
+
+function newMessenger(): { m: Messenger; bindTrust: (s: Session) => void } {
+  const { opts, bindTrust } = messengerOptions();
+  return { m: new Messenger(opts), bindTrust };
 }
 
 async function open(m: Messenger, bindTrust: (s: Session) => void): Promise<Session> {
@@ -32,7 +38,7 @@ async function open(m: Messenger, bindTrust: (s: Session) => void): Promise<Sess
   const s = new Session(m, db, deviceId);
   bindTrust(s);
   await s.load();
-  await db.put(STORES.kv, exportIdentity(m), SAVED);
+  await db.put(STORES.kv, m.exportSession(), SAVED);
   setCurrentAccount(m.nick);
   return s;
 }
@@ -58,20 +64,22 @@ export async function resume(): Promise<{ session: Session | null; ended: boolea
   if (!nick) return { session: null, ended: false, nick: null };
   const db = await Db.open(nick);
   try {
-    const saved = await db.get<SavedIdentity>(STORES.kv, SAVED);
+    const saved = await db.get<{ nick?: unknown }>(STORES.kv, SAVED);
     if (!saved || saved.nick !== nick) return { session: null, ended: false, nick };
-    const { m, bindTrust } = newMessenger();
+    const { opts, bindTrust } = messengerOptions();
+    let m: Messenger;
     try {
+      m = await Messenger.resume(opts, saved);
       await m.api.me();
     } catch (e) {
-      if (isSdkError(e, 'unauthenticated')) {
+      // The service ended the session, or the saved one is not usable: ask for the password.
+      if (isSdkError(e, 'unauthenticated') || isSdkError(e, 'bad_session')) {
         await db.delete(STORES.kv, SAVED);
         setCurrentAccount(null);
-        return { session: null, ended: true, nick };
+        return { session: null, ended: isSdkError(e, 'unauthenticated'), nick };
       }
       throw e;
     }
-    await resumeMessenger(m, saved);
     return { session: await open(m, bindTrust), ended: false, nick };
   } finally {
     db.close();
@@ -95,7 +103,7 @@ export async function signOut(s: Session): Promise<void> {
 
 export async function changePassword(s: Session, oldPassword: string, newPassword: string, onProgress: OnProgress): Promise<void> {
   await s.m.changePassword(oldPassword, newPassword, {}, onProgress);
-  await s.db.put(STORES.kv, exportIdentity(s.m), SAVED);
+  await s.db.put(STORES.kv, s.m.exportSession(), SAVED);
 }
 
 /** Deletes the account at the service, then everything this browser kept for it. */
