@@ -28,7 +28,7 @@ export interface ServiceProcess {
   stop(): Promise<number | null>;
 }
 
-/** Starts the service with PORT=0 and resolves once it logs the address it listens on. */
+/** Starts the service with PORT=0 and resolves once it logs the address it listens on (LOG_LEVEL info or lower). */
 export async function startService(env: Record<string, string>): Promise<ServiceProcess> {
   const child = spawn(process.execPath, [MAIN], { env: childEnv({ PORT: '0', LOG_LEVEL: 'info', ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
