@@ -16,6 +16,9 @@ export interface Child {
   pid: number;
   port: number;
   proc: ChildProcess;
+  /** How it was started, so that it can be started again the same way. */
+  args: string[];
+  env: Record<string, string>;
   /** Everything the child wrote to stderr, for the error message when it dies. */
   stderr(): string;
 }
@@ -55,7 +58,7 @@ export async function startChild(name: string, args: string[], env: Record<strin
     if (err.length < 20_000) err += c;
   });
   if (proc.pid === undefined) throw new Error(`${name}: could not start`);
-  const child: Child = { name, pid: proc.pid, port, proc, stderr: () => err };
+  const child: Child = { name, pid: proc.pid, port, proc, args, env, stderr: () => err };
   running.add(child);
   proc.once('exit', () => running.delete(child));
   const deadline = Date.now() + timeoutMs;
@@ -77,6 +80,12 @@ export async function stopChild(c: Child, graceMs = 15_000): Promise<void> {
     process.kill(c.pid, 'SIGKILL');
     await exited;
   }
+}
+
+/** Stops the child and starts a fresh process the same way (same port, same store). */
+export async function restartChild(c: Child): Promise<Child> {
+  await stopChild(c);
+  return startChild(c.name, c.args, c.env, c.port);
 }
 
 /** Stops every child still running (used on error and on SIGINT). */

@@ -3,7 +3,7 @@
  * API) and the ceiling (told the same layout with one POST /setup). Workloads see only this
  * interface, so both get byte-for-byte the same load.
  */
-import type { Child } from './proc.js';
+import { restartChild, type Child } from './proc.js';
 import { Endpoint, expect, pool, sessionCookie } from './http.js';
 import { id16, registerBody, wrappedKey } from './fixtures.js';
 
@@ -22,7 +22,10 @@ export interface Room {
 
 export interface Target {
   readonly name: 'service' | 'ceiling';
+  /** The running process; replaced by restart(). */
   readonly child: Child;
+  /** A fresh process on the same port and store (what the ceiling was told by /setup is lost). */
+  restart(): Promise<void>;
   readonly api: Endpoint;
   /** Accounts `<tag>_<i>` with `devicesEach` devices each. */
   createAccounts(tag: string, n: number, devicesEach: number): Promise<Account[]>;
@@ -43,8 +46,13 @@ export class ServiceTarget implements Target {
   readonly name = 'service' as const;
   readonly api: Endpoint;
 
-  constructor(readonly child: Child) {
+  constructor(public child: Child) {
     this.api = new Endpoint(child.port, SETUP_CONCURRENCY);
+  }
+
+  async restart(): Promise<void> {
+    this.api.resize(SETUP_CONCURRENCY);
+    this.child = await restartChild(this.child);
   }
 
   async createAccounts(tag: string, n: number, devicesEach: number): Promise<Account[]> {
@@ -75,8 +83,13 @@ export class CeilingTarget implements Target {
   readonly name = 'ceiling' as const;
   readonly api: Endpoint;
 
-  constructor(readonly child: Child) {
+  constructor(public child: Child) {
     this.api = new Endpoint(child.port, SETUP_CONCURRENCY);
+  }
+
+  async restart(): Promise<void> {
+    this.api.resize(SETUP_CONCURRENCY);
+    this.child = await restartChild(this.child);
   }
 
   async createAccounts(tag: string, n: number, devicesEach: number): Promise<Account[]> {

@@ -1,7 +1,8 @@
 /**
  * Idle streams: `idleStreams` event streams held open at once (accounts of 32 devices, the most
  * an account may have), and the server's resident memory per stream:
- * (RSS with the streams − RSS before) / count. Streams open in bounded batches, and their
+ * (RSS with the streams − RSS before) / count, each time in a freshly started server process
+ * (the service keeps its store). Streams open in bounded batches, and their
  * sockets are spread over loopback source addresses so that ports never run short across runs.
  */
 import { pool } from '../http.js';
@@ -39,6 +40,9 @@ export class IdleWorkload {
   }
 
   async run(rep: number): Promise<IdleRun> {
+    // A fresh process each time: a process that already held and dropped streams reuses that
+    // memory, and its difference would understate the cost of a stream.
+    await this.t.restart();
     await sleep(SETTLE_MS);
     const rssBeforeBytes = rssBytes(this.t.child.pid);
     const streams: EventStream[] = [];
