@@ -212,6 +212,14 @@ describe('behind nginx with deploy/nginx-svc.conf', () => {
   });
 });
 
+test('the nginx locations shown in docs/DEPLOY.md are those of deploy/nginx-svc.conf', () => {
+  const doc = readFileSync('docs/DEPLOY.md', 'utf8');
+  const site = readFileSync(SITE, 'utf8');
+  const blocks = [...doc.matchAll(/```nginx\n([\s\S]*?)```/g)].flatMap((m) => [...m[1]!.matchAll(/^ *location [^\n]*\{\n[\s\S]*?^ *\}\n/gm)].map((b) => b[0]));
+  assert.ok(blocks.length >= 2, 'no location blocks in docs/DEPLOY.md');
+  for (const b of blocks) assert.ok(site.includes(b), `docs/DEPLOY.md shows a location that ${SITE} does not have:\n${b}`);
+});
+
 function readLog(prefix: string): string {
   try {
     return readFileSync(join(prefix, 'error.log'), 'utf8');
