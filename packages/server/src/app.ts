@@ -23,6 +23,7 @@ import { registerStatic } from './http/static.js';
 import { registerRoutes } from './routes/index.js';
 import { encodeB64url } from '@svc/protocol';
 import { randomSecret } from './crypto.js';
+import { registerMetrics } from './ops/metrics.js';
 
 export interface AppOptions {
   store?: Store;
@@ -119,6 +120,9 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
     if (req.url.startsWith('/api/')) line.route = req.routeOptions.url ?? null;
     deps.log.info(line, 'request');
   });
+
+  // Prometheus metrics on 127.0.0.1:METRICS_PORT when set (ops/metrics.ts); never on this listener.
+  await registerMetrics(fastify, deps, streams);
 
   fastify.setErrorHandler((err, _req, reply) => sendError(reply, err, deps.log));
 

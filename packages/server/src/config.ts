@@ -18,6 +18,8 @@ export interface Config {
   vapid: { subject: string; publicKey: string | null; privateKey: string | null };
   rates: { messagesPerMin: number; writesPerMin: number; registerPerHour: number; loginPer10Min: number };
   pushAllowPrivateTargets: boolean;
+  /** Port of the Prometheus endpoint on 127.0.0.1 (0: any free port), or null: no metrics. */
+  metricsPort: number | null;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Folder of the web build served for every path outside /api/ and /healthz. */
   webRoot: string;
@@ -104,6 +106,7 @@ export function parseConfig(env: Env, defaults: { webRoot: string; build: Config
       loginPer10Min: intVar(env, 'LIMIT_LOGIN_PER_10MIN', DEFAULT_RATES.loginPer10Min, 1, 10_000_000),
     },
     pushAllowPrivateTargets: allowPrivate === '1',
+    metricsPort: env.METRICS_PORT ? intVar(env, 'METRICS_PORT', 0, 0, 65535) : null,
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info'),
     webRoot: defaults.webRoot,
     build: defaults.build,

@@ -15,10 +15,12 @@ import type { LocalStreams, StreamConn } from './streams.js';
 /** A device counts as online this long after its instance last refreshed it (decisions: within a minute). */
 export const PRESENCE_TTL_S = 60;
 
-type Wire =
+/** `at`: the publisher's clock when sent, for the bus-lag metric. */
+type Wire = (
   | { t: 'deliver'; from: string; d: Delivery[] }
   | { t: 'close'; from: string; sel: CloseSelector }
-  | { t: 'attach'; from: string; device: string };
+  | { t: 'attach'; from: string; device: string }
+) & { at?: number };
 
 /** Deletes a presence key only while it still names this connection (a newer stream may own it). */
 const RELEASE_SCRIPT = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end`;
@@ -42,6 +44,8 @@ export class RedisBus implements Bus {
   private readonly refresher: NodeJS.Timeout;
   private readonly ttl: number;
   private closed = false;
+  /** Told how long each message from another instance took to arrive, in ms (metrics). */
+  onLag: ((ms: number) => void) | null = null;
 
   private constructor(
     private readonly local: LocalStreams,
@@ -76,13 +80,14 @@ export class RedisBus implements Bus {
       return;
     }
     if (m.from === this.instanceId) return; // applied locally when it was published
+    if (typeof m.at === 'number') this.onLag?.(Date.now() - m.at);
     if (m.t === 'deliver') this.local.deliver(m.d);
     else if (m.t === 'close') this.local.closeWhere(m.sel);
     else if (m.t === 'attach') this.local.closeWhere({ devices: [m.device] });
   }
 
   private async publish(m: Wire): Promise<void> {
-    await this.o.pub.publish(this.channel, JSON.stringify(m));
+    await this.o.pub.publish(this.channel, JSON.stringify({ ...m, at: Date.now() }));
   }
 
   async attach(conn: StreamConn): Promise<void> {
