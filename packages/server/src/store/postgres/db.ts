@@ -38,9 +38,28 @@ export function withDefaultUser(url: string): string {
   return url;
 }
 
+/**
+ * Failing fast when PostgreSQL goes away (docs/SECURITY.md, "Failing dependencies"): a request
+ * waits at most this long for a pooled connection or a new one, and at most QUERY_TIMEOUT_MS for
+ * the answer to one statement, so a database that is down or unreachable turns into a 500 within
+ * about 5 s instead of a request that hangs. Migrations, which may rightly take long, lift the
+ * statement bound for themselves (see migrate()).
+ */
+export const CONNECT_TIMEOUT_MS = 2_500;
+export const QUERY_TIMEOUT_MS = 4_000;
+const MIGRATION_TIMEOUT_MS = 60 * 60 * 1000;
+
 export function openPool(url: string, opts: { schema?: string | undefined; max?: number | undefined } = {}): pg.Pool {
   if (opts.schema !== undefined && !SCHEMA_RE.test(opts.schema)) throw new Error(`bad schema name ${JSON.stringify(opts.schema)}`);
-  const config: pg.PoolConfig = { connectionString: withDefaultUser(url), max: opts.max ?? 10, types };
+  const config: pg.PoolConfig = {
+    connectionString: withDefaultUser(url),
+    max: opts.max ?? 10,
+    types,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    query_timeout: QUERY_TIMEOUT_MS,
+    // TCP keep-alive notices a peer that vanished without closing (a dead host, a cut link).
+    keepAlive: true,
+  };
   if (opts.schema !== undefined) {
     // Every connection is told its search_path when it starts, so no query can run before it.
     // Options already in the URL are kept (pg would let the URL's value replace ours).
@@ -84,6 +103,17 @@ const ATTEMPTS = 5;
 /** Advisory lock key of migrations (namespace 0; the per-account locks of locks.ts use 1 to 3). */
 const MIGRATE_LOCK = 0;
 
+/**
+ * A statement that timed out or whose connection broke: the connection is in an unknown state,
+ * and a ROLLBACK on it would only wait out another timeout. The pool drops it instead (the
+ * server rolls back an open transaction when its connection goes).
+ */
+function connectionLost(e: unknown): boolean {
+  const msg = (e as { message?: unknown } | null)?.message;
+  if (typeof msg !== 'string') return false;
+  return msg === 'Query read timeout' || /Connection terminated|ECONNRESET|EPIPE|not queryable/i.test(msg);
+}
+
 /** Runs `fn` in one transaction on one pooled connection; commits, or rolls back and rethrows. */
 export async function transaction<T>(pool: pg.Pool, fn: (q: Sql) => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
@@ -95,10 +125,13 @@ export async function transaction<T>(pool: pg.Pool, fn: (q: Sql) => Promise<T>):
       await client.query('COMMIT');
       return result;
     } catch (e) {
-      try {
-        await client.query('ROLLBACK');
-      } catch (rollbackError) {
-        broken = rollbackError as Error; // the connection is unusable: the pool must drop it
+      if (connectionLost(e)) broken = e as Error;
+      else {
+        try {
+          await client.query('ROLLBACK');
+        } catch (rollbackError) {
+          broken = rollbackError as Error; // the connection is unusable: the pool must drop it
+        }
       }
       if (attempt < ATTEMPTS && retryable(e)) {
         await new Promise((r) => setTimeout(r, Math.random() * 10 * attempt));
@@ -131,7 +164,8 @@ export async function migrate(pool: pg.Pool, schema: string | undefined, migrati
         if (m.version <= current) continue;
         await q.run('BEGIN');
         try {
-          await q.run(m.sql);
+          // pg reads query_timeout per query as well; its types only list it for the pool.
+          await client.query({ text: m.sql, query_timeout: MIGRATION_TIMEOUT_MS } as pg.QueryConfig);
           await q.run('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [m.version, m.name, Date.now()]);
           await q.run('COMMIT');
         } catch (e) {
