@@ -15,18 +15,30 @@ import { RedisBus } from './bus/redis.js';
 import type { RateLimiter } from './limits/types.js';
 import { MemoryLimiter } from './limits/memory.js';
 import { RedisLimiter } from './limits/redis.js';
+import { FallbackLimiter } from './limits/fallback.js';
 
 export async function openStore(config: Config): Promise<Store> {
   if (config.database.kind === 'sqlite') return SqliteStore.open(config.database.path);
   return PostgresStore.open(config.database.url);
 }
 
-function redisClient(url: string, log: FastifyBaseLogger, role: string): Redis {
+/** A command Redis does not answer within this time fails (a hung or unreachable server). */
+const COMMAND_TIMEOUT_MS = 2_000;
+
+/**
+ * `queueWhileDown` false: while the connection is down a command fails at once instead of
+ * waiting for a reconnect, so requests fail fast (or fall back) rather than hang. Only the
+ * subscriber keeps the offline queue, since it issues no command after start and must
+ * resubscribe by itself when Redis is back.
+ */
+function redisClient(url: string, log: FastifyBaseLogger, role: string, queueWhileDown: boolean): Redis {
   const client = new Redis(url, {
     // A request waiting on Redis fails after a few reconnect attempts instead of hanging.
     maxRetriesPerRequest: 2,
     connectTimeout: 5_000,
     lazyConnect: true,
+    enableOfflineQueue: queueWhileDown,
+    ...(queueWhileDown ? {} : { commandTimeout: COMMAND_TIMEOUT_MS }),
   });
   // ioredis reconnects by itself; without a listener an error event would crash the process.
   client.on('error', (err: Error) => log.warn({ err: { message: err.message }, role }, 'redis connection error'));
@@ -40,9 +52,9 @@ export async function openCoordination(
   o: { keySecret: string; presenceTtlS?: number | undefined },
 ): Promise<{ bus: Bus; limiter: RateLimiter }> {
   if (config.redisUrl === null) return { bus: new MemoryBus(streams), limiter: new MemoryLimiter() };
-  const pub = redisClient(config.redisUrl, log, 'bus');
-  const sub = redisClient(config.redisUrl, log, 'subscriber');
-  const limits = redisClient(config.redisUrl, log, 'limits');
+  const pub = redisClient(config.redisUrl, log, 'bus', false);
+  const sub = redisClient(config.redisUrl, log, 'subscriber', true);
+  const limits = redisClient(config.redisUrl, log, 'limits', false);
   // Connect now so that a wrong REDIS_URL stops the start with a clear error.
   await Promise.all([pub.connect(), sub.connect(), limits.connect()]);
   const bus = await RedisBus.start(streams, {
@@ -52,5 +64,5 @@ export async function openCoordination(
     ...(o.presenceTtlS !== undefined ? { presenceTtlS: o.presenceTtlS } : {}),
     onError: (err, what) => log.error({ err }, what),
   });
-  return { bus, limiter: new RedisLimiter(limits, config.redisPrefix, o.keySecret) };
+  return { bus, limiter: new FallbackLimiter(new RedisLimiter(limits, config.redisPrefix, o.keySecret), new MemoryLimiter(), log) };
 }

@@ -63,6 +63,10 @@ export class RedisBus implements Bus {
     o.sub.on('message', (channel: string, text: string) => {
       if (channel === bus.channel) bus.receive(text);
     });
+    // Without the subscription this instance misses what others publish, so its streams would
+    // silently stop getting live events. They end instead: clients reconnect, and the replay of
+    // the queue (in the database) brings what they missed (docs/SECURITY.md, "Failing dependencies").
+    o.sub.on('close', () => bus.dropLocalStreams());
     await o.sub.subscribe(bus.channel);
     return bus;
   }
@@ -91,12 +95,28 @@ export class RedisBus implements Bus {
   }
 
   async attach(conn: StreamConn): Promise<void> {
+    // A stream opened while the subscription is down would miss other instances' events.
+    if (this.o.sub.status !== 'ready') throw new Error('bus subscription is down');
     this.local.add(conn);
     const token = `${this.instanceId}:${randomBytes(8).toString('hex')}`;
     this.tokens.set(conn, token);
-    // Presence first, then tell the others to close their older stream of this device.
-    await this.o.pub.set(this.presenceKey(conn.deviceId), token, 'EX', this.ttl);
-    await this.publish({ t: 'attach', from: this.instanceId, device: conn.deviceId });
+    try {
+      // Presence first, then tell the others to close their older stream of this device.
+      await this.o.pub.set(this.presenceKey(conn.deviceId), token, 'EX', this.ttl);
+      await this.publish({ t: 'attach', from: this.instanceId, device: conn.deviceId });
+    } catch (err) {
+      // Redis is unreachable: the stream is refused and leaves nothing registered behind.
+      this.local.remove(conn);
+      this.tokens.delete(conn);
+      throw err;
+    }
+  }
+
+  /** Ends every stream of this instance (each releases its presence as it closes). */
+  private dropLocalStreams(): void {
+    if (this.closed) return;
+    const devices = this.local.connections().map((c) => c.deviceId);
+    if (devices.length > 0) this.local.closeWhere({ devices });
   }
 
   detach(conn: StreamConn): void {
@@ -123,7 +143,16 @@ export class RedisBus implements Bus {
 
   async onlineDevices(deviceIds: string[]): Promise<Set<string>> {
     if (deviceIds.length === 0) return new Set();
-    const values = await this.o.pub.mget(deviceIds.map((id) => this.presenceKey(id)));
+    let values: (string | null)[];
+    try {
+      values = await this.o.pub.mget(deviceIds.map((id) => this.presenceKey(id)));
+    } catch (err) {
+      // Presence unknown: only this instance's own streams count as online, every other device
+      // as offline, so it gets its push. A notification too many (it carries no text) is
+      // better than one missed (docs/SECURITY.md, "Failing dependencies").
+      this.o.onError(err, 'presence lookup failed; treating remote devices as offline');
+      return new Set(deviceIds.filter((id) => this.local.has(id)));
+    }
     const online = new Set<string>();
     deviceIds.forEach((id, i) => {
       if (values[i] !== null || this.local.has(id)) online.add(id);
