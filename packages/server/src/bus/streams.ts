@@ -14,6 +14,11 @@ export interface StreamSink {
   /** Resolves when the buffer has drained or the stream has closed. */
   drained(): Promise<void>;
   end(): void;
+  /**
+   * Cuts the connection at once, dropping what is buffered: for a reader that stopped reading,
+   * whose socket would otherwise stay open (and its buffer held) for as long as it likes.
+   */
+  destroy?(): void;
 }
 
 export const MAX_STREAM_BUFFER = 1024 * 1024;
@@ -28,6 +33,8 @@ export class StreamConn {
   replaying = true;
   closed = false;
   private held: { frame: string; msgId: string | undefined }[] = [];
+  /** Bytes of `held`: live frames wait there while the replay runs, within the same bound. */
+  private heldBytes = 0;
 
   constructor(
     readonly deviceId: string,
@@ -41,14 +48,30 @@ export class StreamConn {
     if (this.closed) return false;
     if (this.replaying) {
       this.held.push({ frame, msgId });
+      this.heldBytes += frame.length;
+      // A reader stuck in the replay (not reading) cannot make the live frames pile up forever.
+      if (this.heldBytes > MAX_STREAM_BUFFER) {
+        this.drop();
+        return false;
+      }
       return true;
     }
     this.sink.write(frame);
     if (this.sink.buffered > MAX_STREAM_BUFFER) {
-      this.close();
+      this.drop();
       return false;
     }
     return true;
+  }
+
+  /** Drops a stream whose reader does not keep up; what it missed stays queued for its next replay. */
+  drop(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.held = [];
+    this.heldBytes = 0;
+    if (this.sink.destroy) this.sink.destroy();
+    else this.sink.end();
   }
 
   /** Writes during the replay, waiting for the reader when the buffer is full. */
@@ -63,6 +86,7 @@ export class StreamConn {
       this.sink.write(h.frame);
     }
     this.held = [];
+    this.heldBytes = 0;
     this.sink.write(readyFrame);
     this.replaying = false;
   }
@@ -75,6 +99,7 @@ export class StreamConn {
     if (this.closed) return;
     this.closed = true;
     this.held = [];
+    this.heldBytes = 0;
     this.sink.end();
   }
 }

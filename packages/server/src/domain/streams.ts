@@ -12,13 +12,24 @@ const READY_FRAME = sseFrame('ready', '{}');
 export async function openStream(deps: Deps, caller: Caller, deviceId: string, sink: StreamSink): Promise<StreamConn> {
   const conn = new StreamConn(deviceId, caller.nick, caller.sessionId, sink);
   await deps.bus.attach(conn);
+  try {
+    await replay(deps, conn, deviceId);
+  } catch (err) {
+    // The store failed mid-way: unregister the stream (the caller answers or cuts the response).
+    deps.bus.detach(conn);
+    throw err;
+  }
+  return conn;
+}
+
+async function replay(deps: Deps, conn: StreamConn, deviceId: string): Promise<void> {
   await deps.store.deviceConnected(deviceId, deps.now());
   const replayed = new Set<string>();
   let after = 0;
   for (;;) {
     const page = await deps.store.readQueue(deviceId, after, REPLAY_PAGE);
     for (const e of page) {
-      if (conn.closed) return conn;
+      if (conn.closed) return;
       await conn.writeReplay(sseFrame('msg', e.json, e.id));
       replayed.add(e.id);
       after = e.seq;
@@ -26,7 +37,6 @@ export async function openStream(deps: Deps, caller: Caller, deviceId: string, s
     if (page.length < REPLAY_PAGE) break;
   }
   if (!conn.closed) conn.finishReplay(replayed, READY_FRAME);
-  return conn;
 }
 
 export function closeStream(deps: Deps, conn: StreamConn): void {

@@ -2,11 +2,11 @@
  * The event stream route. Refusals are ordinary JSON errors (decisions.md §7); once the checks
  * pass, the response is taken over from the framework and becomes a server-sent event stream.
  */
-import { invalid, isDeviceId } from '@svc/protocol';
+import { ApiError, invalid, isDeviceId } from '@svc/protocol';
 import type { ServerResponse } from 'node:http';
 import { requireOwnDevice } from '../domain/devices.js';
 import { closeStream, openStream } from '../domain/streams.js';
-import { STREAM_HEADERS } from '../http/headers.js';
+import { JSON_CONTENT_TYPE, SECURITY_HEADERS, STREAM_HEADERS } from '../http/headers.js';
 import type { StreamSink } from '../bus/streams.js';
 import { callerOf, query, type RouteHandlers } from './context.js';
 import { ok } from '../http/reply.js';
@@ -31,7 +31,18 @@ function responseSink(res: ServerResponse): StreamSink {
     end: () => {
       if (!res.writableEnded) res.end();
     },
+    destroy: () => res.destroy(),
   };
+}
+
+/**
+ * A stream that could not open (its store or bus is unreachable) before anything was written
+ * answers an ordinary 500 `internal`, as any other route would, so the client retries later.
+ */
+function refuseStream(res: ServerResponse): void {
+  for (const k of Object.keys(STREAM_HEADERS)) res.removeHeader(k);
+  res.writeHead(500, { ...SECURITY_HEADERS, 'content-type': JSON_CONTENT_TYPE, 'cache-control': 'no-store', connection: 'close' });
+  res.end(JSON.stringify(new ApiError('internal').toBody()));
 }
 
 export const eventRoutes: RouteHandlers = {
@@ -50,14 +61,19 @@ export const eventRoutes: RouteHandlers = {
     const started = performance.now();
     ctx.reply.hijack();
     const res = ctx.reply.raw;
-    res.writeHead(200, { ...STREAM_HEADERS, connection: 'close' });
-    res.flushHeaders();
+    // The 200 and its headers leave with the first frame (a replayed `msg` or `ready`), so that a
+    // failure before it can still be answered as a 500.
+    res.statusCode = 200;
+    for (const [k, v] of Object.entries({ ...STREAM_HEADERS, connection: 'close' })) res.setHeader(k, v);
     let conn;
     try {
       conn = await openStream(ctx.deps, caller, device, responseSink(res));
     } catch (err) {
       ctx.deps.log.error({ err }, 'event stream failed to open');
-      res.destroy();
+      const answered = !res.headersSent;
+      if (answered) refuseStream(res);
+      else res.destroy();
+      ctx.deps.log.info({ method: 'GET', status: answered ? 500 : 200, ms: Math.round(performance.now() - started), route: '/api/events' }, 'request');
       return undefined;
     }
     const finish = () => {
