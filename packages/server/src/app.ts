@@ -17,7 +17,8 @@ import type { Pusher } from './push/types.js';
 import { WebPusher } from './push/web-push.js';
 import type { Resolver } from './push/connection.js';
 import { checkOrigin } from './http/origin.js';
-import { sendError } from './http/errors.js';
+import { frameworkError, sendError } from './http/errors.js';
+import { clientErrorHandler } from './http/client-error.js';
 import { SECURITY_HEADERS } from './http/headers.js';
 import { registerStatic } from './http/static.js';
 import { registerRoutes } from './routes/index.js';
@@ -35,7 +36,20 @@ export interface AppOptions {
   presenceTtlS?: number;
   /** Where log lines go (tests capture them); stdout by default. */
   logStream?: DestinationStream;
+  /** Slow-client bounds (docs/SECURITY.md, "Resource limits"); tests shorten them so they need not wait 30 s. */
+  timeouts?: Partial<Timeouts>;
 }
+
+export interface Timeouts {
+  /** The request line and headers must arrive within this time. */
+  headersMs: number;
+  /** The whole request, body included, must arrive within this time. */
+  requestMs: number;
+  /** How often the server looks for connections past those bounds (Node's default is 30 s, which would let a slow client stay 40 s). */
+  checkEveryMs: number;
+}
+
+const DEFAULT_TIMEOUTS: Timeouts = { headersMs: 10_000, requestMs: 30_000, checkEveryMs: 1_000 };
 
 export interface App {
   fastify: FastifyInstance;
@@ -65,20 +79,27 @@ async function loadSecrets(config: Config, store: Store): Promise<Secrets> {
 }
 
 export async function createApp(config: Config, opts: AppOptions = {}): Promise<App> {
+  const timeouts: Timeouts = { ...DEFAULT_TIMEOUTS, ...opts.timeouts };
   const fastify = Fastify({
     logger: { level: config.logLevel, base: null, ...(opts.logStream ? { stream: opts.logStream } : {}) },
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: LIMITS.bodyBytes,
     // Slow clients cannot hold a connection forever: whole request in 30 s, headers in 10 s.
-    requestTimeout: 30_000,
+    requestTimeout: timeouts.requestMs,
+    http: { connectionsCheckingInterval: timeouts.checkEveryMs },
+    // Malformed, oversized or too slow requests get the service's error form, not the framework's.
+    clientErrorHandler,
     connectionTimeout: 0,
     return503OnClosing: false,
     forceCloseConnections: 'idle',
-    routerOptions: { ignoreTrailingSlash: false },
+    // A long path parameter reaches its handler (which refuses it as the spec says) rather than
+    // the router's own 414; the URL as a whole is bounded by Node's 16 KiB header limit.
+    routerOptions: { ignoreTrailingSlash: false, maxParamLength: 16 * 1024 },
+    frameworkErrors: frameworkError,
     // HEAD answers like GET without a body wherever GET exists (RFC 9110 §9.3.2).
     exposeHeadRoutes: true,
   });
-  fastify.server.headersTimeout = 10_000;
+  fastify.server.headersTimeout = timeouts.headersMs;
 
   const store = opts.store ?? (await openStore(config));
   const streams = new LocalStreams(LIMITS.pingIntervalMs);

@@ -5,7 +5,7 @@
  */
 import { ApiError, type ErrorCode } from '@svc/protocol';
 import type { FastifyBaseLogger, FastifyReply } from 'fastify';
-import { JSON_CONTENT_TYPE } from './headers.js';
+import { JSON_CONTENT_TYPE, SECURITY_HEADERS } from './headers.js';
 
 /** Fastify's own error codes that can reach us, and the spec code each means. */
 const FRAMEWORK_CODES: Record<string, ErrorCode> = {
@@ -15,6 +15,7 @@ const FRAMEWORK_CODES: Record<string, ErrorCode> = {
   FST_ERR_CTP_EMPTY_JSON_BODY: 'bad_json',
   FST_ERR_CTP_INVALID_JSON_BODY: 'bad_json',
   FST_ERR_BAD_URL: 'not_found',
+  FST_ERR_MAX_PARAM_LENGTH: 'not_found',
   FST_ERR_ASYNC_CONSTRAINT: 'not_found',
 };
 
@@ -35,4 +36,14 @@ export function sendError(reply: FastifyReply, err: unknown, log: FastifyBaseLog
   }
   if (api.code === 'rate_limited') reply.header('retry-after', String(Math.max(1, api.retryAfter ?? 1)));
   return reply.code(api.status).header('content-type', JSON_CONTENT_TYPE).header('cache-control', 'no-store').send(JSON.stringify(api.toBody()));
+}
+
+/**
+ * Errors the router meets before any route or hook runs (a path that is not valid percent-encoding,
+ * a parameter over the router's length bound): the framework would answer them in its own form and
+ * without the headers every response carries, so they are answered here like any other error.
+ */
+export function frameworkError(err: unknown, _req: unknown, reply: FastifyReply): void {
+  for (const [k, v] of Object.entries(SECURITY_HEADERS)) reply.header(k, v);
+  sendError(reply, err, reply.log);
 }
