@@ -7,6 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { metricsUrl } from '../../src/ops/metrics.js';
+import { ConfigError, parseConfig } from '../../src/config.js';
 import { Stream, addDevice, dmBody, id16, nick, signup, startServer, userWithDevices, wk } from '../harness.js';
 
 async function scrape(url: string): Promise<string> {
@@ -27,6 +28,14 @@ function sample(text: string, name: string, labels: Record<string, string> = {})
   }
   return undefined;
 }
+
+test('METRICS_PORT: unset or empty is off, a port number is on, anything else stops the start', () => {
+  const defaults = { webRoot: '/nonexistent', build: { revision: 'dev', commitTime: null } };
+  assert.equal(parseConfig({}, defaults).metricsPort, null);
+  assert.equal(parseConfig({ METRICS_PORT: '' }, defaults).metricsPort, null);
+  assert.equal(parseConfig({ METRICS_PORT: '9464' }, defaults).metricsPort, 9464);
+  for (const bad of ['x', '-1', '65536', '9464 ']) assert.throws(() => parseConfig({ METRICS_PORT: bad }, defaults), ConfigError, bad);
+});
 
 test('without METRICS_PORT there is no metrics listener, and /metrics on the main port is like any other path', async () => {
   const server = await startServer();
