@@ -3,6 +3,11 @@ import { createApp } from './app.js';
 import { ConfigError, parseConfig } from './config.js';
 import { readBuildInfo } from './build-info.js';
 import { buildInfoFile, defaultWebRoot } from './paths.js';
+import { NewerSchemaError } from './store/errors.js';
+
+/** Exit codes that restarting cannot cure, so a supervisor should stop (deploy/svc.service). */
+const EXIT_CONFIG = 2;
+const EXIT_NEWER_SCHEMA = 3;
 
 async function main(): Promise<void> {
   let config;
@@ -11,7 +16,7 @@ async function main(): Promise<void> {
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`configuration error: ${err.message}\n`);
-      process.exit(2);
+      process.exit(EXIT_CONFIG);
     }
     throw err;
   }
@@ -41,5 +46,5 @@ async function main(): Promise<void> {
 
 main().catch((err: unknown) => {
   process.stderr.write(`failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
-  process.exit(1);
+  process.exit(err instanceof NewerSchemaError ? EXIT_NEWER_SCHEMA : 1);
 });

@@ -210,6 +210,6 @@ describe('two instances: presence decides push', () => {
     assert.equal(online, false, 'offline once the presence lapsed');
     const r = await via(server, sender.c, 1).post('/api/messages', dmBody(recipient.c.nick), { device: sender.devices[0]! });
     assert.equal(r.status, 202);
-    assert.ok(await push.waitFor(() => push.forPath('/cluster/killed').length === 1), 'a push went out');
+    assert.ok(await push.waitFor(() => push.forPath('/cluster/killed').length === 1, 10_000), 'a push went out');
   });
 });

@@ -32,7 +32,7 @@ test('SQLite: a start records the migrations; a database from a newer version st
     db.close();
 
     const r = await runNode([MAIN], { ...env, PORT: '0' });
-    assert.notEqual(r.status, 0);
+    assert.equal(r.status, 3, 'exit code 3: a newer store, which a restart cannot cure');
     const out = r.stdout + r.stderr;
     assert.match(out, new RegExp(`schema version ${known + 1}, newer than this build knows \\(${known}\\)`), out);
     assert.match(out, /run a newer version/);
@@ -55,7 +55,7 @@ test('PostgreSQL: a database from a newer version stops the start with both vers
     await sqlIn(schema, 'INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [known + 1, 'from the future', Date.now()]);
 
     const r = await runNode([MAIN], { ...env, PORT: '0' });
-    assert.notEqual(r.status, 0);
+    assert.equal(r.status, 3, 'exit code 3: a newer store, which a restart cannot cure');
     const out = r.stdout + r.stderr;
     assert.match(out, new RegExp(`schema version ${known + 1}, newer than this build knows \\(${known}\\)`), out);
   } finally {
