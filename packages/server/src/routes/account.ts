@@ -15,6 +15,7 @@ import {
 import * as accounts from '../domain/accounts.js';
 import { parseJson, parseJsonObject } from '../http/body.js';
 import { clearedSessionCookie, sessionCookie } from '../http/cookies.js';
+import { isStorableText } from '../http/text.js';
 import { created, noContent, ok } from '../http/reply.js';
 import { callerOf, param, query, type RouteContext, type RouteHandlers } from './context.js';
 
@@ -58,7 +59,7 @@ export const accountRoutes: RouteHandlers = {
     const { authKey, kdf, encryptedKey } = keyMaterial(b, 'authKey');
     if (!isPublicKey(b.publicKey)) throw invalid('publicKey');
     const inviteGiven = b.invite !== undefined && b.invite !== null && b.invite !== '';
-    if (inviteGiven && (typeof b.invite !== 'string' || b.invite.length > MAX_INVITE_CHARS)) throw invalid('invite');
+    if (inviteGiven && (typeof b.invite !== 'string' || b.invite.length > MAX_INVITE_CHARS || !isStorableText(b.invite))) throw invalid('invite');
     const r = await accounts.register(deps, {
       nick: b.nick,
       authKey,

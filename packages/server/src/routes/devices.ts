@@ -4,6 +4,7 @@ import * as devices from '../domain/devices.js';
 import { parseJsonObject } from '../http/body.js';
 import { createdOrOk, noContent, ok } from '../http/reply.js';
 import { endpointHostAllowed } from '../push/address.js';
+import { isStorableText } from '../http/text.js';
 import { callerOf, param, type RouteHandlers } from './context.js';
 
 export const deviceRoutes: RouteHandlers = {
@@ -24,7 +25,7 @@ export const deviceRoutes: RouteHandlers = {
   'PUT /api/devices/:id/push': async (ctx) => {
     const b = parseJsonObject(ctx.req);
     const sub = b.subscription;
-    if (!isPushSubscription(sub) || !endpointHostAllowed(sub.endpoint, ctx.deps.config.pushAllowPrivateTargets)) throw invalid('subscription');
+    if (!isPushSubscription(sub) || !isStorableText(sub.endpoint) || !endpointHostAllowed(sub.endpoint, ctx.deps.config.pushAllowPrivateTargets)) throw invalid('subscription');
     // Only endpoint, p256dh and auth are kept (keys re-encoded unpadded); anything else is dropped.
     await devices.setPushSubscription(ctx.deps, callerOf(ctx), param(ctx, 'id'), {
       endpoint: sub.endpoint,

@@ -35,7 +35,9 @@ export const messageRoutes: RouteHandlers = {
     const b = parseJsonObject(ctx.req);
     const ids = b.ids;
     if (!Array.isArray(ids) || ids.length > LIMITS.ackBatch || !ids.every((x) => typeof x === 'string')) throw invalid('ids');
-    await messages.ack(ctx.deps, callerOf(ctx), ids as string[]);
+    // Only ULIDs can be queued: any other id is ignored like every id not in the queue, and never
+    // reaches the store (PostgreSQL would fail the whole statement on a U+0000 in it).
+    await messages.ack(ctx.deps, callerOf(ctx), (ids as string[]).filter((id) => isUlid(id)));
     return noContent();
   },
 };
