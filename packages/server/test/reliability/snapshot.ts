@@ -1,0 +1,46 @@
+/**
+ * The whole stored state of a test server, as one comparable string: every row of every table,
+ * in a fixed order. Tests take it before and after a refused request to prove it changed nothing.
+ */
+import Database from 'better-sqlite3';
+import type { TestServer } from '../harness.js';
+
+/** Rows as sorted JSON lines; binary columns as hex (JSON.stringify would spell a Buffer as a byte array). */
+const canon = (rows: unknown[]): string[] =>
+  rows
+    .map((r) => JSON.stringify(Object.fromEntries(Object.entries(r as Record<string, unknown>).map(([k, v]) => [k, Buffer.isBuffer(v) ? `\\x${v.toString('hex')}` : v]))))
+    .sort();
+
+export class StateReader {
+  private pgStatement: string | null = null;
+
+  constructor(
+    private readonly server: TestServer,
+    private readonly kind: 'sqlite' | 'postgres',
+  ) {}
+
+  async read(): Promise<string> {
+    if (this.kind === 'sqlite') {
+      const db = new Database(this.server.dbPath, { readonly: true, fileMustExist: true });
+      try {
+        const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as { name: string }[];
+        const out: Record<string, string[]> = {};
+        for (const t of tables) out[t.name] = canon(db.prepare(`SELECT * FROM "${t.name}"`).all());
+        return JSON.stringify(out);
+      } finally {
+        db.close();
+      }
+    }
+    if (this.pgStatement === null) {
+      const tables = (await this.server.query(
+        "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY 1",
+      )) as { name: string }[];
+      // One statement for all tables: a snapshot is one round trip, and one consistent view.
+      this.pgStatement = `SELECT ${tables.map((t) => `(SELECT coalesce(json_agg(x), '[]'::json) FROM "${t.name}" x) AS "${t.name}"`).join(', ')}`;
+    }
+    const [row] = await this.server.query(this.pgStatement);
+    const out: Record<string, string[]> = {};
+    for (const [k, v] of Object.entries(row ?? {})) out[k] = canon(v as unknown[]);
+    return JSON.stringify(out);
+  }
+}

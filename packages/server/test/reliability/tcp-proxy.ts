@@ -1,0 +1,79 @@
+/**
+ * A TCP proxy between the service and PostgreSQL that a test can cut and restore. Cutting
+ * destroys every open connection and stops listening, so new connections are refused: to the
+ * service this is PostgreSQL going away (a crash, a restart, a failover, a network cut), without
+ * stopping the machine's PostgreSQL that other tests use. Freezing keeps connections open but
+ * forwards nothing: a database that hangs or a network that drops packets.
+ */
+import { connect, createServer, type Server, type Socket } from 'node:net';
+
+export class TcpProxy {
+  private server: Server | null = null;
+  private readonly sockets = new Set<Socket>();
+  private frozen = false;
+  port = 0;
+
+  constructor(
+    private readonly targetHost: string,
+    private readonly targetPort: number,
+  ) {}
+
+  /** Listens on a free port the first time, on the same port after a cut. */
+  async start(): Promise<void> {
+    const server = createServer((client) => this.pipe(client));
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(this.port, '127.0.0.1', () => resolve());
+    });
+    this.port = (server.address() as { port: number }).port;
+    this.server = server;
+  }
+
+  private pipe(client: Socket): void {
+    const upstream = connect(this.targetPort, this.targetHost);
+    this.sockets.add(client);
+    this.sockets.add(upstream);
+    const drop = () => {
+      client.destroy();
+      upstream.destroy();
+      this.sockets.delete(client);
+      this.sockets.delete(upstream);
+    };
+    client.on('error', drop).on('close', drop);
+    upstream.on('error', drop).on('close', drop);
+    client.on('data', (d) => {
+      if (!this.frozen) upstream.write(d);
+    });
+    upstream.on('data', (d) => {
+      if (!this.frozen) client.write(d);
+    });
+  }
+
+  /** PostgreSQL goes away: open connections are reset and new ones refused. */
+  async cut(): Promise<void> {
+    const server = this.server;
+    this.server = null;
+    for (const s of this.sockets) s.destroy();
+    this.sockets.clear();
+    if (server) await new Promise((r) => server.close(r));
+  }
+
+  /** PostgreSQL is back. Connections that lived through a freeze lost bytes, so they are reset as a real network would. */
+  async restore(): Promise<void> {
+    if (this.frozen) {
+      for (const s of this.sockets) s.destroy();
+      this.sockets.clear();
+      this.frozen = false;
+    }
+    if (!this.server) await this.start();
+  }
+
+  /** PostgreSQL hangs: connections stay open, nothing goes through either way. */
+  freeze(): void {
+    this.frozen = true;
+  }
+
+  async close(): Promise<void> {
+    await this.cut();
+  }
+}
