@@ -104,14 +104,12 @@ export function killAllNow(): void {
   }
 }
 
-/** User + system CPU time of a process so far, in ms (fields 14 and 15 of /proc/<pid>/stat). */
-export function cpuMs(pid: number): number {
+/** User and system CPU time of a process so far, in ms (fields 14 and 15 of /proc/<pid>/stat). */
+export function cpuTimes(pid: number): { user: number; system: number } {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   // The command name (field 2) may hold spaces; count fields from after its closing parenthesis.
   const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const utime = Number(rest[11]);
-  const stime = Number(rest[12]);
-  return ((utime + stime) * 1000) / CLK_TCK;
+  return { user: (Number(rest[11]) * 1000) / CLK_TCK, system: (Number(rest[12]) * 1000) / CLK_TCK };
 }
 
 /** Resident set size in bytes (VmRSS of /proc/<pid>/status). */

@@ -48,7 +48,8 @@ function areaOf(url: string, name: string): string {
   if (url === '') return name.startsWith('(') ? name : '(native)';
   const s = shortUrl(url);
   if (s.startsWith('node:')) return 'node internals';
-  if (s.startsWith('packages/')) return s.split('/').slice(0, 4).join('/').replace(/\.js$/, '');
+  // packages/<name>/dist/src/<folder or file>: fine enough to tell the store from the routes.
+  if (s.startsWith('packages/')) return s.split('/').slice(0, 5).join('/').replace(/\.js$/, '');
   const parts = s.split('/');
   return parts[0]!.startsWith('@') ? `${parts[0]}/${parts[1]}` : parts[0]!;
 }
@@ -93,7 +94,8 @@ export function summarise(file: string, n = 25): ProfileSummary {
 }
 
 export function formatSummary(s: ProfileSummary): string {
-  const lines = [`Profile ${s.file}: ${s.busyMs} ms busy of ${s.totalMs} ms`, '', '| self ms | % of busy | function | where |', '|---:|---:|---|---|'];
+  // "Busy" is every sample not idle: CPU work and also time blocked in a synchronous call (an fsync, a socket write).
+  const lines = [`Profile ${s.file}: ${s.busyMs} ms on the main thread (not idle) of ${s.totalMs} ms`, '', '| self ms | % of busy | function | where |', '|---:|---:|---|---|'];
   for (const f of s.functions) lines.push(`| ${f.selfMs} | ${f.percent} | \`${f.name}\` | ${f.where} |`);
   lines.push('', '| self ms | % of busy | area |', '|---:|---:|---|');
   for (const a of s.areas) lines.push(`| ${a.selfMs} | ${a.percent} | ${a.name} |`);

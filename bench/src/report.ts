@@ -29,6 +29,9 @@ export interface Row {
   digits: number;
 }
 
+/** The generator's CPU over a phase as a share of one core: near 100, the generator may be what limits. */
+const genShare = (p: PhaseResult): number => (100 * p.generatorCpuMs) / p.wallMs;
+
 const med = <T>(xs: T[], f: (x: T) => number): number => median(xs.map(f));
 
 function row(metric: string, digits: number, service: number, ceiling: number | null, target = '', check?: (service: number, ratio: number | null) => boolean): Row {
@@ -43,6 +46,9 @@ export function summaryRows(s: TargetRuns, c: TargetRuns, o: { pacedRate: number
     rows.push(row('DM throughput, closed loop (msg/s)', 0, med(s.dm, (r) => r.max.throughput), med(c.dm, (r) => r.max.throughput), 'ratio ≥ 0.50', (_, q) => q !== null && q >= 0.5));
     for (const p of ['p50', 'p95', 'p99'] as const) rows.push(row(`DM latency at full load, ${p} (ms)`, 2, med(s.dm, (r) => r.max.latency[p]), med(c.dm, (r) => r.max.latency[p])));
     rows.push(row('Server CPU per 1,000 DM deliveries (ms)', 1, med(s.dm, (r) => r.max.cpuMsPer1000Deliveries), med(c.dm, (r) => r.max.cpuMsPer1000Deliveries), 'ratio ≤ 2', (_, q) => q !== null && q <= 2));
+    const sysShare = (r: DmRun) => (100 * r.max.serverSystemMs) / r.max.serverCpuMs;
+    rows.push(row('… of which kernel (system) time (%)', 0, med(s.dm, sysShare), med(c.dm, sysShare)));
+    rows.push(row('Load generator CPU during DM max (% of one core)', 0, med(s.dm, (r) => genShare(r.max)), med(c.dm, (r) => genShare(r.max))));
     for (const p of ['p50', 'p95', 'p99'] as const) {
       const pass = p === 'p99' ? (v: number) => v <= 5 : undefined;
       rows.push(row(`DM latency paced at ${o.pacedRate}/s, ${p} (ms)`, 2, med(s.dm, (r) => r.paced.latency[p]), med(c.dm, (r) => r.paced.latency[p]), p === 'p99' ? '≤ 5 ms' : '', pass));
@@ -58,6 +64,7 @@ export function summaryRows(s: TargetRuns, c: TargetRuns, o: { pacedRate: number
     rows.push(row('Room messages per second', 0, med(s.rooms, (r) => r.throughput), med(c.rooms, (r) => r.throughput)));
     for (const p of ['p50', 'p95', 'p99'] as const) rows.push(row(`Room delivery latency, ${p} (ms)`, 2, med(s.rooms, (r) => r.latency[p]), med(c.rooms, (r) => r.latency[p])));
     rows.push(row('Server CPU per 1,000 room deliveries (ms)', 1, med(s.rooms, (r) => r.cpuMsPer1000Deliveries), med(c.rooms, (r) => r.cpuMsPer1000Deliveries)));
+    rows.push(row('Load generator CPU during rooms (% of one core)', 0, med(s.rooms, genShare), med(c.rooms, genShare)));
   }
   if (s.idle.length > 0) {
     const n = s.idle[0]!.streams;

@@ -2,7 +2,7 @@
  * One measured send phase: a fresh latency recorder on the receiving streams, the server's CPU
  * time and the generator's around it, and a bounded wait for the deliveries still on their way.
  */
-import { cpuMs } from '../proc.js';
+import { cpuTimes } from '../proc.js';
 import type { EventStream } from '../sse.js';
 import { Recorder, type Latency } from '../stats.js';
 import type { Target } from '../targets.js';
@@ -23,11 +23,13 @@ export interface PhaseResult {
   delivered: number;
   deliveriesPerSec: number;
   latency: Latency;
-  /** Server user + system CPU time over the phase, and per 1,000 deliveries. */
+  /** Server user + system CPU time over the phase (and the system part alone), and per 1,000 deliveries. */
   serverCpuMs: number;
+  serverSystemMs: number;
   cpuMsPer1000Deliveries: number;
-  /** The load generator's own CPU time over the phase (it shares the two cores). */
+  /** The load generator's own CPU time over the phase (it shares the two cores), and the phase's wall time with the drain wait. */
   generatorCpuMs: number;
+  wallMs: number;
 }
 
 const DRAIN_TIMEOUT_MS = 10_000;
@@ -35,13 +37,17 @@ const DRAIN_TIMEOUT_MS = 10_000;
 export async function measurePhase(t: Target, streams: EventStream[], fanout: number, send: (rec: Recorder) => Promise<SendResult>, rate?: number): Promise<PhaseResult> {
   const rec = new Recorder();
   for (const s of streams) s.onMsg = rec.onMsg;
-  const cpu0 = cpuMs(t.child.pid);
+  const cpu0 = cpuTimes(t.child.pid);
   const gen0 = process.cpuUsage();
+  const wall0 = performance.now();
   const r = await send(rec);
   const expected = r.accepted * fanout;
   const delivered = await rec.drain(expected, DRAIN_TIMEOUT_MS);
-  const serverCpuMs = cpuMs(t.child.pid) - cpu0;
+  const cpu1 = cpuTimes(t.child.pid);
+  const serverSystemMs = cpu1.system - cpu0.system;
+  const serverCpuMs = cpu1.user - cpu0.user + serverSystemMs;
   const gen = process.cpuUsage(gen0);
+  const wallMs = performance.now() - wall0;
   for (const s of streams) s.onMsg = null;
   return {
     ...(rate !== undefined ? { rate } : {}),
@@ -56,8 +62,10 @@ export async function measurePhase(t: Target, streams: EventStream[], fanout: nu
     deliveriesPerSec: (delivered * 1000) / r.elapsedMs,
     latency: rec.latency(),
     serverCpuMs,
+    serverSystemMs,
     cpuMsPer1000Deliveries: delivered > 0 ? (serverCpuMs * 1000) / delivered : NaN,
     generatorCpuMs: (gen.user + gen.system) / 1000,
+    wallMs,
   };
 }
 
@@ -67,7 +75,7 @@ export function progress(t: Target, what: string, p: PhaseResult): void {
   const lost = p.expected - p.delivered;
   process.stderr.write(
     `  ${t.name.padEnd(7)} ${what.padEnd(14)} ${p.throughput.toFixed(0).padStart(6)} msg/s ${p.deliveriesPerSec.toFixed(0).padStart(7)} del/s` +
-      `  p50 ${l.p50.toFixed(2)} p95 ${l.p95.toFixed(2)} p99 ${l.p99.toFixed(2)} ms  cpu/1k ${p.cpuMsPer1000Deliveries.toFixed(1)} ms` +
+      `  p50 ${l.p50.toFixed(2)} p95 ${l.p95.toFixed(2)} p99 ${l.p99.toFixed(2)} ms  cpu/1k ${p.cpuMsPer1000Deliveries.toFixed(1)} ms (sys ${((100 * p.serverSystemMs) / p.serverCpuMs).toFixed(0)}%)` +
       (p.errors ? `  errors ${p.errors} (${p.firstError})` : '') +
       (p.skipped ? `  skipped ${p.skipped}` : '') +
       (lost ? `  LOST ${lost}` : '') +
