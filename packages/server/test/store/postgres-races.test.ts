@@ -7,28 +7,10 @@ import { describe, test, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { LIMITS } from '@svc/protocol';
 import { PostgresStore } from '../../src/store/postgres/index.js';
-import type { NewAccount } from '../../src/store/types.js';
-import { b64, id16, iv, ct, kdf, publicKey, ulid } from '../harness.js';
+import { id16, iv, ct, ulid } from '../harness.js';
 import { dropSchema, freshSchema, sqlIn, testPgUrl } from './pg-helpers.js';
+import { NOW, account, wrapped } from './suite.js';
 
-const NOW = 1_800_000_000_000;
-
-function account(nick: string, extra: Partial<NewAccount> = {}): NewAccount {
-  return {
-    nick,
-    authKeyHash: new Uint8Array(32).fill(7),
-    kdf: kdf() as NewAccount['kdf'],
-    publicKey: publicKey(),
-    encryptedKey: { iv: iv(), ct: ct(48) },
-    invite: null,
-    requireInvite: false,
-    sessionId: b64(32),
-    now: NOW,
-    ...extra,
-  };
-}
-
-const wrapped = (to: string) => ({ to, iv: iv(), ct: ct() });
 const dm = (id: string, from: string, to: string, senderDevice: string) => ({ id, from, to: { dm: to }, keyId: 'dm', iv: iv(), ct: ct(), senderDevice, now: NOW });
 
 /** Sorted JSON of each result, so "one of each" reads plainly whatever order they came in. */

@@ -13,9 +13,10 @@ export interface StoreFactory {
   destroy(store: Store): Promise<void>;
 }
 
-const NOW = 1_800_000_000_000;
+/** A fixed clock for store tests, and a valid new account; shared with the PostgreSQL race tests. */
+export const NOW = 1_800_000_000_000;
 
-function account(nick: string, extra: Partial<NewAccount> = {}): NewAccount {
+export function account(nick: string, extra: Partial<NewAccount> = {}): NewAccount {
   return {
     nick,
     authKeyHash: new Uint8Array(32).fill(7),
@@ -30,7 +31,7 @@ function account(nick: string, extra: Partial<NewAccount> = {}): NewAccount {
   };
 }
 
-const wrapped = (to: string) => ({ to, iv: iv(), ct: ct() });
+export const wrapped = (to: string) => ({ to, iv: iv(), ct: ct() });
 
 export function storeSuite(name: string, factory: StoreFactory): void {
   describe(`store: ${name}`, () => {
