@@ -68,6 +68,19 @@ export class EventStream {
     });
   }
 
+  /** Waits for `ready`, at most `timeoutMs`; every wait in the harness is bounded. */
+  async waitReady(timeoutMs = 30_000): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no ready event within ${timeoutMs} ms`)), timeoutMs);
+    });
+    try {
+      await Promise.race([this.ready, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   private feed(chunk: string): void {
     this.buf += chunk;
     let start = 0;

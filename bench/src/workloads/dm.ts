@@ -34,7 +34,7 @@ export class DmWorkload {
     const devices = to.flatMap((a) => a.devices.map((d) => ({ a, d })));
     await pool(devices, 50, async ({ a, d }) => {
       const s = await EventStream.open(t.child.port, d, a.cookie);
-      await s.ready;
+      await s.waitReady(60_000);
       streams.push(s);
     });
     return new DmWorkload(t, senders, streams);

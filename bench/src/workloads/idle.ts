@@ -52,7 +52,7 @@ export class IdleWorkload {
         const localAddress = `127.0.${1 + (rep % 250)}.${2 + (i % SOURCE_ADDRESSES)}`;
         const s = await EventStream.open(this.t.child.port, d, a.cookie, { localAddress, timeoutMs: 60_000 });
         streams.push(s);
-        await s.ready;
+        await s.waitReady(60_000);
       });
       const openMs = performance.now() - t0;
       await sleep(SETTLE_MS);

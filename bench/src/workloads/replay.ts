@@ -46,7 +46,7 @@ export class ReplayWorkload {
     const device = this.recipient.devices[0]!;
     const t0 = performance.now();
     const s = await EventStream.open(this.t.child.port, device, this.recipient.cookie, { keepIds: true, timeoutMs: 60_000 });
-    await s.ready;
+    await s.waitReady(60_000);
     const toReadyMs = performance.now() - t0;
     const ids = s.ids ?? [];
     const t1 = performance.now();

@@ -31,7 +31,7 @@ export class RoomsWorkload {
       const devices = members.flatMap((a) => a.devices.map((d) => ({ a, d })));
       await pool(devices, 50, async ({ a, d }) => {
         const s = await EventStream.open(t.child.port, d, a.cookie);
-        await s.ready;
+        await s.waitReady(60_000);
         streams.push(s);
       });
     }
