@@ -194,7 +194,9 @@ export class RedisBus implements Bus {
       if (token !== undefined) batch.eval(RELEASE_SCRIPT, 1, this.presenceKey(c.deviceId), token);
     }
     await batch.exec().catch(() => undefined);
-    await this.o.sub.quit().catch(() => undefined);
-    await this.o.pub.quit().catch(() => undefined);
+    // quit() fails on a connection that is down (no offline queue); disconnect() then stops its
+    // reconnect timer, which would otherwise keep the process alive after a Redis outage.
+    await this.o.sub.quit().catch(() => this.o.sub.disconnect());
+    await this.o.pub.quit().catch(() => this.o.pub.disconnect());
   }
 }

@@ -46,6 +46,7 @@ export class RedisLimiter implements RateLimiter {
   }
 
   async close(): Promise<void> {
-    await this.redis.quit().catch(() => undefined);
+    // A connection that is down refuses quit(); disconnect() stops its reconnect timer.
+    await this.redis.quit().catch(() => this.redis.disconnect());
   }
 }
