@@ -13,6 +13,11 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { PushPayload } from '@svc/protocol';
 import type { PushTarget } from '../../src/store/types.js';
 import type { Pusher } from '../../src/push/types.js';
@@ -127,4 +132,54 @@ describe('Redis going away (two instances, private redis-server)', () => {
     assert.equal(status, 202);
     assert.ok(await stream.until((ev) => ev.some((e) => e.id === id), 5000), 'live delivery across instances works again');
   });
+});
+
+/**
+ * A service closed while Redis is down must leave nothing running: a Redis client that refuses
+ * quit() (its connection is down) would keep reconnecting and keep the process alive forever.
+ */
+test('closing while Redis is down leaves no reconnecting client behind: the process exits by itself', async () => {
+  const redis = new RedisChild();
+  await redis.start();
+  const dir = mkdtempSync(join(tmpdir(), 'svc-redis-close-'));
+  const src = (f: string) => JSON.stringify(fileURLToPath(new URL(`../../src/${f}`, import.meta.url)));
+  const script = `
+    import { createApp } from ${src('app.js')};
+    import { parseConfig } from ${src('config.js')};
+    const config = parseConfig({ PORT: '0', ORIGIN: 'http://svc.test', DATABASE_URL: 'sqlite:' + process.env.DB, REDIS_URL: process.env.REDIS, LOG_LEVEL: 'silent' },
+      { webRoot: process.env.DIR, build: { revision: 'test', commitTime: null } });
+    const app = await createApp(config);
+    await app.fastify.listen({ port: 0, host: '127.0.0.1' });
+    process.stdout.write('ready\\n');
+    process.stdin.once('data', async () => { await app.close(10); process.stdout.write('closed\\n'); process.stdin.destroy(); });
+  `;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+    env: { PATH: process.env.PATH ?? '', DB: join(dir, 'svc.db'), DIR: dir, REDIS: redis.url },
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  try {
+    let out = '';
+    const said = (word: string) =>
+      new Promise<void>((resolve, reject) => {
+        const check = () => (out.includes(word) ? resolve() : undefined);
+        child.stdout!.on('data', (d: Buffer) => {
+          out += d.toString();
+          check();
+        });
+        child.once('exit', (code) => reject(new Error(`exited with ${code} before "${word}"`)));
+        check();
+      });
+    await said('ready');
+    await redis.stop();
+    await new Promise((r) => setTimeout(r, 500)); // the clients notice and start reconnecting
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    child.stdin!.write('close\n');
+    await said('closed');
+    const code = await Promise.race([exited, new Promise<'hung'>((r) => setTimeout(() => r('hung'), 5000))]);
+    assert.equal(code, 0, 'the process exited by itself after close');
+  } finally {
+    if (child.exitCode === null) child.kill('SIGKILL');
+    await redis.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
