@@ -14,6 +14,8 @@ import type { LocalStreams, StreamConn } from './streams.js';
 
 /** A device counts as online this long after its instance last refreshed it (decisions: within a minute). */
 export const PRESENCE_TTL_S = 60;
+/** At most this many devices are remembered as having missed an event during an outage. */
+const MAX_MISSED = 100_000;
 
 /** `at`: the publisher's clock when sent, for the bus-lag metric. */
 type Wire = (
@@ -44,6 +46,8 @@ export class RedisBus implements Bus {
   private readonly refresher: NodeJS.Timeout;
   private readonly ttl: number;
   private closed = false;
+  /** Devices that missed a live `msg` because publishing failed (see unannounced()). */
+  private readonly missed = new Set<string>();
   /** Told how long each message from another instance took to arrive, in ms (metrics). */
   onLag: ((ms: number) => void) | null = null;
 
@@ -67,6 +71,7 @@ export class RedisBus implements Bus {
     // silently stop getting live events. They end instead: clients reconnect, and the replay of
     // the queue (in the database) brings what they missed (docs/SECURITY.md, "Failing dependencies").
     o.sub.on('close', () => bus.dropLocalStreams());
+    o.pub.on('ready', () => void bus.announceMissed());
     await o.sub.subscribe(bus.channel);
     return bus;
   }
@@ -132,7 +137,32 @@ export class RedisBus implements Bus {
     this.local.deliver(deliveries);
     // The envelope is already committed to the queues: a device that misses the live event gets
     // it on its next replay, so a failed publish is logged rather than failing the request.
-    await this.publish({ t: 'deliver', from: this.instanceId, d: deliveries }).catch((err: unknown) => this.o.onError(err, 'bus publish failed'));
+    await this.publish({ t: 'deliver', from: this.instanceId, d: deliveries }).catch((err: unknown) => {
+      this.o.onError(err, 'bus publish failed');
+      this.unannounced(deliveries);
+    });
+  }
+
+  /**
+   * Remembers the devices whose event could not be published. Once the connection is back, their
+   * streams on every instance are closed: the clients reconnect and the replay brings the
+   * envelope, so it does not wait in the queue until some later reconnect, and nothing is doubled.
+   */
+  private unannounced(deliveries: Delivery[]): void {
+    for (const d of deliveries) {
+      if (d.event !== 'msg') continue; // room events are not queued; clients re-read rooms after `ready`
+      for (const id of d.devices) if (this.missed.size < MAX_MISSED) this.missed.add(id);
+    }
+  }
+
+  private async announceMissed(): Promise<void> {
+    if (this.missed.size === 0 || this.closed) return;
+    const devices = [...this.missed];
+    this.missed.clear();
+    await this.publish({ t: 'close', from: this.instanceId, sel: { devices } }).catch((err: unknown) => {
+      this.o.onError(err, 'bus publish failed');
+      for (const id of devices) this.missed.add(id);
+    });
   }
 
   async closeStreams(sel: CloseSelector): Promise<void> {
