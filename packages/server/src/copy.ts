@@ -109,7 +109,7 @@ async function copyTable(src: Database.Database, q: Sql, t: TableSpec): Promise<
 /**
  * Copies the SQLite database at `sqlitePath` into the PostgreSQL database at `pgUrl` (in
  * `opts.schema` when given), after running the PostgreSQL migrations. Refuses (CopyRefused) a
- * target holding any account or meta row, and a source of another schema version.
+ * target holding any row in any table, and a source of another schema version.
  * Returns the number of rows copied per table.
  */
 export async function copyToPostgres(sqlitePath: string, pgUrl: string, opts: { schema?: string } = {}): Promise<Record<string, number>> {
@@ -124,8 +124,9 @@ export async function copyToPostgres(sqlitePath: string, pgUrl: string, opts: { 
           // Held to the commit: a second copy, or a service started on the target, waits and
           // then finds the target no longer empty.
           await q.run('LOCK TABLE meta, accounts IN SHARE ROW EXCLUSIVE MODE');
-          const used = await q.one<{ used: boolean }>('SELECT EXISTS (SELECT 1 FROM accounts) OR EXISTS (SELECT 1 FROM meta) AS used');
-          if (used?.used) throw new CopyRefused('the PostgreSQL database is not empty (it has accounts or server secrets); copy only into a new, empty database');
+          // Any row in any table makes the target not empty: even an invite alone would collide.
+          const used = await q.one<{ used: boolean }>(`SELECT ${TABLES.map((t) => `EXISTS (SELECT 1 FROM ${t.name})`).join(' OR ')} AS used`);
+          if (used?.used) throw new CopyRefused('the PostgreSQL database is not empty; copy only into a new, empty database');
           const counts: Record<string, number> = {};
           for (const t of TABLES) counts[t.name] = await copyTable(src, q, t);
           return counts;

@@ -157,6 +157,23 @@ test('a SQLite database copied into PostgreSQL serves the same accounts, rooms, 
   }
 });
 
+test('a target holding any row, even an invite alone, is refused as not empty and keeps what it had', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-copy-'));
+  const schema = await freshSchema();
+  try {
+    const path = join(dir, 'svc.db');
+    openDatabase(path).close();
+    const target = await PostgresStore.open(testPgUrl, { schema });
+    await target.createInvite('only-an-invite', 1, null, Date.now());
+    await target.close();
+    await assert.rejects(copyToPostgres(path, testPgUrl, { schema }), (e: unknown) => e instanceof CopyRefused && /not empty/.test(e.message));
+    assert.deepEqual(await sqlIn(schema, 'SELECT code FROM invites'), [{ code: 'only-an-invite' }]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+    await dropSchema(schema);
+  }
+});
+
 test('a SQLite file of another schema version is refused and the target stays empty', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'svc-copy-'));
   const schema = await freshSchema();
