@@ -1,10 +1,14 @@
 /** Devices: registration, listing, removal, push subscriptions, and the X-Device check. */
-import { ApiError, type Device, type PushSubscriptionInput } from '@svc/protocol';
+import { ApiError, isDeviceId, type Device, type PushSubscriptionInput } from '@svc/protocol';
 import type { Caller, Deps } from './deps.js';
 
-/** The X-Device header must name one of the caller's devices (missing counts as unknown). */
+/**
+ * The X-Device header (or a path id) must name one of the caller's devices; missing counts as
+ * unknown, and so does an id no device can have, without asking the store (PostgreSQL refuses
+ * some characters, U+0000, in text outright, and that must not become a 500).
+ */
 export async function requireOwnDevice(deps: Deps, caller: Caller, id: string | undefined = caller.device): Promise<string> {
-  if (id === undefined || (await deps.store.deviceOwner(id)) !== caller.nick) throw new ApiError('unknown_device');
+  if (id === undefined || !isDeviceId(id) || (await deps.store.deviceOwner(id)) !== caller.nick) throw new ApiError('unknown_device');
   return id;
 }
 
@@ -27,7 +31,7 @@ export async function listDevices(deps: Deps, caller: Caller): Promise<Device[]>
 }
 
 export async function removeDevice(deps: Deps, caller: Caller, id: string): Promise<void> {
-  if (!(await deps.store.deleteDevice(caller.nick, id))) throw new ApiError('unknown_device');
+  if (!isDeviceId(id) || !(await deps.store.deleteDevice(caller.nick, id))) throw new ApiError('unknown_device');
   await deps.bus.closeStreams({ devices: [id] });
 }
 

@@ -1,5 +1,5 @@
 /** Rooms: create, change members (add, remove, rotate), leave, delete, list. */
-import { ApiError, type CreateRoomRequest, type MembersRequest, type Room } from '@svc/protocol';
+import { ApiError, isId16, type CreateRoomRequest, type MembersRequest, type Room } from '@svc/protocol';
 import type { Caller, Deps } from './deps.js';
 import { fanoutDeliveries, publishLeave, roomDelivery, roomLeftDelivery } from './fanout.js';
 import { optionalOwnDevice } from './devices.js';
@@ -24,7 +24,14 @@ export async function createRoom(deps: Deps, caller: Caller, req: CreateRoomRequ
   return r.room;
 }
 
+/*
+ * A room id from the path that is not an id16 names no room (every room id is one), so it is
+ * answered as a room that does not exist without asking the store: PostgreSQL refuses some
+ * characters (U+0000) in text outright, and that must not become a 500.
+ */
+
 export async function changeMembers(deps: Deps, caller: Caller, roomId: string, req: MembersRequest): Promise<Room> {
+  if (!isId16(roomId)) throw new ApiError('not_owner');
   const r = await deps.store.changeMembers({ roomId, caller: caller.nick, add: req.add, remove: req.remove, keyId: req.keyId, keys: req.keys, now: deps.now() });
   if ('error' in r) throw new ApiError(r.error, r.field !== undefined ? { field: r.field } : {});
   await deps.bus.deliver(fanoutDeliveries(r, await skipDevice(deps, caller)));
@@ -34,11 +41,13 @@ export async function changeMembers(deps: Deps, caller: Caller, roomId: string, 
 
 export async function leaveRoom(deps: Deps, caller: Caller, roomId: string): Promise<void> {
   const device = await optionalOwnDevice(deps, caller);
+  if (!isId16(roomId)) return;
   const r = await deps.store.leaveRoom(roomId, caller.nick);
   await publishLeave(deps, r, device);
 }
 
 export async function deleteRoom(deps: Deps, caller: Caller, roomId: string): Promise<void> {
+  if (!isId16(roomId)) return;
   const r = await deps.store.deleteRoom(roomId, caller.nick);
   if ('error' in r) throw new ApiError(r.error);
   const skip = await skipDevice(deps, caller);
