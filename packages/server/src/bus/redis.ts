@@ -24,6 +24,13 @@ type Wire = (
   | { t: 'attach'; from: string; device: string }
 ) & { at?: number };
 
+/**
+ * Re-arms a presence key only while it is unset or still names this connection: a newer stream
+ * of the device on another instance may own it, and a plain SET would write this older
+ * connection back over it (and its release would then delete the newer one's presence).
+ */
+const REFRESH_SCRIPT = `local v = redis.call('GET', KEYS[1]) if v == false or v == ARGV[1] then return redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2]) else return 0 end`;
+
 /** Deletes a presence key only while it still names this connection (a newer stream may own it). */
 const RELEASE_SCRIPT = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end`;
 
@@ -197,7 +204,7 @@ export class RedisBus implements Bus {
     const batch = this.o.pub.pipeline();
     for (const c of conns) {
       const token = this.tokens.get(c);
-      if (token !== undefined) batch.set(this.presenceKey(c.deviceId), token, 'EX', this.ttl);
+      if (token !== undefined) batch.eval(REFRESH_SCRIPT, 1, this.presenceKey(c.deviceId), token, this.ttl);
     }
     await batch.exec().catch((err: unknown) => this.o.onError(err, 'presence refresh failed'));
   }

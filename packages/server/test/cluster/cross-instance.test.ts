@@ -192,6 +192,16 @@ describe('two instances: presence decides push', () => {
     s.close();
   });
 
+  test('presence outlives its TTL while the stream stays open: the instance keeps refreshing it', async () => {
+    const u = await userWithDevices(instance(server, 0), 1);
+    const s = await Stream.open(u.c, u.devices[0]!);
+    assert.ok(await s.ready());
+    await Stream.settle(3_000); // longer than the 2 s presence lifetime of this server
+    const list = (await via(server, u.c, 1).get('/api/devices')).json as { online: boolean }[];
+    assert.equal(list[0]!.online, true, 'still online on the other instance');
+    s.close();
+  });
+
   test('a killed instance\'s devices become offline within the presence lifetime, and get pushes again', async () => {
     const { sender, recipient } = await subscribed('/cluster/killed');
     const s = await Stream.open(recipient.c, recipient.devices[0]!);
