@@ -19,6 +19,8 @@ export interface StreamSink {
    * whose socket would otherwise stay open (and its buffer held) for as long as it likes.
    */
   destroy?(): void;
+  /** true once the client has gone (the socket closed): nothing written reaches anyone. */
+  readonly gone?: boolean;
 }
 
 export const MAX_STREAM_BUFFER = 1024 * 1024;
@@ -42,6 +44,11 @@ export class StreamConn {
     readonly sessionId: string,
     private readonly sink: StreamSink,
   ) {}
+
+  /** The client went away (its socket closed), whether or not the close has been handled yet. */
+  get gone(): boolean {
+    return this.sink.gone === true;
+  }
 
   /** Writes a live frame, or holds it while the replay runs. Returns false when the stream had to be dropped. */
   push(frame: string, msgId?: string): boolean {

@@ -29,7 +29,8 @@ async function replay(deps: Deps, conn: StreamConn, deviceId: string): Promise<v
   for (;;) {
     const page = await deps.store.readQueue(deviceId, after, REPLAY_PAGE);
     for (const e of page) {
-      if (conn.closed) return;
+      // A client that went away mid-replay must not make us read and write the rest of its queue.
+      if (conn.closed || conn.gone) return;
       await conn.writeReplay(sseFrame('msg', e.json, e.id));
       replayed.add(e.id);
       after = e.seq;

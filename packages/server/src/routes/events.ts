@@ -32,6 +32,9 @@ function responseSink(res: ServerResponse): StreamSink {
       if (!res.writableEnded) res.end();
     },
     destroy: () => res.destroy(),
+    get gone() {
+      return res.destroyed;
+    },
   };
 }
 

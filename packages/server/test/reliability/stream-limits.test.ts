@@ -117,3 +117,41 @@ describe('stream resource limits (sqlite)', () => {
     }
   });
 });
+
+test('a client that goes away mid-replay stops the replay: the rest of its queue is not read', async () => {
+  const { mkdtempSync, rmSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const { SqliteStore } = await import('../../src/store/sqlite/index.js');
+  const dir = mkdtempSync(join(tmpdir(), 'svc-replay-'));
+  const inner = SqliteStore.open(join(dir, 'svc.db'));
+  let pagesRead = 0;
+  // The real store, with its queue reads counted.
+  const store = new Proxy(inner, {
+    get(target, prop, receiver) {
+      if (prop === 'readQueue') return (...a: Parameters<typeof inner.readQueue>) => (pagesRead++, target.readQueue(...a));
+      const v = Reflect.get(target, prop, receiver) as unknown;
+      return typeof v === 'function' ? (v as (...x: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+  const server = await startServer({}, { store });
+  try {
+    const { c: alice, devices: [aDev] } = await userWithDevices(server, 1);
+    const { c: bob, devices: [bDev] } = await userWithDevices(server, 1);
+    // Three pages of replay (1000 each), each message large enough that a page fills any socket buffer.
+    for (let i = 0; i < 2100; i++) {
+      const r = await alice.post('/api/messages', { ...dmBody(bob.nick), ct: ct(2000) }, { device: aDev! });
+      assert.equal(r.status, 202);
+    }
+    pagesRead = 0;
+    const sock = await stalledReader(server, bob, bDev!);
+    sock.destroy();
+    await Stream.settle(1000);
+    // What the kernel's socket buffers took may let the first page through; the third is never read.
+    assert.ok(pagesRead < 3, `the replay stopped early (${pagesRead} of 3 pages read)`);
+    assert.equal(server.hasStream(bDev!), false, 'the stream is not left registered');
+  } finally {
+    await server.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
