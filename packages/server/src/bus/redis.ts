@@ -16,6 +16,7 @@ import type { LocalStreams, StreamConn } from './streams.js';
 export const PRESENCE_TTL_S = 60;
 /** At most this many devices are remembered as having missed an event during an outage. */
 const MAX_MISSED = 100_000;
+const MAX_PENDING_CLOSES = 10_000;
 
 /** `at`: the publisher's clock when sent, for the bus-lag metric. */
 type Wire = (
@@ -55,6 +56,8 @@ export class RedisBus implements Bus {
   private closed = false;
   /** Devices that missed a live `msg` because publishing failed (see unannounced()). */
   private readonly missed = new Set<string>();
+  /** Stream closings (revocations) that could not be published yet: sent once Redis is back. */
+  private readonly pendingCloses: CloseSelector[] = [];
   /** Told how long each message from another instance took to arrive, in ms (metrics). */
   onLag: ((ms: number) => void) | null = null;
 
@@ -78,7 +81,7 @@ export class RedisBus implements Bus {
     // silently stop getting live events. They end instead: clients reconnect, and the replay of
     // the queue (in the database) brings what they missed (docs/SECURITY.md, "Failing dependencies").
     o.sub.on('close', () => bus.dropLocalStreams());
-    o.pub.on('ready', () => void bus.announceMissed());
+    o.pub.on('ready', () => void bus.flushPending());
     await o.sub.subscribe(bus.channel);
     return bus;
   }
@@ -162,8 +165,16 @@ export class RedisBus implements Bus {
     }
   }
 
-  private async announceMissed(): Promise<void> {
-    if (this.missed.size === 0 || this.closed) return;
+  private async flushPending(): Promise<void> {
+    if (this.closed) return;
+    const closes = this.pendingCloses.splice(0);
+    for (const sel of closes) {
+      await this.publish({ t: 'close', from: this.instanceId, sel }).catch((err: unknown) => {
+        this.o.onError(err, 'bus publish failed');
+        this.pendingCloses.push(sel);
+      });
+    }
+    if (this.missed.size === 0) return;
     const devices = [...this.missed];
     this.missed.clear();
     await this.publish({ t: 'close', from: this.instanceId, sel: { devices } }).catch((err: unknown) => {
@@ -174,8 +185,14 @@ export class RedisBus implements Bus {
 
   async closeStreams(sel: CloseSelector): Promise<void> {
     this.local.closeWhere(sel);
-    // A revocation that cannot reach the other instances must not look like success.
-    await this.publish({ t: 'close', from: this.instanceId, sel });
+    try {
+      await this.publish({ t: 'close', from: this.instanceId, sel });
+    } catch (err) {
+      // The revocation is committed; the other instances close those streams as soon as the
+      // connection is back. Until then it must not look like success, so the request fails.
+      if (this.pendingCloses.length < MAX_PENDING_CLOSES) this.pendingCloses.push(sel);
+      throw err;
+    }
   }
 
   async onlineDevices(deviceIds: string[]): Promise<Set<string>> {

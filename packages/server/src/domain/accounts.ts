@@ -82,8 +82,11 @@ export async function changePassword(deps: Deps, caller: Caller, req: PasswordRe
 export async function deleteAccount(deps: Deps, caller: Caller, authKey: string): Promise<void> {
   await verify(deps, caller.nick, authKey);
   const r = await deps.store.deleteAccount(caller.nick, deps.now());
-  await deps.bus.closeStreams({ nicks: [caller.nick], sessions: r.sessions, devices: r.devices });
+  // Room events first: they are best effort and never throw, while closing streams fails the
+  // request when other instances cannot be told, and must not keep the remaining members from
+  // hearing that a rekey is owed.
   for (const leave of r.rooms) await publishLeave(deps, leave, undefined);
+  await deps.bus.closeStreams({ nicks: [caller.nick], sessions: r.sessions, devices: r.devices });
 }
 
 export async function getUser(deps: Deps, nick: string): Promise<UserResponse> {

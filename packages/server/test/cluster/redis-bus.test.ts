@@ -1,0 +1,60 @@
+/**
+ * The Redis bus on its own, two buses on one channel (two instances): a revocation that could not
+ * be published is still carried out on the other instances once the connection is back.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { RedisBus } from '../../src/bus/redis.js';
+import { LocalStreams, StreamConn, type StreamSink } from '../../src/bus/streams.js';
+import { dropRedisPrefix, testRedisUrl } from '../modes.js';
+
+function sink(): StreamSink & { ended: boolean } {
+  return {
+    ended: false,
+    write: () => true,
+    buffered: 0,
+    drained: async () => {},
+    end() {
+      this.ended = true;
+    },
+  };
+}
+
+async function bus(local: LocalStreams, prefix: string): Promise<RedisBus> {
+  const pub = new Redis(testRedisUrl);
+  const sub = new Redis(testRedisUrl);
+  return RedisBus.start(local, { pub, sub, prefix, onError: () => {} });
+}
+
+test('a stream closing that could not be published is sent once Redis answers again, and the request still fails meanwhile', async () => {
+  const prefix = `test:${randomBytes(6).toString('hex')}:`;
+  const localA = new LocalStreams(60_000);
+  const localB = new LocalStreams(60_000);
+  const a = await bus(localA, prefix);
+  const b = await bus(localB, prefix);
+  try {
+    const s = sink();
+    const conn = new StreamConn('device-on-b-1', 'alice', 'session-1', s);
+    await b.attach(conn);
+    // Instance A loses Redis for its publish: the logout there fails, and B's stream stays open.
+    const pub = (a as unknown as { o: { pub: Redis } }).o.pub;
+    const realPublish = pub.publish.bind(pub);
+    (pub as unknown as { publish: () => Promise<never> }).publish = () => Promise.reject(new Error('connection lost'));
+    await assert.rejects(a.closeStreams({ sessions: ['session-1'] }), /connection lost/);
+    assert.equal(s.ended, false);
+    // The connection is back: the pending closing goes out and B closes the stream.
+    (pub as unknown as { publish: typeof realPublish }).publish = realPublish;
+    pub.emit('ready');
+    const deadline = Date.now() + 3000;
+    while (!s.ended && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(s.ended, true, 'the stream on the other instance was closed');
+  } finally {
+    await a.close();
+    await b.close();
+    localA.closeAll();
+    localB.closeAll();
+    await dropRedisPrefix(prefix);
+  }
+});
