@@ -95,6 +95,12 @@ export class Messenger {
   private checked = new Map<string, string>();
   private pairs = new Map<string, Promise<CryptoKey>>();
   private roomCache = new Map<string, Room>();
+  /** Per room: the newest keyId as the service lists it, and the tick when that was learnt (noteNewest). */
+  private newestKeys = new Map<string, { keyId: string; at: number }>();
+  /** Per room: every keyId the service has listed to this client, to tell a stale listing. */
+  private listedKeys = new Map<string, Set<string>>();
+  /** Counts room requests and events, to tell which of two answers was asked for later. */
+  private roomTick = 0;
   readonly keyring = new RoomKeyring();
 
   constructor(opts: MessengerOptions) {
@@ -227,6 +233,8 @@ export class Messenger {
     this.checked.clear();
     this.pairs.clear();
     this.roomCache.clear();
+    this.newestKeys.clear();
+    this.listedKeys.clear();
     this.keyring.clear();
   }
 
@@ -289,18 +297,26 @@ export class Messenger {
       p.catch(() => this.peers.delete(nick));
     }
     const publicKey = await p;
-    const tag = `${nick}|${purpose}`;
-    if (this.checked.get(tag) !== publicKey) {
-      if (this.keyCheck) {
-        try {
-          await this.keyCheck(nick, publicKey, purpose);
-        } catch (cause) {
-          throw cause instanceof SdkError ? cause : new SdkError('untrusted_key', { cause });
-        }
-      }
-      this.checked.set(tag, publicKey);
-    }
+    await this.checkKey(nick, publicKey, purpose);
     return publicKey;
+  }
+
+  /**
+   * Passes `publicKey` of `nick` through keyCheck for `purpose` (once per session while accepted).
+   * Not necessarily the key the service shows now: a room key is checked against the key it was
+   * unwrapped with.
+   */
+  private async checkKey(nick: string, publicKey: string, purpose: KeyPurpose): Promise<void> {
+    const tag = `${nick}|${purpose}`;
+    if (this.checked.get(tag) === publicKey) return;
+    if (this.keyCheck) {
+      try {
+        await this.keyCheck(nick, publicKey, purpose);
+      } catch (cause) {
+        throw cause instanceof SdkError ? cause : new SdkError('untrusted_key', { cause });
+      }
+    }
+    this.checked.set(tag, publicKey);
   }
 
   /** Forgets what is cached about a peer (after the user accepted a changed key, or to re-check it). */
@@ -313,6 +329,11 @@ export class Messenger {
   }
 
   private async pairWith(peer: string, purpose: KeyPurpose): Promise<CryptoKey> {
+    return (await this.pairAndKey(peer, purpose)).pair;
+  }
+
+  /** The pair key with a peer and the peer public key it was made with. */
+  private async pairAndKey(peer: string, purpose: KeyPurpose): Promise<{ pair: CryptoKey; publicKey: string }> {
     const me = this.need();
     const publicKey = await this.peerKey(peer, purpose);
     const tag = `${peer}|${publicKey}`;
@@ -322,7 +343,7 @@ export class Messenger {
       this.pairs.set(tag, k);
       k.catch(() => this.pairs.delete(tag));
     }
-    return k;
+    return { pair: await k, publicKey };
   }
 
   /** The safety number with a peer, to compare out of band. */
@@ -343,20 +364,54 @@ export class Messenger {
     return { id: r.id, ts: r.ts, chat: `dm:${peer}`, from: me.nick, body: text, sentAt };
   }
 
-  /** Sends with the newest room key this client holds (re-reading the rooms once if it holds none). */
+  /**
+   * Sends under the room's newest key as the service lists it, never under an older one: when
+   * that key is not held (its unwrap failed, or the room is not known yet) the rooms are read
+   * again once, and if it is still not held, SdkError `no_room_key` (`not_member` when the room
+   * is not listed at all). The key must also come from a trusted wrapper: its wrapper's public
+   * key, the one it was unwrapped with, passes keyCheck for `send` (one's own keys always do).
+   * A key wrapped under a changed, not yet accepted key thus holds sending like a DM to that peer
+   * (SdkError `untrusted_key`, or whatever the hook does) until the user accepts the change.
+   */
   async sendRoom(roomId: string, text: string, o: SendOptions = {}): Promise<SentMessage> {
     const me = this.need();
-    let k = this.keyring.newest(roomId);
+    let k = this.sendKey(roomId);
     if (!k) {
       await this.syncRooms();
-      k = this.keyring.newest(roomId);
-      if (!k) throw new SdkError('no_room_key');
+      k = this.sendKey(roomId);
+    }
+    // keyCheck may wait for the user's consent; if a newer key came meanwhile, check that one.
+    for (let tries = 0; k; tries++) {
+      await this.checkKey(k.from, k.publicKey, 'send');
+      if (this.roomKeyId(roomId) === k.keyId) break;
+      k = tries < 3 ? this.sendKey(roomId) : undefined;
+    }
+    if (!k) {
+      if (!this.roomCache.has(roomId)) throw new SdkError('not_member');
+      throw new SdkError('no_room_key', {
+        message: 'The room’s newest key could not be unwrapped on this device, and an older key is never used for sending. Retry later, or ask the owner to rotate the key.',
+      });
     }
     const id = o.id ?? this.api.newId();
     const sentAt = o.sentAt ?? this.api.now();
     const s = await encryptRoomMessage(k.key, { id, from: me.nick, roomId, keyId: k.keyId }, { body: text, sentAt });
     const r = await this.api.sendMessage({ id, to: { room: roomId }, keyId: k.keyId, iv: s.iv, ct: s.ct });
     return { id: r.id, ts: r.ts, chat: `room:${roomId}`, from: me.nick, body: text, sentAt };
+  }
+
+  /**
+   * The keyId sendRoom uses: the room's newest key as the service lists it (GET /api/rooms,
+   * `room` events and room responses list keys oldest first). Undefined while no key is listed.
+   */
+  roomKeyId(roomId: string): string | undefined {
+    return this.newestKeys.get(roomId)?.keyId;
+  }
+
+  /** The room's newest key with its origin, if this client holds it. */
+  private sendKey(roomId: string): { keyId: string; key: CryptoKey; from: string; publicKey: string } | undefined {
+    const keyId = this.roomKeyId(roomId);
+    const held = keyId === undefined ? undefined : this.keyring.entry(roomId, keyId);
+    return keyId !== undefined && held ? { keyId, ...held } : undefined;
   }
 
   /**
@@ -420,38 +475,78 @@ export class Messenger {
 
   /** Re-reads GET /api/rooms and unwraps every key not held yet. Call after each `ready`. */
   async syncRooms(): Promise<Room[]> {
+    const asked = ++this.roomTick;
     const rooms = await this.api.rooms();
     const seen = new Set<string>();
     for (const r of rooms) {
       seen.add(r.id);
-      await this.applyRoom(r);
+      await this.takeRoom(r, asked);
     }
-    for (const id of [...this.roomCache.keys()]) if (!seen.has(id)) this.roomCache.delete(id);
+    for (const id of [...this.roomCache.keys()]) {
+      // A room whose event came after this request was sent is newer than this answer.
+      if (!seen.has(id) && !((this.newestKeys.get(id)?.at ?? 0) > asked)) this.dropRoom(id);
+    }
     return rooms;
   }
 
   /** Takes in a Room (from a `room` event or a response): keeps it and unwraps its keys. */
-  async applyRoom(room: Room): Promise<void> {
+  applyRoom(room: Room): Promise<void> {
+    return this.takeRoom(room, ++this.roomTick);
+  }
+
+  /** `asked`: the tick when the request that answered `room` was sent (or the event came). */
+  private async takeRoom(room: Room, asked: number): Promise<void> {
     const me = this.need();
     this.roomCache.set(room.id, room);
+    this.noteNewest(room, asked);
     for (const k of room.keys) {
       if (this.keyring.has(room.id, k.keyId)) continue;
       try {
-        this.keyring.add(room.id, k.keyId, await this.unwrap(me, room.id, k));
+        const u = await this.unwrap(me, room.id, k);
+        this.keyring.add(room.id, k.keyId, u.key, { from: k.from, publicKey: u.publicKey });
       } catch (e) {
         this.onKeyError?.(room.id, k.keyId, e);
       }
     }
   }
 
-  private async unwrap(me: Me, roomId: string, k: RoomKey): Promise<CryptoKey> {
-    const pk = await this.pairWith(k.from, 'receive');
-    return unwrapRoomKey(pk, roomId, k.keyId, me.nick, k);
+  /**
+   * Records the room's newest key from a listing of its keys (oldest first; every source lists
+   * them so). The service only appends keys for a member, drops the oldest past 64, and drops all
+   * of a removed member's keys. So a listing whose last key was listed before is not newer than
+   * what is known (a late event, or an answer overtaken by another); one that holds the known
+   * newest key and goes past it is newer; one that lacks it is newer only if it was asked for
+   * after that key was learnt (the member was removed and added again), otherwise it predates it
+   * (GET /api/rooms answered before a rotation whose event came first). `keys: []` (a member
+   * left) brings no key.
+   */
+  private noteNewest(room: Room, asked: number): void {
+    const last = room.keys.at(-1);
+    if (!last) return;
+    let listed = this.listedKeys.get(room.id);
+    if (!listed) this.listedKeys.set(room.id, (listed = new Set()));
+    const cur = this.newestKeys.get(room.id);
+    const newer = !cur || (!listed.has(last.keyId) && (room.keys.some((k) => k.keyId === cur.keyId) || cur.at < asked));
+    for (const k of room.keys) listed.add(k.keyId);
+    if (newer) this.newestKeys.set(room.id, { keyId: last.keyId, at: Math.max(asked, cur?.at ?? 0) });
+  }
+
+  /** Unwraps with the pair key of the wrapper's key as the service shows it now (checked for `receive`). */
+  private async unwrap(me: Me, roomId: string, k: RoomKey): Promise<{ key: CryptoKey; publicKey: string }> {
+    const { pair, publicKey } = await this.pairAndKey(k.from, 'receive');
+    return { key: await unwrapRoomKey(pair, roomId, k.keyId, me.nick, k), publicKey };
+  }
+
+  /** Forgets a room (not its keys, so that stored envelopes still open). */
+  private dropRoom(roomId: string): void {
+    this.roomCache.delete(roomId);
+    this.newestKeys.delete(roomId);
+    this.listedKeys.delete(roomId);
   }
 
   /** After `room_left`: the room is gone from the list. Its keys are kept so stored envelopes still open. */
   roomLeft(roomId: string): void {
-    this.roomCache.delete(roomId);
+    this.dropRoom(roomId);
   }
 
   /** Creates a room owned by this account, then adds `members` (with a fresh key for all) when given. */
@@ -460,10 +555,11 @@ export class Messenger {
     const id = b64(randomBytes(16));
     const rk = newRoomKey();
     const own = await wrapRoomKey(await this.pairWith(me.nick, 'send'), id, rk.keyId, me.nick, rk.key);
+    const asked = ++this.roomTick;
     const room = await this.api.createRoom({ id, name, keyId: rk.keyId, keys: [own] });
-    this.keyring.add(id, rk.keyId, await importRoomKey(rk.key));
+    this.keyring.add(id, rk.keyId, await importRoomKey(rk.key), { from: me.nick, publicKey: me.identity.publicKey });
     rk.key.fill(0);
-    await this.applyRoom(room);
+    await this.takeRoom(room, asked);
     const others = members.filter((m) => m !== me.nick);
     return others.length > 0 ? this.changeMembers(id, { add: others }) : room;
   }
@@ -486,10 +582,11 @@ export class Messenger {
     const rk = newRoomKey();
     const keys = [];
     for (const m of final) keys.push(await wrapRoomKey(await this.pairWith(m, 'send'), roomId, rk.keyId, m, rk.key));
+    const asked = ++this.roomTick;
     const updated = await this.api.changeMembers(roomId, { add, remove, keyId: rk.keyId, keys });
-    this.keyring.add(roomId, rk.keyId, await importRoomKey(rk.key));
+    this.keyring.add(roomId, rk.keyId, await importRoomKey(rk.key), { from: me.nick, publicKey: me.identity.publicKey });
     rk.key.fill(0);
-    await this.applyRoom(updated);
+    await this.takeRoom(updated, asked);
     return updated;
   }
 
@@ -500,12 +597,12 @@ export class Messenger {
 
   async leaveRoom(roomId: string): Promise<void> {
     await this.api.leaveRoom(roomId);
-    this.roomCache.delete(roomId);
+    this.dropRoom(roomId);
   }
 
   async deleteRoom(roomId: string): Promise<void> {
     await this.api.deleteRoom(roomId);
-    this.roomCache.delete(roomId);
+    this.dropRoom(roomId);
   }
 
   // ---- events ----

@@ -22,7 +22,7 @@ export {
   type StateInfo,
   type EventStreamOptions,
 } from './events.js';
-export { RoomKeyring } from './keyring.js';
+export { RoomKeyring, type KeyOrigin, type HeldRoomKey } from './keyring.js';
 export {
   Messenger,
   type MessengerOptions,
