@@ -24,6 +24,16 @@ after(async () => {
   await push.close();
 });
 
+/**
+ * Waits for the push service to have received `n` pushes for `path`; when they do not come, the
+ * failure shows what the service logged about pushes, so a run that fails says why.
+ */
+async function arrived(path: string, n: number, what = `${n} push(es) for the path`): Promise<void> {
+  if (await push.waitFor(() => push.forPath(path).length === n, 5_000)) return;
+  const pushLog = server.logs.filter((l) => /push/i.test(String(l.msg)));
+  assert.fail(`${what}: got ${push.forPath(path).length}; push log: ${JSON.stringify(pushLog.slice(-5))}`);
+}
+
 /** Every instance's pusher drained (in the two-instance mode a push goes out from either one). */
 const drained = () => Promise.all(server.apps.map((a) => (a.deps.pusher as WebPusher).drained()));
 
@@ -49,7 +59,7 @@ describe('push delivery', () => {
     const p = await pair();
     const r = await p.sender.post('/api/messages', dmBody(p.recipient.nick), { device: p.sDev });
     assert.equal(r.status, 202);
-    assert.ok(await push.waitFor(() => push.forPath(p.path).length === 1));
+    await arrived(p.path, 1);
     const rec = push.forPath(p.path)[0]!;
     assert.deepEqual(decryptPayload(rec, p.sub), { title: `@${p.sender.nick}`, body: 'New message', chat: `dm:${p.sender.nick}` });
     assert.equal(rec.headers['content-encoding'], 'aes128gcm');
@@ -59,7 +69,7 @@ describe('push delivery', () => {
   test('the VAPID JWT is signed with the key of /api/config, for the push service origin, expiring within a day', async () => {
     const p = await pair();
     await p.sender.post('/api/messages', dmBody(p.recipient.nick), { device: p.sDev });
-    assert.ok(await push.waitFor(() => push.forPath(p.path).length === 1));
+    await arrived(p.path, 1);
     const claims = verifyVapid(push.forPath(p.path)[0]!, vapidKey);
     assert.equal(claims.aud, `https://127.0.0.1:${push.port}`);
     assert.ok(claims.exp > Date.now() / 1000 && claims.exp <= Date.now() / 1000 + 86_400 + 60);
@@ -77,7 +87,7 @@ describe('push delivery', () => {
     assert.equal(m.status, 200, m.text);
     const secret = ct(64);
     await p.sender.post('/api/messages', { id: ulid(), to: { room: roomId }, keyId, iv: iv(), ct: secret }, { device: p.sDev });
-    assert.ok(await push.waitFor(() => push.forPath(p.path).length === 1));
+    await arrived(p.path, 1);
     const rec = push.forPath(p.path)[0]!;
     assert.deepEqual(decryptPayload(rec, p.sub), { title: '#Garden club', body: 'New message', chat: `room:${roomId}` });
     assert.ok(!rec.body.includes(Buffer.from(secret)), 'ciphertext of the message is not carried');
@@ -87,20 +97,21 @@ describe('push delivery', () => {
     const p = await pair();
     await p.sender.post('/api/messages', dmBody(p.recipient.nick), { device: p.sDev });
     await p.sender.post('/api/messages', dmBody(p.recipient.nick), { device: p.sDev });
+    await arrived(p.path, 1);
     await drained();
     await Stream.settle(100);
-    assert.equal(push.forPath(p.path).length, 1);
+    assert.equal(push.forPath(p.path).length, 1, 'the second message sent no push');
 
     await subscribe(p.recipient, p.rDev, p.sub);
     await p.sender.post('/api/messages', dmBody(p.recipient.nick), { device: p.sDev });
-    assert.ok(await push.waitFor(() => push.forPath(p.path).length === 2), 'PUT …/push reset the flag');
+    await arrived(p.path, 2, 'PUT …/push reset the flag');
 
     const s = await Stream.open(p.recipient, p.rDev);
     assert.ok(await s.ready());
     s.close();
     await Stream.settle(100);
     await p.sender.post('/api/messages', dmBody(p.recipient.nick), { device: p.sDev });
-    assert.ok(await push.waitFor(() => push.forPath(p.path).length === 3), 'opening the stream reset the flag');
+    await arrived(p.path, 3, 'opening the stream reset the flag');
   });
 
   test('no push to a device with an open stream, nor to the sender\'s own other devices', async () => {
@@ -124,7 +135,7 @@ describe('push delivery', () => {
       const p = await pair();
       push.statusFor.set(p.path, status);
       await p.sender.post('/api/messages', dmBody(p.recipient.nick), { device: p.sDev });
-      assert.ok(await push.waitFor(() => push.forPath(p.path).length === 1));
+      await arrived(p.path, 1);
       await drained();
       const devices = await p.recipient.get('/api/devices');
       assert.equal(devices.json[0].push, false);
@@ -135,7 +146,7 @@ describe('push delivery', () => {
     const p = await pair();
     push.statusFor.set(p.path, 302);
     await p.sender.post('/api/messages', dmBody(p.recipient.nick), { device: p.sDev });
-    assert.ok(await push.waitFor(() => push.forPath(p.path).length === 1));
+    await arrived(p.path, 1);
     await drained();
     await Stream.settle(100);
     assert.equal(push.forPath('/redirected').length, 0);
@@ -148,7 +159,7 @@ describe('push delivery', () => {
     // The push service holds this request unanswered: the send still returns while it is pending.
     const r = await p.sender.post('/api/messages', dmBody(p.recipient.nick, ulid()), { device: p.sDev });
     assert.equal(r.status, 202);
-    assert.ok(await push.waitFor(() => push.forPath(p.path).length === 1));
+    await arrived(p.path, 1);
     assert.equal(push.forPath(p.path).length, 1);
   });
 
@@ -156,7 +167,7 @@ describe('push delivery', () => {
     const p = await pair();
     push.statusFor.set(p.path, 500);
     await p.sender.post('/api/messages', dmBody(p.recipient.nick), { device: p.sDev });
-    assert.ok(await push.waitFor(() => push.forPath(p.path).length === 1));
+    await arrived(p.path, 1);
     assert.ok(await push.waitFor(() => server.logs.some((l) => l.msg === 'push refused by the push service')), 'the failure is logged');
     await drained();
     const text = JSON.stringify(server.logs);
