@@ -1,4 +1,5 @@
 /** Accounts, invites and sessions of the PostgreSQL store. Functions given a Sql run in the caller's transaction. */
+import { ACCOUNT_COLUMNS, accountFromRow, type AccountRow } from '../rows.js';
 import type { EncryptedKey, Kdf } from '@svc/protocol';
 import type { AccountRecord, DeleteAccountResult, LeaveResult, NewAccount, Refusal, SessionRecord } from '../types.js';
 import type { Sql } from './db.js';
@@ -27,29 +28,13 @@ export async function registerAccount(q: Sql, a: NewAccount): Promise<{ ok: true
   return { ok: true };
 }
 
-interface AccountRow {
-  nick: string;
-  auth_key_hash: Buffer;
-  kdf: string;
-  public_key: string;
-  encrypted_key: string;
-  created_at: number;
-}
-
 export async function getAccount(q: Sql, nick: string): Promise<AccountRecord | null> {
   const r = await q.one<AccountRow>(
-    'SELECT nick, auth_key_hash, kdf, public_key, encrypted_key, created_at FROM accounts WHERE nick = $1 AND deleted_at IS NULL',
+    `SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE nick = $1 AND deleted_at IS NULL`,
     [nick],
   );
   if (!r) return null;
-  return {
-    nick: r.nick,
-    authKeyHash: new Uint8Array(r.auth_key_hash),
-    kdf: JSON.parse(r.kdf) as Kdf,
-    publicKey: r.public_key,
-    encryptedKey: JSON.parse(r.encrypted_key) as EncryptedKey,
-    createdAt: r.created_at,
-  };
+  return accountFromRow(r);
 }
 
 export async function getSession(q: Sql, id: string): Promise<SessionRecord | null> {

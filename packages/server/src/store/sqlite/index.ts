@@ -4,6 +4,7 @@
  * one `db.transaction`, so it is atomic and durable when the promise resolves.
  */
 import { LIMITS, type Contact, type EncryptedKey, type Kdf, type Room, type Target, type WrappedKey } from '@svc/protocol';
+import { ACCOUNT_COLUMNS, accountFromRow, type AccountRow } from '../rows.js';
 import type {
   AccountRecord,
   DeleteAccountResult,
@@ -25,15 +26,6 @@ import { openDatabase, type Db } from './db.js';
 import { Statements, placeholders } from './statements.js';
 import * as rooms from './rooms.js';
 import * as messages from './messages.js';
-
-interface AccountRow {
-  nick: string;
-  auth_key_hash: Buffer;
-  kdf: string;
-  public_key: string;
-  encrypted_key: string;
-  created_at: number;
-}
 
 interface DeviceRow {
   id: string;
@@ -98,18 +90,11 @@ export class SqliteStore implements Store {
 
   async getAccount(nick: string): Promise<AccountRecord | null> {
     const r = this.q.one<AccountRow>(
-      'SELECT nick, auth_key_hash, kdf, public_key, encrypted_key, created_at FROM accounts WHERE nick = ? AND deleted_at IS NULL',
+      `SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE nick = ? AND deleted_at IS NULL`,
       nick,
     );
     if (!r) return null;
-    return {
-      nick: r.nick,
-      authKeyHash: new Uint8Array(r.auth_key_hash),
-      kdf: JSON.parse(r.kdf) as Kdf,
-      publicKey: r.public_key,
-      encryptedKey: JSON.parse(r.encrypted_key) as EncryptedKey,
-      createdAt: r.created_at,
-    };
+    return accountFromRow(r);
   }
 
   async nickExists(nick: string): Promise<boolean> {
