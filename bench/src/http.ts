@@ -1,10 +1,12 @@
 /**
- * A lean HTTP client for the load generator: node:http over a keep-alive agent sized to the
- * concurrency, the session cookie per account and the Origin header the service requires.
- * Deliberately small, so that the generator spends its share of the two cores on load, not on
- * a client library.
+ * The harness's HTTP client. Setup requests (register, devices, rooms, acks) go through
+ * `Endpoint.call`: node:http over a keep-alive agent, the session cookie per account and the
+ * Origin header the service requires. The measured send loops do not: they use `raw`, a pool of
+ * plain keep-alive sockets of the same size (raw-http.ts), because a node:http request per
+ * message cost the generator more CPU than the ceiling spent answering it.
  */
 import { Agent, request } from 'node:http';
+import { RawPool } from './raw-http.js';
 
 export interface Res {
   status: number;
@@ -16,6 +18,8 @@ export interface Res {
 export class Endpoint {
   readonly origin: string;
   agent: Agent;
+  /** Raw keep-alive sockets for the measured loops, as many as the agent may hold. */
+  raw: RawPool;
 
   constructor(
     readonly port: number,
@@ -23,16 +27,20 @@ export class Endpoint {
   ) {
     this.origin = `http://127.0.0.1:${port}`;
     this.agent = new Agent({ keepAlive: true, maxSockets, maxFreeSockets: maxSockets });
+    this.raw = new RawPool(port, maxSockets);
   }
 
-  /** Replaces the agent with one sized for `maxSockets` concurrent requests. */
+  /** Replaces the agent and the raw pool with ones sized for `maxSockets` concurrent requests. */
   resize(maxSockets: number): void {
     this.agent.destroy();
     this.agent = new Agent({ keepAlive: true, maxSockets, maxFreeSockets: maxSockets });
+    this.raw.close();
+    this.raw = new RawPool(this.port, maxSockets);
   }
 
   close(): void {
     this.agent.destroy();
+    this.raw.close();
   }
 
   /** One request; rejects only on a network error (every status resolves). */

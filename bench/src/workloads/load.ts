@@ -2,10 +2,12 @@
  * The two ways of sending: closed loop (each sender sends its next message after its 202, to find
  * the maximum) and open loop (a fixed schedule in per-millisecond batches, for latency at a given
  * rate, which a closed loop would hide by slowing down with the server). Both are bounded in
- * count and in time.
+ * count and in time. Both send through the endpoint's raw keep-alive sockets (raw-http.ts), one
+ * request in flight per socket, with each sender's request head built once.
  */
 import type { SendBody } from '../fixtures.js';
 import type { Endpoint } from '../http.js';
+import { jsonRequestHead, withJson, type RawAnswer } from '../raw-http.js';
 import type { Recorder } from '../stats.js';
 
 export interface Sender {
@@ -23,11 +25,24 @@ export interface SendResult {
   elapsedMs: number;
 }
 
+/** Each sender's `POST /api/messages` head (cookie, device) for the port it was built for. */
+const heads = new WeakMap<Sender, { port: number; head: string }>();
+
+function headOf(api: Endpoint, s: Sender): string {
+  let h = heads.get(s);
+  if (h?.port !== api.port) {
+    h = { port: api.port, head: jsonRequestHead(api.port, 'POST', '/api/messages', { Cookie: s.cookie, 'X-Device': s.device }) };
+    heads.set(s, h);
+  }
+  return h.head;
+}
+
 function post(api: Endpoint, s: Sender, rec: Recorder | null, out: SendResult): Promise<void> {
   const body = s.next();
+  const request = withJson(headOf(api, s), JSON.stringify(body));
   rec?.sent(body.id, performance.now());
-  return api.call('POST', '/api/messages', { body, cookie: s.cookie, device: s.device }).then(
-    (r) => {
+  return api.raw.request(request, 202).then(
+    (r: RawAnswer) => {
       if (r.status === 202) out.accepted++;
       else {
         out.errors++;
