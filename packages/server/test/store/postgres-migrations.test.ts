@@ -58,6 +58,46 @@ test('a later migration applies to a database holding data of the previous schem
     assert.deepEqual(await sqlIn(schema, "SELECT value, note FROM meta WHERE key = 'x'"), [{ value: 'kept', note: null }]);
   }));
 
+test('migration 2 adds the one-statement send and ack to a database at version 1 holding queued envelopes', () =>
+  inSchema(async (schema) => {
+    const pool = openPool(testPgUrl, { schema });
+    try {
+      await migrate(pool, schema, PG_MIGRATIONS.filter((m) => m.version === 1));
+    } finally {
+      await pool.end();
+    }
+    // What a version-1 build left: two accounts, their devices, one envelope queued for bob.
+    await sqlIn(schema, "INSERT INTO accounts (nick, public_key, created_at) VALUES ('alice', 'pk', 1), ('bob', 'pk', 1)");
+    await sqlIn(schema, "INSERT INTO devices (id, nick, created_at, queue_len) VALUES ('a-device-1', 'alice', 1, 0), ('b-device-1', 'bob', 1, 1)");
+    await sqlIn(schema, "INSERT INTO envelopes (id, sender, ts, json) VALUES ('old', 'alice', 1, '{}')");
+    await sqlIn(schema, "INSERT INTO queue (device_id, envelope_id, ts) VALUES ('b-device-1', 'old', 1)");
+    await sqlIn(schema, "INSERT INTO contacts (nick, peer, created_at) VALUES ('alice', 'bob', 1), ('bob', 'alice', 1)");
+    const fns = `SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1 ORDER BY p.proname`;
+    assert.deepEqual(await sqlIn(schema, fns, [schema]), []);
+
+    const store = await PostgresStore.open(testPgUrl, { schema });
+    try {
+      assert.deepEqual((await sqlIn<{ proname: string }>(schema, fns, [schema])).map((f) => f.proname), ['ack_envelopes', 'send_envelope']);
+      const rows = await sqlIn<{ version: number }>(schema, 'SELECT version FROM schema_migrations ORDER BY version');
+      assert.deepEqual(rows.map((r) => r.version), [1, 2]);
+      const now = Date.now();
+      const id = '01' + 'J'.repeat(24);
+      const r = await store.sendMessage({ id, from: 'alice', to: { dm: 'bob' }, keyId: 'dm', iv: 'iv', ct: 'ct', senderDevice: 'a-device-1', now });
+      assert.ok('status' in r && r.status === 'queued');
+      assert.deepEqual(r.targets, [{ deviceId: 'b-device-1', nick: 'bob' }]);
+      assert.deepEqual((await store.readQueue('b-device-1', 0, 10)).map((e) => e.id), ['old', id], 'the new entry queues after the old one');
+      await store.ack('b-device-1', ['old']);
+      assert.deepEqual(await sqlIn(schema, "SELECT queue_len FROM devices WHERE id = 'b-device-1'"), [{ queue_len: 1 }]);
+      assert.deepEqual(await store.sendMessage({ id, from: 'alice', to: { dm: 'bob' }, keyId: 'dm', iv: 'iv', ct: 'ct', senderDevice: 'a-device-1', now: now + 1 }), {
+        status: 'retry',
+        id,
+        ts: now,
+      });
+    } finally {
+      await store.close();
+    }
+  }));
+
 test('a failing migration leaves nothing behind and is not recorded', () =>
   inSchema(async (schema) => {
     await (await PostgresStore.open(testPgUrl, { schema })).close();

@@ -145,6 +145,30 @@ export async function transaction<T>(pool: pg.Pool, fn: (q: Sql) => Promise<T>):
 }
 
 /**
+ * Runs `fn`, which sends one statement, on one pooled connection in autocommit: the statement is
+ * its own transaction. The database may still abort it to break a deadlock (or fail it as a
+ * serialization failure), having written nothing; it then runs again, as transaction() does.
+ */
+export async function autocommit<T>(pool: pg.Pool, fn: (q: Sql) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    const client = await pool.connect();
+    let broken: Error | undefined;
+    try {
+      return await fn(new Sql(client));
+    } catch (e) {
+      if (connectionLost(e)) broken = e as Error;
+      if (attempt < ATTEMPTS && retryable(e)) {
+        await new Promise((r) => setTimeout(r, Math.random() * 10 * attempt));
+        continue;
+      }
+      throw e;
+    } finally {
+      client.release(broken);
+    }
+  }
+}
+
+/**
  * Creates the schema if asked, then applies the migrations this database lacks. A session
  * advisory lock keeps instances that start together from migrating at the same time.
  */

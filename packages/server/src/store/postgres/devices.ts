@@ -84,15 +84,3 @@ export async function addContact(
   const inserted = await q.run('INSERT INTO contacts (nick, peer, created_at) VALUES ($1, $2, $3) ON CONFLICT (nick, peer) DO NOTHING', [nick, peer, now]);
   return { status: inserted === 0 ? 'exists' : 'created', publicKey };
 }
-
-/**
- * Adds `peer` to `nick`'s contacts when absent and there is room (the first DM between two
- * accounts). The caller holds the contacts lock of `nick`.
- */
-export async function addContactIfRoom(q: Sql, nick: string, peer: string, now: number): Promise<void> {
-  if (await q.one('SELECT 1 FROM contacts WHERE nick = $1 AND peer = $2', [nick, peer])) return;
-  const n = (await q.one<{ n: number }>('SELECT COUNT(*) AS n FROM contacts WHERE nick = $1', [nick]))!.n;
-  if (n < LIMITS.contactsPerAccount) {
-    await q.run('INSERT INTO contacts (nick, peer, created_at) VALUES ($1, $2, $3) ON CONFLICT (nick, peer) DO NOTHING', [nick, peer, now]);
-  }
-}

@@ -22,7 +22,7 @@ import type {
   Store,
   StoreStats,
 } from '../types.js';
-import { Sql, migrate, openPool, transaction } from './db.js';
+import { Sql, autocommit, migrate, openPool, transaction } from './db.js';
 import * as accounts from './accounts.js';
 import * as devices from './devices.js';
 import * as rooms from './rooms.js';
@@ -201,11 +201,12 @@ export class PostgresStore implements Store {
   }
 
   async sendMessage(m: SendInput): Promise<SendResult> {
-    return this.tx((q) => messages.sendMessage(q, m));
+    // One statement (a function doing the whole send), so autocommit, not BEGIN … COMMIT.
+    return autocommit(this.pool, (q) => messages.sendMessage(q, m));
   }
 
   async ack(deviceId: string, ids: string[]): Promise<void> {
-    await this.tx((q) => messages.ack(q, deviceId, ids));
+    await autocommit(this.pool, (q) => messages.ack(q, deviceId, ids));
   }
 
   async readQueue(deviceId: string, afterSeq: number, limit: number): Promise<QueuedEntry[]> {

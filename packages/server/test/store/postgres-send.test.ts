@@ -1,0 +1,203 @@
+/**
+ * The PostgreSQL send and ack, each one statement (the functions of migration 2): the cases the
+ * shared storage suite does not reach one by one. Room fan-out order, every refusal and the
+ * answer to a used id behind it, the contacts limit of a first DM, a queue already past its cap,
+ * and the one round trip itself.
+ */
+import { describe, test, beforeEach, afterEach } from 'node:test';
+import assert from 'node:assert/strict';
+import pg from 'pg';
+import { LIMITS, type Target } from '@svc/protocol';
+import { PostgresStore } from '../../src/store/postgres/index.js';
+import type { SendInput } from '../../src/store/types.js';
+import { id16, iv, ct, ulid } from '../harness.js';
+import { dropSchema, freshSchema, sqlIn, testPgUrl } from './pg-helpers.js';
+import { NOW, account, wrapped } from './suite.js';
+
+const send = (id: string, from: string, to: Target, keyId: string, senderDevice: string, now = NOW): SendInput => ({
+  id,
+  from,
+  to,
+  keyId,
+  iv: iv(),
+  ct: ct(),
+  senderDevice,
+  now,
+});
+
+/** queue_len and the real row count of each device, to show they agree. */
+async function lengths(schema: string): Promise<{ id: string; queue_len: number; n: number }[]> {
+  return sqlIn(schema, 'SELECT id, queue_len, (SELECT COUNT(*)::int FROM queue q WHERE q.device_id = d.id) AS n FROM devices d ORDER BY id');
+}
+
+describe('store: postgres, send and ack in one statement', () => {
+  let schema: string;
+  let store: PostgresStore;
+  beforeEach(async () => {
+    schema = await freshSchema();
+    store = await PostgresStore.open(testPgUrl, { schema, max: 4 });
+  });
+  afterEach(async () => {
+    await store.close();
+    await dropSchema(schema);
+  });
+
+  /** alice owns the room; carol joins before bob. Device ids are chosen so that id order differs from fan-out order. */
+  async function room(): Promise<{ roomId: string; keyId: string }> {
+    for (const n of ['alice', 'bob', 'carol']) await store.registerAccount(account(n));
+    for (const [n, d] of [['alice', 'k-alice-1'], ['bob', 'z-bob-1'], ['alice', 'b-alice-2'], ['bob', 'a-bob-2'], ['carol', 'm-carol-1']] as const) {
+      await store.addDevice(n, d, NOW);
+    }
+    const roomId = id16();
+    const k1 = id16();
+    const k2 = id16();
+    const k3 = id16();
+    await store.createRoom({ id: roomId, name: 'Ops', owner: 'alice', keyId: k1, keys: [wrapped('alice')], now: NOW });
+    const c = await store.changeMembers({ roomId, caller: 'alice', add: ['carol'], remove: [], keyId: k2, keys: ['alice', 'carol'].map(wrapped), now: NOW });
+    assert.ok('room' in c);
+    const b = await store.changeMembers({ roomId, caller: 'alice', add: ['bob'], remove: [], keyId: k3, keys: ['alice', 'carol', 'bob'].map(wrapped), now: NOW });
+    assert.ok('room' in b);
+    return { roomId, keyId: k3 };
+  }
+
+  test('a room send queues for members by join order, devices oldest first, never the sending device', async () => {
+    const { roomId, keyId } = await room();
+    const id = ulid(NOW);
+    const r = await store.sendMessage(send(id, 'alice', { room: roomId }, keyId, 'k-alice-1'));
+    assert.ok('status' in r && r.status === 'queued');
+    assert.deepEqual(r.targets, [
+      { deviceId: 'b-alice-2', nick: 'alice' },
+      { deviceId: 'm-carol-1', nick: 'carol' },
+      { deviceId: 'z-bob-1', nick: 'bob' },
+      { deviceId: 'a-bob-2', nick: 'bob' },
+    ]);
+    assert.equal(r.roomName, 'Ops');
+    assert.equal(r.json, JSON.stringify({ id, to: { room: roomId }, from: 'alice', keyId, iv: r.envelope.iv, ct: r.envelope.ct, ts: NOW }));
+    const [stored] = await sqlIn<{ json: string }>(schema, 'SELECT json FROM envelopes WHERE id = $1', [id]);
+    assert.equal(stored!.json, r.json, 'the stored JSON is the one built by the caller, byte for byte');
+    // Entries are numbered in fan-out order.
+    const queued = await sqlIn<{ device_id: string }>(schema, 'SELECT device_id FROM queue ORDER BY seq');
+    assert.deepEqual(queued.map((q) => q.device_id), r.targets.map((t) => t.deviceId));
+    for (const l of await lengths(schema)) assert.equal(l.queue_len, l.n, l.id);
+    // An older room key id is still valid for sending.
+    const [k1] = await sqlIn<{ key_id: string }>(schema, 'SELECT key_id FROM room_key_ids WHERE key_id <> $1 ORDER BY key_id LIMIT 1', [keyId]);
+    const old = await store.sendMessage(send(ulid(NOW), 'bob', { room: roomId }, k1!.key_id, 'a-bob-2'));
+    assert.ok('status' in old && old.status === 'queued');
+    assert.deepEqual(old.targets.map((t) => t.deviceId), ['k-alice-1', 'b-alice-2', 'm-carol-1', 'z-bob-1']);
+  });
+
+  test('refusals write nothing; a used id is answered before them as a retry (its sender) or a conflict', async () => {
+    const { roomId, keyId } = await room();
+    await store.registerAccount(account('dave'));
+    await store.addDevice('dave', 'd-dave-1', NOW);
+    await store.registerAccount(account('gone'));
+    await store.deleteAccount('gone', NOW);
+
+    const fresh = () => ulid(NOW);
+    assert.deepEqual(await store.sendMessage(send(fresh(), 'dave', { room: roomId }, keyId, 'd-dave-1')), { error: 'not_member' });
+    assert.deepEqual(await store.sendMessage(send(fresh(), 'dave', { room: id16() }, keyId, 'd-dave-1')), { error: 'not_member' }, 'no such room');
+    assert.deepEqual(await store.sendMessage(send(fresh(), 'alice', { room: roomId }, id16(), 'k-alice-1')), { error: 'unknown_key' });
+    assert.deepEqual(await store.sendMessage(send(fresh(), 'alice', { dm: 'zed' }, 'dm', 'k-alice-1')), { error: 'unknown_user' });
+    assert.deepEqual(await store.sendMessage(send(fresh(), 'alice', { dm: 'gone' }, 'dm', 'k-alice-1')), { error: 'unknown_user' }, 'a deleted account');
+    assert.deepEqual(await store.sendMessage(send(fresh(), 'alice', { dm: 'alice' }, 'dm', 'k-alice-1')), { error: 'self' });
+    assert.deepEqual(await sqlIn(schema, 'SELECT id FROM envelopes'), []);
+    assert.deepEqual(await sqlIn(schema, 'SELECT seq FROM queue'), []);
+    assert.deepEqual(await sqlIn(schema, "SELECT nick FROM contacts WHERE nick = 'alice' OR peer = 'alice'"), []);
+
+    const id = ulid(NOW);
+    const first = await store.sendMessage(send(id, 'carol', { room: roomId }, keyId, 'm-carol-1'));
+    assert.ok('status' in first && first.status === 'queued');
+    await store.leaveRoom(roomId, 'carol');
+    assert.deepEqual(
+      await store.sendMessage(send(id, 'carol', { room: roomId }, keyId, 'm-carol-1', NOW + 9)),
+      { status: 'retry', id, ts: NOW },
+      'a retry stays a retry after its sender left the room',
+    );
+    assert.deepEqual(await store.sendMessage(send(id, 'dave', { room: roomId }, keyId, 'd-dave-1')), { error: 'id_conflict' });
+    assert.deepEqual(await store.sendMessage(send(id, 'dave', { dm: 'alice' }, 'dm', 'd-dave-1')), { error: 'id_conflict' });
+    assert.equal((await sqlIn(schema, 'SELECT seq FROM queue')).length, 4, 'queued once');
+  });
+
+  test('a first DM adds each side as the other\'s contact while that side has room', async () => {
+    await store.registerAccount(account('alice'));
+    await store.registerAccount(account('bob'));
+    await store.addDevice('alice', 'a-device-1', NOW);
+    await sqlIn(schema, "INSERT INTO contacts (nick, peer, created_at) SELECT 'alice', 'peer' || i, 0 FROM generate_series(1, $1::int) AS i", [
+      LIMITS.contactsPerAccount,
+    ]);
+    const r = await store.sendMessage(send(ulid(NOW), 'alice', { dm: 'bob' }, 'dm', 'a-device-1'));
+    assert.ok('status' in r && r.status === 'queued');
+    assert.equal(r.roomName, null);
+    assert.deepEqual(r.targets, [], 'bob has no device yet: stored, queued nowhere');
+    assert.deepEqual(await sqlIn(schema, "SELECT nick, peer, created_at FROM contacts WHERE 'bob' IN (nick, peer)"), [
+      { nick: 'bob', peer: 'alice', created_at: String(NOW) },
+    ]);
+    assert.equal((await sqlIn(schema, "SELECT seq FROM contacts WHERE nick = 'alice'")).length, LIMITS.contactsPerAccount, 'never over the limit');
+  });
+
+  test('a queue already past its cap is cut back to the cap, oldest first, and queue_len stays exact', async () => {
+    await store.registerAccount(account('alice'));
+    await store.registerAccount(account('bob'));
+    await store.addDevice('alice', 'a-device-1', NOW);
+    await store.addDevice('bob', 'b-device-1', NOW);
+    const over = LIMITS.queuePerDevice + 4;
+    // Only the queue rows matter to the cap (no envelope rows needed): old1 is the oldest.
+    await sqlIn(schema, "INSERT INTO queue (device_id, envelope_id, ts) SELECT 'b-device-1', 'old' || i, i FROM generate_series(1, $1::int) AS i", [over]);
+    await sqlIn(schema, "UPDATE devices SET queue_len = $1 WHERE id = 'b-device-1'", [over]);
+    const id = ulid(NOW);
+    const r = await store.sendMessage(send(id, 'alice', { dm: 'bob' }, 'dm', 'a-device-1'));
+    assert.ok('status' in r && r.status === 'queued');
+    const [row] = await sqlIn<{ n: number; first: string; last: string }>(
+      schema,
+      `SELECT COUNT(*)::int AS n,
+              (SELECT envelope_id FROM queue WHERE device_id = 'b-device-1' ORDER BY seq LIMIT 1) AS first,
+              (SELECT envelope_id FROM queue WHERE device_id = 'b-device-1' ORDER BY seq DESC LIMIT 1) AS last
+       FROM queue WHERE device_id = 'b-device-1'`,
+    );
+    assert.deepEqual(row, { n: LIMITS.queuePerDevice, first: 'old6', last: id });
+    for (const l of await lengths(schema)) assert.equal(l.queue_len, l.n, l.id);
+  });
+
+  test('ack drops only the listed entries of that device; unknown ids are ignored', async () => {
+    await store.registerAccount(account('alice'));
+    await store.registerAccount(account('bob'));
+    for (const [n, d] of [['alice', 'a-device-1'], ['alice', 'a-device-2'], ['bob', 'b-device-1']] as const) await store.addDevice(n, d, NOW);
+    const ids = [ulid(NOW), ulid(NOW), ulid(NOW)];
+    for (const id of ids) await store.sendMessage(send(id, 'alice', { dm: 'bob' }, 'dm', 'a-device-1'));
+    await store.ack('b-device-1', [ids[0]!, ids[2]!, 'nope']);
+    await store.ack('b-device-1', []);
+    await store.ack('no-such-device', [ids[1]!]);
+    assert.deepEqual((await store.readQueue('b-device-1', 0, 10)).map((e) => e.id), [ids[1]]);
+    assert.equal((await store.readQueue('a-device-2', 0, 10)).length, 3);
+    assert.deepEqual(await lengths(schema), [
+      { id: 'a-device-1', queue_len: 0, n: 0 },
+      { id: 'a-device-2', queue_len: 3, n: 3 },
+      { id: 'b-device-1', queue_len: 1, n: 1 },
+    ]);
+  });
+
+  test('a send and an ack each cost one statement: no BEGIN, no COMMIT', async () => {
+    const { roomId, keyId } = await room();
+    await store.sendMessage(send(ulid(NOW), 'alice', { dm: 'bob' }, 'dm', 'k-alice-1')); // warm the pool
+    const sent: string[] = [];
+    const query = pg.Client.prototype.query;
+    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+      const q = args[0];
+      sent.push(typeof q === 'string' ? q : (q as { text: string }).text);
+      return (query as (...a: unknown[]) => unknown).apply(this, args);
+    } as unknown as typeof query;
+    let id: string;
+    try {
+      id = ulid(NOW);
+      await store.sendMessage(send(id, 'alice', { room: roomId }, keyId, 'k-alice-1'));
+      await store.sendMessage(send(ulid(NOW), 'bob', { dm: 'carol' }, 'dm', 'a-bob-2')); // a first DM: contacts too
+      await store.ack('m-carol-1', [id]);
+    } finally {
+      pg.Client.prototype.query = query;
+    }
+    assert.equal(sent.length, 3, sent.join('\n'));
+    assert.match(sent[0]!, /send_envelope/);
+    assert.match(sent[2]!, /ack_envelopes/);
+    for (const l of await lengths(schema)) assert.equal(l.queue_len, l.n, l.id);
+  });
+});
