@@ -14,7 +14,9 @@ export function openDatabase(path: string, migrations: Migration[] = SQLITE_MIGR
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const db = new Database(path);
   // WAL with synchronous=FULL: a commit is on disk (fsync'd) before the call returns, so an
-  // answered 202 survives a process crash and a power loss alike.
+  // answered 202 survives a process crash and a power loss alike. The service's store switches
+  // its own connection to NORMAL and syncs the WAL itself, off the event loop, before it answers
+  // (group-commit.ts, wal-sync.ts); other users of this function keep FULL.
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = FULL');
   db.pragma('foreign_keys = ON');

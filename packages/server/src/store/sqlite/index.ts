@@ -24,6 +24,8 @@ import type {
 } from '../types.js';
 import { openDatabase, type Db } from './db.js';
 import { Statements, placeholders } from './statements.js';
+import { GroupCommit } from './group-commit.js';
+import { walDurability, type Durability } from './wal-sync.js';
 import * as rooms from './rooms.js';
 import * as messages from './messages.js';
 
@@ -41,21 +43,29 @@ const DEVICE_COLS = 'id, nick, created_at, last_seen_at, (push_endpoint IS NOT N
 export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
   private readonly q: Statements;
+  readonly group: GroupCommit;
+
+  private readonly durability: Durability;
 
   constructor(readonly db: Db) {
     this.q = new Statements(db);
+    // COMMIT leaves the fsync to the group commit, which runs it off the event loop (wal-sync.ts).
+    db.pragma('synchronous = NORMAL');
+    this.durability = walDurability(db.name);
+    this.group = new GroupCommit(db, this.durability);
   }
 
   static open(path: string): SqliteStore {
     return new SqliteStore(openDatabase(path));
   }
 
-  private tx<T>(fn: () => T): T {
-    return this.db.transaction(fn).immediate();
+  /** Every write goes through group commit: atomic on its own, durable when the promise resolves. */
+  private write<T>(fn: () => T): Promise<T> {
+    return this.group.run(fn);
   }
 
   async getOrCreateMeta(key: string, make: () => string): Promise<string> {
-    return this.tx(() => {
+    return this.write(() => {
       const row = this.q.one<{ value: string }>('SELECT value FROM meta WHERE key = ?', key);
       if (row) return row.value;
       const value = make();
@@ -65,7 +75,7 @@ export class SqliteStore implements Store {
   }
 
   async registerAccount(a: NewAccount): Promise<{ ok: true } | Refusal<'nick_taken' | 'invite_required' | 'invalid_invite'>> {
-    return this.tx(() => {
+    return this.write(() => {
       if (a.requireInvite) {
         if (a.invite === null) return { error: 'invite_required' as const };
         const inv = this.q.one<{ uses_left: number; expires_at: number | null }>('SELECT uses_left, expires_at FROM invites WHERE code = ?', a.invite);
@@ -102,7 +112,7 @@ export class SqliteStore implements Store {
   }
 
   async createInvite(code: string, uses: number, expiresAt: number | null, now: number): Promise<void> {
-    this.q.run('INSERT INTO invites (code, uses_left, expires_at, created_at) VALUES (?, ?, ?, ?)', code, uses, expiresAt, now);
+    await this.write(() => this.q.run('INSERT INTO invites (code, uses_left, expires_at, created_at) VALUES (?, ?, ?, ?)', code, uses, expiresAt, now));
   }
 
   async listInvites(): Promise<InviteRecord[]> {
@@ -112,11 +122,11 @@ export class SqliteStore implements Store {
   }
 
   async revokeInvite(code: string): Promise<boolean> {
-    return this.q.run('DELETE FROM invites WHERE code = ?', code).changes > 0;
+    return this.write(() => this.q.run('DELETE FROM invites WHERE code = ?', code).changes > 0);
   }
 
   async createSession(s: { id: string; nick: string; now: number }): Promise<void> {
-    this.q.run('INSERT INTO sessions (id, nick, created_at, last_used_at) VALUES (?, ?, ?, ?)', s.id, s.nick, s.now, s.now);
+    await this.write(() => this.q.run('INSERT INTO sessions (id, nick, created_at, last_used_at) VALUES (?, ?, ?, ?)', s.id, s.nick, s.now, s.now));
   }
 
   async getSession(id: string): Promise<SessionRecord | null> {
@@ -128,15 +138,15 @@ export class SqliteStore implements Store {
   }
 
   async touchSession(id: string, now: number): Promise<void> {
-    this.q.run('UPDATE sessions SET last_used_at = ? WHERE id = ?', now, id);
+    await this.write(() => this.q.run('UPDATE sessions SET last_used_at = ? WHERE id = ?', now, id));
   }
 
   async deleteSession(id: string): Promise<void> {
-    this.q.run('DELETE FROM sessions WHERE id = ?', id);
+    await this.write(() => this.q.run('DELETE FROM sessions WHERE id = ?', id));
   }
 
   async changePassword(nick: string, p: { authKeyHash: Uint8Array; kdf: Kdf; encryptedKey: EncryptedKey }, keepSession: string): Promise<string[]> {
-    return this.tx(() => {
+    return this.write(() => {
       this.q.run(
         'UPDATE accounts SET auth_key_hash = ?, kdf = ?, encrypted_key = ? WHERE nick = ?',
         Buffer.from(p.authKeyHash),
@@ -151,7 +161,7 @@ export class SqliteStore implements Store {
   }
 
   async deleteAccount(nick: string, now: number): Promise<DeleteAccountResult> {
-    return this.tx(() => {
+    return this.write(() => {
       const roomResults: LeaveResult[] = rooms.roomsOf(this.q, nick).map((id) => rooms.leaveRoom(this.q, id, nick));
       const sessions = this.q.all<{ id: string }>('SELECT id FROM sessions WHERE nick = ?', nick).map((r) => r.id);
       const devices = rooms.devicesOf(this.q, nick);
@@ -169,7 +179,7 @@ export class SqliteStore implements Store {
   }
 
   async addDevice(nick: string, id: string, now: number) {
-    return this.tx((): { status: 'created' | 'exists'; device: DeviceRecord } | Refusal<'device_conflict' | 'limit_reached'> => {
+    return this.write((): { status: 'created' | 'exists'; device: DeviceRecord } | Refusal<'device_conflict' | 'limit_reached'> => {
       const row = this.q.one<DeviceRow>(`SELECT ${DEVICE_COLS} FROM devices WHERE id = ?`, id);
       if (row) return row.nick === nick ? { status: 'exists', device: toDevice(row) } : { error: 'device_conflict' };
       const n = this.q.one<{ n: number }>('SELECT COUNT(*) AS n FROM devices WHERE nick = ?', nick)!.n;
@@ -188,7 +198,7 @@ export class SqliteStore implements Store {
   }
 
   async deleteDevice(nick: string, id: string): Promise<boolean> {
-    return this.tx(() => {
+    return this.write(() => {
       const r = this.q.run('DELETE FROM devices WHERE id = ? AND nick = ?', id, nick);
       if (r.changes === 0) return false;
       this.q.run('DELETE FROM queue WHERE device_id = ?', id);
@@ -197,39 +207,45 @@ export class SqliteStore implements Store {
   }
 
   async setPushSubscription(deviceId: string, sub: { endpoint: string; p256dh: string; auth: string }): Promise<void> {
-    this.q.run(
-      'UPDATE devices SET push_endpoint = ?, push_p256dh = ?, push_auth = ?, push_pending = 0 WHERE id = ?',
-      sub.endpoint,
-      sub.p256dh,
-      sub.auth,
-      deviceId,
+    await this.write(() =>
+      this.q.run(
+        'UPDATE devices SET push_endpoint = ?, push_p256dh = ?, push_auth = ?, push_pending = 0 WHERE id = ?',
+        sub.endpoint,
+        sub.p256dh,
+        sub.auth,
+        deviceId,
+      ),
     );
   }
 
   async deletePushSubscription(deviceId: string): Promise<void> {
-    this.q.run('UPDATE devices SET push_endpoint = NULL, push_p256dh = NULL, push_auth = NULL, push_pending = 0 WHERE id = ?', deviceId);
+    await this.write(() => this.q.run('UPDATE devices SET push_endpoint = NULL, push_p256dh = NULL, push_auth = NULL, push_pending = 0 WHERE id = ?', deviceId));
   }
 
   async deviceConnected(deviceId: string, now: number): Promise<void> {
-    this.q.run('UPDATE devices SET push_pending = 0, last_seen_at = ? WHERE id = ?', now, deviceId);
+    await this.write(() => this.q.run('UPDATE devices SET push_pending = 0, last_seen_at = ? WHERE id = ?', now, deviceId));
   }
 
   async claimPush(deviceIds: string[]): Promise<PushTarget[]> {
     if (deviceIds.length === 0) return [];
     // One UPDATE … RETURNING: the flag is read and set in a single atomic step.
-    return this.q.all<PushTarget>(
-      `UPDATE devices SET push_pending = 1
-       WHERE id IN (${placeholders(deviceIds.length)}) AND push_pending = 0 AND push_endpoint IS NOT NULL
-       RETURNING id AS deviceId, push_endpoint AS endpoint, push_p256dh AS p256dh, push_auth AS auth`,
-      ...deviceIds,
+    return this.write(() =>
+      this.q.all<PushTarget>(
+        `UPDATE devices SET push_pending = 1
+         WHERE id IN (${placeholders(deviceIds.length)}) AND push_pending = 0 AND push_endpoint IS NOT NULL
+         RETURNING id AS deviceId, push_endpoint AS endpoint, push_p256dh AS p256dh, push_auth AS auth`,
+        ...deviceIds,
+      ),
     );
   }
 
   async dropPushSubscription(deviceId: string, endpoint: string): Promise<void> {
-    this.q.run(
-      'UPDATE devices SET push_endpoint = NULL, push_p256dh = NULL, push_auth = NULL, push_pending = 0 WHERE id = ? AND push_endpoint = ?',
-      deviceId,
-      endpoint,
+    await this.write(() =>
+      this.q.run(
+        'UPDATE devices SET push_endpoint = NULL, push_p256dh = NULL, push_auth = NULL, push_pending = 0 WHERE id = ? AND push_endpoint = ?',
+        deviceId,
+        endpoint,
+      ),
     );
   }
 
@@ -242,7 +258,7 @@ export class SqliteStore implements Store {
   }
 
   async addContact(nick: string, peer: string, now: number) {
-    return this.tx((): { status: 'created' | 'exists'; publicKey: string } | Refusal<'unknown_user' | 'limit_reached'> => {
+    return this.write((): { status: 'created' | 'exists'; publicKey: string } | Refusal<'unknown_user' | 'limit_reached'> => {
       const acc = this.q.one<{ public_key: string }>('SELECT public_key FROM accounts WHERE nick = ? AND deleted_at IS NULL', peer);
       if (!acc) return { error: 'unknown_user' };
       if (this.q.one('SELECT 1 FROM contacts WHERE nick = ? AND peer = ?', nick, peer)) return { status: 'exists', publicKey: acc.public_key };
@@ -254,7 +270,7 @@ export class SqliteStore implements Store {
   }
 
   async deleteContact(nick: string, peer: string): Promise<void> {
-    this.q.run('DELETE FROM contacts WHERE nick = ? AND peer = ?', nick, peer);
+    await this.write(() => this.q.run('DELETE FROM contacts WHERE nick = ? AND peer = ?', nick, peer));
   }
 
   async listRooms(nick: string): Promise<Room[]> {
@@ -262,19 +278,19 @@ export class SqliteStore implements Store {
   }
 
   async createRoom(r: { id: string; name: string; owner: string; keyId: string; keys: WrappedKey[]; now: number }) {
-    return this.tx(() => rooms.createRoom(this.q, r));
+    return this.write(() => rooms.createRoom(this.q, r));
   }
 
   async changeMembers(c: { roomId: string; caller: string; add: string[]; remove: string[]; keyId: string; keys: WrappedKey[]; now: number }) {
-    return this.tx(() => rooms.changeMembers(this.q, c));
+    return this.write(() => rooms.changeMembers(this.q, c));
   }
 
   async leaveRoom(roomId: string, nick: string): Promise<LeaveResult> {
-    return this.tx(() => rooms.leaveRoom(this.q, roomId, nick));
+    return this.write(() => rooms.leaveRoom(this.q, roomId, nick));
   }
 
   async deleteRoom(roomId: string, nick: string) {
-    return this.tx(() => rooms.deleteRoom(this.q, roomId, nick));
+    return this.write(() => rooms.deleteRoom(this.q, roomId, nick));
   }
 
   async checkSend(from: string, to: Target, keyId: string) {
@@ -282,11 +298,11 @@ export class SqliteStore implements Store {
   }
 
   async sendMessage(m: SendInput): Promise<SendResult> {
-    return this.tx(() => messages.sendMessage(this.q, m));
+    return this.write(() => messages.sendMessage(this.q, m));
   }
 
   async ack(deviceId: string, ids: string[]): Promise<void> {
-    this.tx(() => messages.ack(this.q, deviceId, ids));
+    await this.write(() => messages.ack(this.q, deviceId, ids));
   }
 
   async readQueue(deviceId: string, afterSeq: number, limit: number): Promise<QueuedEntry[]> {
@@ -294,7 +310,7 @@ export class SqliteStore implements Store {
   }
 
   async purge(now: number): Promise<PurgeResult> {
-    return this.tx(() => {
+    return this.write(() => {
       const cutoff = now - LIMITS.sessionIdleMs;
       const sessionIds = this.q.all<{ id: string }>('SELECT id FROM sessions WHERE last_used_at < ?', cutoff).map((r) => r.id);
       this.q.run('DELETE FROM sessions WHERE last_used_at < ?', cutoff);
@@ -315,6 +331,10 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
+    // Writes asked for in this turn of the event loop still commit, and are synced, before the file closes.
+    if (!this.db.open) return;
+    await this.group.drain();
+    this.durability.close();
     if (this.db.open) this.db.close();
   }
 }

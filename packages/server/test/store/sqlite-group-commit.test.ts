@@ -1,0 +1,164 @@
+/**
+ * Group commit on the embedded store: writes asked for in one turn of the event loop share one
+ * transaction and one fsync, each is atomic on its own, and none is answered before the commit.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SqliteStore } from '../../src/store/sqlite/index.js';
+import { GroupCommit } from '../../src/store/sqlite/group-commit.js';
+import { openDatabase } from '../../src/store/sqlite/db.js';
+
+async function withStore(fn: (s: SqliteStore) => Promise<void>): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-group-'));
+  const store = SqliteStore.open(join(dir, 'svc.db'));
+  try {
+    await fn(store);
+  } finally {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const codes = async (s: SqliteStore) => (await s.listInvites()).map((i) => i.code).sort();
+
+test('writes asked for in one turn of the event loop commit together, in one transaction', async () => {
+  await withStore(async (s) => {
+    const before = s.group.commits;
+    await Promise.all(Array.from({ length: 50 }, (_, i) => s.createInvite(`code-${String(i).padStart(2, '0')}`, 1, null, 1)));
+    assert.equal(s.group.commits - before, 1);
+    assert.equal((await codes(s)).length, 50);
+  });
+});
+
+test('a write is not visible, and not answered, before its commit', async () => {
+  await withStore(async (s) => {
+    let answered = false;
+    const p = s.createInvite('later', 1, null, 1).then(() => (answered = true));
+    // Still in the same turn: the write is queued, not run.
+    assert.deepEqual(await codes(s), []);
+    assert.equal(answered, false);
+    await p;
+    assert.deepEqual(await codes(s), ['later']);
+    // And it is in the file, not only in this connection: a second connection sees it.
+    const other = SqliteStore.open(s.db.name);
+    try {
+      assert.deepEqual(await codes(other), ['later']);
+    } finally {
+      await other.close();
+    }
+  });
+});
+
+test('a write that fails is rolled back alone; the others in its batch still commit', async () => {
+  await withStore(async (s) => {
+    await s.createInvite('taken', 1, null, 1);
+    const results = await Promise.allSettled([
+      s.createInvite('a', 1, null, 1),
+      s.createInvite('taken', 1, null, 1), // primary key violation
+      s.createInvite('b', 1, null, 1),
+    ]);
+    assert.deepEqual(
+      results.map((r) => r.status),
+      ['fulfilled', 'rejected', 'fulfilled'],
+    );
+    assert.deepEqual(await codes(s), ['a', 'b', 'taken']);
+  });
+});
+
+test('a write whose multi-statement change fails halfway leaves none of its statements behind', async () => {
+  await withStore(async (s) => {
+    const boom = s.group.run(() => {
+      s.db.prepare("INSERT INTO invites (code, uses_left, expires_at, created_at) VALUES ('half', 1, NULL, 1)").run();
+      throw new Error('fails after its first statement');
+    });
+    const ok = s.createInvite('whole', 1, null, 1);
+    await assert.rejects(boom, /fails after its first statement/);
+    await ok;
+    assert.deepEqual(await codes(s), ['whole']);
+  });
+});
+
+test('when SQLite gives up the whole transaction, the writes before it are rejected and the rest still commit', async () => {
+  await withStore(async (s) => {
+    const before = s.createInvite('before', 1, null, 1);
+    // Stands for an error SQLite answers by rolling back everything (disk full, I/O error).
+    const lost = s.group.run(() => {
+      s.db.prepare('ROLLBACK').run();
+      throw new Error('transaction lost');
+    });
+    const after = s.createInvite('after', 1, null, 1);
+    await assert.rejects(before, /transaction lost/);
+    await assert.rejects(lost, /transaction lost/);
+    await after;
+    assert.deepEqual(await codes(s), ['after']);
+    assert.equal(s.db.inTransaction, false);
+  });
+});
+
+test('closing the store commits the writes still queued', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-group-'));
+  try {
+    const path = join(dir, 'svc.db');
+    const s = SqliteStore.open(path);
+    const p = s.createInvite('queued', 1, null, 1);
+    await s.close();
+    await p;
+    const again = SqliteStore.open(path);
+    assert.deepEqual(await codes(again), ['queued']);
+    await again.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a write is answered only after the WAL holding it is synced, and one sync covers every batch committed before it', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-group-'));
+  try {
+    const db = openDatabase(join(dir, 'svc.db'));
+    // A sync that finishes only when the test says so.
+    const pending: ((err: Error | null) => void)[] = [];
+    const group = new GroupCommit(db, { sync: (done) => pending.push(done), close() {} });
+    const insert = (code: string) => () => db.prepare("INSERT INTO invites (code, uses_left, expires_at, created_at) VALUES (?, 1, NULL, 1)").run(code);
+    const answered: string[] = [];
+    const first = group.run(insert('first')).then(() => answered.push('first'));
+    await new Promise((r) => setImmediate(r));
+    assert.equal(group.commits, 1);
+    assert.equal(pending.length, 1, 'the first batch is being synced');
+    // Two more batches commit while the first sync runs; they wait for the next sync, together.
+    const second = group.run(insert('second')).then(() => answered.push('second'));
+    await new Promise((r) => setImmediate(r));
+    const third = group.run(insert('third')).then(() => answered.push('third'));
+    await new Promise((r) => setImmediate(r));
+    assert.equal(group.commits, 3);
+    assert.equal(pending.length, 1, 'one sync at a time');
+    assert.deepEqual(answered, [], 'nothing is answered before its sync');
+    pending.shift()!(null);
+    await first;
+    assert.deepEqual(answered, ['first']);
+    assert.equal(pending.length, 1, 'the next sync starts at once for what committed meanwhile');
+    pending.shift()!(null);
+    await Promise.all([second, third]);
+    assert.deepEqual(answered, ['first', 'second', 'third']);
+    // A failed sync refuses the writes it covered: whether they are on disk is unknown.
+    const lost = group.run(insert('unsure'));
+    await new Promise((r) => setImmediate(r));
+    pending.shift()!(new Error('EIO'));
+    await assert.rejects(lost, /EIO/);
+    db.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('the store keeps the WAL file it syncs: NORMAL on its connection, WAL journal', async () => {
+  await withStore(async (s) => {
+    assert.equal(s.db.pragma('journal_mode', { simple: true }), 'wal');
+    assert.equal(s.db.pragma('synchronous', { simple: true }), 1); // NORMAL; the group commit syncs
+    const syncs = s.group.syncs;
+    await s.createInvite('x', 1, null, 1);
+    assert.equal(s.group.syncs, syncs + 1);
+  });
+});
