@@ -24,58 +24,84 @@ export function checkSend(q: Statements, from: string, to: Target, keyId: string
   return null;
 }
 
+/** Adds the two contact rows of a DM where missing, each within its owner's contact limit. */
+function addContacts(q: Statements, from: string, to: string, now: number): void {
+  // Nearly every DM is between existing contacts: one look answers both directions.
+  const known = q.one<{ n: number }>('SELECT COUNT(*) AS n FROM contacts WHERE (nick = ? AND peer = ?) OR (nick = ? AND peer = ?)', from, to, to, from)!.n;
+  if (known === 2) return;
+  addContactIfRoom(q, from, to, now);
+  addContactIfRoom(q, to, from, now);
+}
+
 function addContactIfRoom(q: Statements, nick: string, peer: string, now: number): void {
   if (q.one('SELECT 1 FROM contacts WHERE nick = ? AND peer = ?', nick, peer)) return;
   const n = q.one<{ n: number }>('SELECT COUNT(*) AS n FROM contacts WHERE nick = ?', nick)!.n;
   if (n < LIMITS.contactsPerAccount) q.run('INSERT INTO contacts (nick, peer, created_at) VALUES (?, ?, ?)', nick, peer, now);
 }
 
-function enqueue(q: Statements, deviceId: string, envelopeId: string, ts: number): void {
-  const dev = q.one<{ queue_len: number }>('SELECT queue_len FROM devices WHERE id = ?', deviceId);
-  if (!dev) return;
-  if (dev.queue_len >= LIMITS.queuePerDevice) {
+interface TargetRow extends SendTarget {
+  queueLen: number;
+}
+
+/**
+ * Queues the envelope for every target with two statements whatever their number (the device
+ * ids travel as one JSON array), after making room in the few queues that are full.
+ */
+function enqueue(q: Statements, targets: TargetRow[], envelopeId: string, ts: number): void {
+  if (targets.length === 0) return;
+  for (const t of targets) {
+    if (t.queueLen < LIMITS.queuePerDevice) continue;
     // The cap drops the oldest entries: the queue is a mailbox, not an archive.
-    const drop = dev.queue_len - LIMITS.queuePerDevice + 1;
-    const r = q.run('DELETE FROM queue WHERE seq IN (SELECT seq FROM queue WHERE device_id = ? ORDER BY seq LIMIT ?)', deviceId, drop);
-    q.run('UPDATE devices SET queue_len = queue_len - ? WHERE id = ?', r.changes, deviceId);
+    const drop = t.queueLen - LIMITS.queuePerDevice + 1;
+    const r = q.run('DELETE FROM queue WHERE seq IN (SELECT seq FROM queue WHERE device_id = ? ORDER BY seq LIMIT ?)', t.deviceId, drop);
+    q.run('UPDATE devices SET queue_len = queue_len - ? WHERE id = ?', r.changes, t.deviceId);
   }
-  q.run('INSERT INTO queue (device_id, envelope_id, ts) VALUES (?, ?, ?)', deviceId, envelopeId, ts);
-  q.run('UPDATE devices SET queue_len = queue_len + 1 WHERE id = ?', deviceId);
+  const ids = JSON.stringify(targets.map((t) => t.deviceId));
+  // json_each keeps the array's order, so a device's entries get their seq in fan-out order.
+  q.run('INSERT INTO queue (device_id, envelope_id, ts) SELECT value, ?, ? FROM json_each(?) ORDER BY key', envelopeId, ts, ids);
+  q.run('UPDATE devices SET queue_len = queue_len + 1 WHERE id IN (SELECT value FROM json_each(?))', ids);
 }
 
 export function sendMessage(q: Statements, m: SendInput): SendResult {
-  const prior = q.one<{ sender: string; ts: number }>('SELECT sender, ts FROM envelopes WHERE id = ?', m.id);
-  if (prior) return prior.sender === m.from ? { status: 'retry', id: m.id, ts: prior.ts } : { error: 'id_conflict' };
   // Rights are checked again inside the transaction: membership may have changed since step 5.
+  // A used id is answered before any refusal (a retry stays a retry after its sender left).
   const refused = checkSend(q, m.from, m.to, m.keyId);
-  if (refused) return refused;
+  if (refused) return priorSend(q, m) ?? refused;
 
   const envelope: Envelope = { id: m.id, to: m.to, from: m.from, keyId: m.keyId, iv: m.iv, ct: m.ct, ts: m.now };
   const json = envelopeJson(envelope);
-  q.run('INSERT INTO envelopes (id, sender, ts, json) VALUES (?, ?, ?, ?)', m.id, m.from, m.now, json);
+  // The primary key finds a used id: nothing is inserted, and the sender's retry is answered.
+  const inserted = q.run('INSERT INTO envelopes (id, sender, ts, json) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING', m.id, m.from, m.now, json);
+  if (inserted.changes === 0) return priorSend(q, m)!;
 
-  let targets: SendTarget[];
+  let targets: TargetRow[];
   let roomName: string | null = null;
   if ('room' in m.to) {
     roomName = q.one<{ name: string }>('SELECT name FROM rooms WHERE id = ?', m.to.room)!.name;
-    targets = q.all<SendTarget>(
-      `SELECT d.id AS deviceId, d.nick AS nick FROM room_members rm JOIN devices d ON d.nick = rm.nick
+    targets = q.all<TargetRow>(
+      `SELECT d.id AS deviceId, d.nick AS nick, d.queue_len AS queueLen FROM room_members rm JOIN devices d ON d.nick = rm.nick
        WHERE rm.room_id = ? AND d.id <> ? ORDER BY rm.seq, d.seq`,
       m.to.room,
       m.senderDevice,
     );
   } else {
-    targets = q.all<SendTarget>(
-      `SELECT id AS deviceId, nick FROM devices WHERE nick = ? OR (nick = ? AND id <> ?) ORDER BY seq`,
+    targets = q.all<TargetRow>(
+      `SELECT id AS deviceId, nick, queue_len AS queueLen FROM devices WHERE nick = ? OR (nick = ? AND id <> ?) ORDER BY seq`,
       m.to.dm,
       m.from,
       m.senderDevice,
     );
-    addContactIfRoom(q, m.from, m.to.dm, m.now);
-    addContactIfRoom(q, m.to.dm, m.from, m.now);
+    addContacts(q, m.from, m.to.dm, m.now);
   }
-  for (const t of targets) enqueue(q, t.deviceId, m.id, m.now);
-  return { status: 'queued', envelope, json, targets, roomName };
+  enqueue(q, targets, m.id, m.now);
+  return { status: 'queued', envelope, json, targets: targets.map((t) => ({ deviceId: t.deviceId, nick: t.nick })), roomName };
+}
+
+/** The answer to an id already used: a retry by its sender, a conflict for anyone else. */
+function priorSend(q: Statements, m: SendInput): SendResult | null {
+  const prior = q.one<{ sender: string; ts: number }>('SELECT sender, ts FROM envelopes WHERE id = ?', m.id);
+  if (!prior) return null;
+  return prior.sender === m.from ? { status: 'retry', id: m.id, ts: prior.ts } : { error: 'id_conflict' };
 }
 
 export function ack(q: Statements, deviceId: string, ids: string[]): void {
