@@ -31,9 +31,13 @@ export async function sendMessage(deps: Deps, caller: Caller, req: SendMessageRe
   return { id: r.envelope.id, ts: r.envelope.ts };
 }
 
-/** Claims push-pending for offline targets of other accounts and hands those to the pusher. */
+/**
+ * Claims push-pending for offline targets of other accounts and hands those to the pusher. Only
+ * targets that could be claimed at all are looked up (presence may cost a Redis round trip);
+ * the claim itself re-checks subscription and pending flag atomically.
+ */
 async function pushOffline(deps: Deps, sender: string, targets: SendTarget[], payload: PushPayload): Promise<void> {
-  const candidates = targets.filter((t) => t.nick !== sender).map((t) => t.deviceId);
+  const candidates = targets.filter((t) => t.pushable && t.nick !== sender).map((t) => t.deviceId);
   if (candidates.length === 0) return;
   const online = await deps.bus.onlineDevices(candidates);
   const offline = candidates.filter((d) => !online.has(d));

@@ -86,6 +86,11 @@ export interface SendInput {
 export interface SendTarget {
   deviceId: string;
   nick: string;
+  /**
+   * Has a push subscription and no push pending, as the send saw it. Only such targets can be
+   * claimed for a push, so only for them is presence worth asking (a Redis round trip).
+   */
+  pushable: boolean;
 }
 
 export type SendResult =

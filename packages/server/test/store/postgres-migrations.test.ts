@@ -84,7 +84,7 @@ test('migration 2 adds the one-statement send and ack to a database at version 1
       const id = '01' + 'J'.repeat(24);
       const r = await store.sendMessage({ id, from: 'alice', to: { dm: 'bob' }, keyId: 'dm', iv: 'iv', ct: 'ct', senderDevice: 'a-device-1', now });
       assert.ok('status' in r && r.status === 'queued');
-      assert.deepEqual(r.targets, [{ deviceId: 'b-device-1', nick: 'bob' }]);
+      assert.deepEqual(r.targets, [{ deviceId: 'b-device-1', nick: 'bob', pushable: false }]);
       assert.deepEqual((await store.readQueue('b-device-1', 0, 10)).map((e) => e.id), ['old', id], 'the new entry queues after the old one');
       await store.ack('b-device-1', ['old']);
       assert.deepEqual(await sqlIn(schema, "SELECT queue_len FROM devices WHERE id = 'b-device-1'"), [{ queue_len: 1 }]);

@@ -66,10 +66,10 @@ describe('store: postgres, send and ack in one statement', () => {
     const r = await store.sendMessage(send(id, 'alice', { room: roomId }, keyId, 'k-alice-1'));
     assert.ok('status' in r && r.status === 'queued');
     assert.deepEqual(r.targets, [
-      { deviceId: 'b-alice-2', nick: 'alice' },
-      { deviceId: 'm-carol-1', nick: 'carol' },
-      { deviceId: 'z-bob-1', nick: 'bob' },
-      { deviceId: 'a-bob-2', nick: 'bob' },
+      { deviceId: 'b-alice-2', nick: 'alice', pushable: false },
+      { deviceId: 'm-carol-1', nick: 'carol', pushable: false },
+      { deviceId: 'z-bob-1', nick: 'bob', pushable: false },
+      { deviceId: 'a-bob-2', nick: 'bob', pushable: false },
     ]);
     assert.equal(r.roomName, 'Ops');
     assert.equal(r.json, JSON.stringify({ id, to: { room: roomId }, from: 'alice', keyId, iv: r.envelope.iv, ct: r.envelope.ct, ts: NOW }));

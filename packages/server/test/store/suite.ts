@@ -115,6 +115,22 @@ export function storeSuite(name: string, factory: StoreFactory): void {
       assert.equal((await store.listDevices('alice'))[0]!.push, false);
     });
 
+    test('send targets say which devices can be pushed: subscribed and no push pending', async () => {
+      await store.registerAccount(account('alice'));
+      await store.registerAccount(account('bob'));
+      for (const [n, d] of [['alice', 'a-device-1'], ['bob', 'b-device-1'], ['bob', 'b-device-2'], ['bob', 'b-device-3']]) await store.addDevice(n!, d!, NOW);
+      await store.setPushSubscription('b-device-2', { endpoint: 'https://push.example/2', p256dh: 'p', auth: 'a' });
+      await store.setPushSubscription('b-device-3', { endpoint: 'https://push.example/3', p256dh: 'p', auth: 'a' });
+      await store.claimPush(['b-device-3']);
+      const r = await store.sendMessage({ id: ulid(NOW), from: 'alice', to: { dm: 'bob' }, keyId: 'dm', iv: iv(), ct: ct(), senderDevice: 'a-device-1', now: NOW });
+      assert.ok('status' in r && r.status === 'queued');
+      assert.deepEqual(r.targets, [
+        { deviceId: 'b-device-1', nick: 'bob', pushable: false },
+        { deviceId: 'b-device-2', nick: 'bob', pushable: true },
+        { deviceId: 'b-device-3', nick: 'bob', pushable: false },
+      ]);
+    });
+
     test('sendMessage queues a DM for the recipient and the sender\'s other devices, never the sending device', async () => {
       await store.registerAccount(account('alice'));
       await store.registerAccount(account('bob'));

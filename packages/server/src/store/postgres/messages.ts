@@ -39,6 +39,7 @@ interface SendRow {
   room_name: string | null;
   target_devices: string[] | null;
   target_nicks: string[] | null;
+  target_pushable: boolean[] | null;
 }
 
 /**
@@ -67,7 +68,8 @@ export async function sendMessage(q: Sql, m: SendInput): Promise<SendResult> {
   if (r.outcome === 'retry') return { status: 'retry', id: m.id, ts: r.prior_ts! };
   if (r.outcome !== 'queued') return { error: r.outcome };
   const nicks = r.target_nicks ?? [];
-  const targets: SendTarget[] = (r.target_devices ?? []).map((deviceId, i) => ({ deviceId, nick: nicks[i]! }));
+  const pushable = r.target_pushable ?? [];
+  const targets: SendTarget[] = (r.target_devices ?? []).map((deviceId, i) => ({ deviceId, nick: nicks[i]!, pushable: pushable[i] === true }));
   return { status: 'queued', envelope, json, targets, roomName: r.room_name };
 }
 

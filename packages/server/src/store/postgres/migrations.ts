@@ -158,7 +158,8 @@ CREATE FUNCTION send_envelope(
   OUT prior_ts BIGINT,
   OUT room_name TEXT,
   OUT target_devices TEXT[],
-  OUT target_nicks TEXT[]
+  OUT target_nicks TEXT[],
+  OUT target_pushable BOOLEAN[]
 ) LANGUAGE plpgsql AS $fn$
 DECLARE
   v_refusal TEXT;
@@ -270,21 +271,24 @@ BEGIN
   -- replay that pages by seq never skips an entry committed later.
   IF p_room IS NOT NULL THEN
     SELECT array_agg(t.id ORDER BY t.member_seq, t.device_seq), array_agg(t.nick ORDER BY t.member_seq, t.device_seq),
-           array_agg(t.queue_len ORDER BY t.member_seq, t.device_seq)
-      INTO target_devices, target_nicks, v_lens
-      FROM (SELECT d.id, d.nick, d.queue_len, rm.seq AS member_seq, d.seq AS device_seq
+           array_agg(t.queue_len ORDER BY t.member_seq, t.device_seq), array_agg(t.pushable ORDER BY t.member_seq, t.device_seq)
+      INTO target_devices, target_nicks, v_lens, target_pushable
+      FROM (SELECT d.id, d.nick, d.queue_len, rm.seq AS member_seq, d.seq AS device_seq,
+                   (d.push_endpoint IS NOT NULL AND NOT d.push_pending) AS pushable
             FROM room_members rm JOIN devices d ON d.nick = rm.nick
             WHERE rm.room_id = p_room AND d.id <> p_sender_device ORDER BY d.id FOR UPDATE OF d) t;
   ELSE
-    SELECT array_agg(t.id ORDER BY t.device_seq), array_agg(t.nick ORDER BY t.device_seq), array_agg(t.queue_len ORDER BY t.device_seq)
-      INTO target_devices, target_nicks, v_lens
-      FROM (SELECT d.id, d.nick, d.queue_len, d.seq AS device_seq
+    SELECT array_agg(t.id ORDER BY t.device_seq), array_agg(t.nick ORDER BY t.device_seq), array_agg(t.queue_len ORDER BY t.device_seq),
+           array_agg(t.pushable ORDER BY t.device_seq)
+      INTO target_devices, target_nicks, v_lens, target_pushable
+      FROM (SELECT d.id, d.nick, d.queue_len, d.seq AS device_seq, (d.push_endpoint IS NOT NULL AND NOT d.push_pending) AS pushable
             FROM devices d WHERE d.nick = p_dm OR (d.nick = p_from AND d.id <> p_sender_device) ORDER BY d.id FOR UPDATE) t;
   END IF;
   outcome := 'queued';
   IF target_devices IS NULL THEN
     target_devices := '{}';
     target_nicks := '{}';
+    target_pushable := '{}';
     RETURN;
   END IF;
 

@@ -39,9 +39,14 @@ function addContactIfRoom(q: Statements, nick: string, peer: string, now: number
   if (n < LIMITS.contactsPerAccount) q.run('INSERT INTO contacts (nick, peer, created_at) VALUES (?, ?, ?)', nick, peer, now);
 }
 
-interface TargetRow extends SendTarget {
+interface TargetRow {
+  deviceId: string;
+  nick: string;
   queueLen: number;
+  pushable: 0 | 1;
 }
+
+const PUSHABLE = '(d.push_endpoint IS NOT NULL AND d.push_pending = 0) AS pushable';
 
 /**
  * Queues the envelope for every target with two statements whatever their number (the device
@@ -79,14 +84,14 @@ export function sendMessage(q: Statements, m: SendInput): SendResult {
   if ('room' in m.to) {
     roomName = q.one<{ name: string }>('SELECT name FROM rooms WHERE id = ?', m.to.room)!.name;
     targets = q.all<TargetRow>(
-      `SELECT d.id AS deviceId, d.nick AS nick, d.queue_len AS queueLen FROM room_members rm JOIN devices d ON d.nick = rm.nick
+      `SELECT d.id AS deviceId, d.nick AS nick, d.queue_len AS queueLen, ${PUSHABLE} FROM room_members rm JOIN devices d ON d.nick = rm.nick
        WHERE rm.room_id = ? AND d.id <> ? ORDER BY rm.seq, d.seq`,
       m.to.room,
       m.senderDevice,
     );
   } else {
     targets = q.all<TargetRow>(
-      `SELECT id AS deviceId, nick, queue_len AS queueLen FROM devices WHERE nick = ? OR (nick = ? AND id <> ?) ORDER BY seq`,
+      `SELECT d.id AS deviceId, d.nick AS nick, d.queue_len AS queueLen, ${PUSHABLE} FROM devices d WHERE d.nick = ? OR (d.nick = ? AND d.id <> ?) ORDER BY d.seq`,
       m.to.dm,
       m.from,
       m.senderDevice,
@@ -94,7 +99,7 @@ export function sendMessage(q: Statements, m: SendInput): SendResult {
     addContacts(q, m.from, m.to.dm, m.now);
   }
   enqueue(q, targets, m.id, m.now);
-  return { status: 'queued', envelope, json, targets: targets.map((t) => ({ deviceId: t.deviceId, nick: t.nick })), roomName };
+  return { status: 'queued', envelope, json, targets: targets.map((t) => ({ deviceId: t.deviceId, nick: t.nick, pushable: t.pushable === 1 })), roomName };
 }
 
 /** The answer to an id already used: a retry by its sender, a conflict for anyone else. */
