@@ -246,6 +246,22 @@ export function storeSuite(name: string, factory: StoreFactory): void {
       assert.equal(r.envelopes, 1);
       assert.equal(await store.getSession('old'), null);
     });
+    test('purge drops queue entries past retention, keeps newer ones, and keeps the queue counts exact', async () => {
+      await store.registerAccount(account('alice'));
+      await store.registerAccount(account('bob'));
+      await store.addDevice('alice', 'a-device-1', NOW);
+      await store.addDevice('bob', 'b-device-1', NOW);
+      await store.addDevice('bob', 'b-device-2', NOW);
+      const old = ulid(NOW);
+      const recent = ulid(NOW + LIMITS.queueRetentionMs);
+      await store.sendMessage({ id: old, from: 'alice', to: { dm: 'bob' }, keyId: 'dm', iv: iv(), ct: ct(), senderDevice: 'a-device-1', now: NOW });
+      await store.sendMessage({ id: recent, from: 'alice', to: { dm: 'bob' }, keyId: 'dm', iv: iv(), ct: ct(), senderDevice: 'a-device-1', now: NOW + LIMITS.queueRetentionMs });
+      assert.equal((await store.stats()).queuedEnvelopes, 4);
+      const r = await store.purge(NOW + LIMITS.queueRetentionMs + 1);
+      assert.equal(r.envelopes, 1, 'the expired envelope, queued nowhere any more, is gone');
+      for (const d of ['b-device-1', 'b-device-2']) assert.deepEqual((await store.readQueue(d, 0, 10)).map((e) => e.id), [recent]);
+      assert.equal((await store.stats()).queuedEnvelopes, 2);
+    });
     test('invites are listed oldest first with uses left and expiry; a revoked one registers nobody', async () => {
       await store.createInvite('first', 2, null, NOW - 20);
       await store.createInvite('second', 1, NOW + 60_000, NOW - 10);

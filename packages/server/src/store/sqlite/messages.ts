@@ -49,8 +49,8 @@ interface TargetRow {
 const PUSHABLE = '(d.push_endpoint IS NOT NULL AND d.push_pending = 0) AS pushable';
 
 /**
- * Queues the envelope for every target with two statements whatever their number (the device
- * ids travel as one JSON array), after making room in the few queues that are full.
+ * Queues the envelope for every target with two statements (up to 200 targets), after making
+ * room in the few queues that are full.
  */
 function enqueue(q: Statements, targets: TargetRow[], envelopeId: string, ts: number): void {
   if (targets.length === 0) return;
@@ -61,11 +61,20 @@ function enqueue(q: Statements, targets: TargetRow[], envelopeId: string, ts: nu
     const r = q.run('DELETE FROM queue WHERE seq IN (SELECT seq FROM queue WHERE device_id = ? ORDER BY seq LIMIT ?)', t.deviceId, drop);
     q.run('UPDATE devices SET queue_len = queue_len - ? WHERE id = ?', r.changes, t.deviceId);
   }
-  const ids = JSON.stringify(targets.map((t) => t.deviceId));
-  // json_each keeps the array's order, so a device's entries get their seq in fan-out order.
-  q.run('INSERT INTO queue (device_id, envelope_id, ts) SELECT value, ?, ? FROM json_each(?) ORDER BY key', envelopeId, ts, ids);
-  q.run('UPDATE devices SET queue_len = queue_len + 1 WHERE id IN (SELECT value FROM json_each(?))', ids);
+  // Rows in fan-out order, so a device's entries get their seq in that order. A VALUES list per
+  // size is a prepared statement of its own (cached); it costs half of what json_each did.
+  for (let i = 0; i < targets.length; i += ENQUEUE_CHUNK) {
+    const chunk = targets.slice(i, i + ENQUEUE_CHUNK);
+    const rows: unknown[] = [];
+    for (const t of chunk) rows.push(t.deviceId, envelopeId, ts);
+    q.run(`INSERT INTO queue (device_id, envelope_id, ts) VALUES ${VALUE_ROWS[chunk.length]}`, ...rows);
+    q.run(`UPDATE devices SET queue_len = queue_len + 1 WHERE id IN (${placeholders(chunk.length)})`, ...chunk.map((t) => t.deviceId));
+  }
 }
+
+/** At most this many rows per statement (3 variables each, well under SQLite's variable limit). */
+const ENQUEUE_CHUNK = 200;
+const VALUE_ROWS = Array.from({ length: ENQUEUE_CHUNK + 1 }, (_, n) => new Array(n).fill('(?, ?, ?)').join(', '));
 
 export function sendMessage(q: Statements, m: SendInput): SendResult {
   // Rights are checked again inside the transaction: membership may have changed since step 5.
@@ -131,11 +140,11 @@ export function readQueue(q: Statements, deviceId: string, afterSeq: number, lim
  * its ULID time is at most 5 minutes after its ts, so 10 minutes after ts is safe).
  */
 export function purgeEnvelopes(q: Statements, now: number): number {
-  const expired = q.all<{ device_id: string; n: number }>(
-    'SELECT device_id, COUNT(*) AS n FROM queue WHERE ts < ? GROUP BY device_id',
-    now - LIMITS.queueRetentionMs,
-  );
-  q.run('DELETE FROM queue WHERE ts < ?', now - LIMITS.queueRetentionMs);
+  // A queue entry's ts is its envelope's: old entries are found through envelopes_ts.
+  const old = 'SELECT id FROM envelopes WHERE ts < ?';
+  const cutoff = now - LIMITS.queueRetentionMs;
+  const expired = q.all<{ device_id: string; n: number }>(`SELECT device_id, COUNT(*) AS n FROM queue WHERE envelope_id IN (${old}) GROUP BY device_id`, cutoff);
+  q.run(`DELETE FROM queue WHERE envelope_id IN (${old})`, cutoff);
   for (const e of expired) q.run('UPDATE devices SET queue_len = queue_len - ? WHERE id = ?', e.n, e.device_id);
   const r = q.run(
     'DELETE FROM envelopes WHERE ts < ? AND NOT EXISTS (SELECT 1 FROM queue WHERE queue.envelope_id = envelopes.id)',
