@@ -26,6 +26,7 @@ import { openDatabase, type Db } from './db.js';
 import { Statements, placeholders } from './statements.js';
 import { GroupCommit } from './group-commit.js';
 import { walDurability, type Durability } from './wal-sync.js';
+import { ReadCache } from './read-cache.js';
 import * as rooms from './rooms.js';
 import * as messages from './messages.js';
 
@@ -46,6 +47,9 @@ export class SqliteStore implements Store {
   readonly group: GroupCommit;
 
   private readonly durability: Durability;
+  /** Sessions by id and device owners by device id, read on every request (read-cache.ts). */
+  private readonly sessions: ReadCache<Readonly<SessionRecord>>;
+  private readonly owners: ReadCache<string>;
 
   constructor(readonly db: Db) {
     this.q = new Statements(db);
@@ -53,6 +57,8 @@ export class SqliteStore implements Store {
     db.pragma('synchronous = NORMAL');
     this.durability = walDurability(db.name);
     this.group = new GroupCommit(db, this.durability);
+    this.sessions = new ReadCache(db);
+    this.owners = new ReadCache(db);
   }
 
   static open(path: string): SqliteStore {
@@ -130,19 +136,28 @@ export class SqliteStore implements Store {
   }
 
   async getSession(id: string): Promise<SessionRecord | null> {
-    const r = this.q.one<{ id: string; nick: string; created_at: number; last_used_at: number }>(
-      'SELECT id, nick, created_at, last_used_at FROM sessions WHERE id = ?',
-      id,
-    );
-    return r ? { id: r.id, nick: r.nick, createdAt: r.created_at, lastUsedAt: r.last_used_at } : null;
+    const s = this.sessions.get(id, () => {
+      const r = this.q.one<{ id: string; nick: string; created_at: number; last_used_at: number }>(
+        'SELECT id, nick, created_at, last_used_at FROM sessions WHERE id = ?',
+        id,
+      );
+      return r ? { id: r.id, nick: r.nick, createdAt: r.created_at, lastUsedAt: r.last_used_at } : null;
+    });
+    return s ? { ...s } : null;
   }
 
   async touchSession(id: string, now: number): Promise<void> {
-    await this.write(() => this.q.run('UPDATE sessions SET last_used_at = ? WHERE id = ?', now, id));
+    await this.write(() => {
+      this.sessions.forget(id);
+      this.q.run('UPDATE sessions SET last_used_at = ? WHERE id = ?', now, id);
+    });
   }
 
   async deleteSession(id: string): Promise<void> {
-    await this.write(() => this.q.run('DELETE FROM sessions WHERE id = ?', id));
+    await this.write(() => {
+      this.sessions.forget(id);
+      this.q.run('DELETE FROM sessions WHERE id = ?', id);
+    });
   }
 
   async changePassword(nick: string, p: { authKeyHash: Uint8Array; kdf: Kdf; encryptedKey: EncryptedKey }, keepSession: string): Promise<string[]> {
@@ -155,6 +170,7 @@ export class SqliteStore implements Store {
         nick,
       );
       const ended = this.q.all<{ id: string }>('SELECT id FROM sessions WHERE nick = ? AND id <> ?', nick, keepSession).map((r) => r.id);
+      this.sessions.forget(ended);
       this.q.run('DELETE FROM sessions WHERE nick = ? AND id <> ?', nick, keepSession);
       return ended;
     });
@@ -165,6 +181,8 @@ export class SqliteStore implements Store {
       const roomResults: LeaveResult[] = rooms.roomsOf(this.q, nick).map((id) => rooms.leaveRoom(this.q, id, nick));
       const sessions = this.q.all<{ id: string }>('SELECT id FROM sessions WHERE nick = ?', nick).map((r) => r.id);
       const devices = rooms.devicesOf(this.q, nick);
+      this.sessions.forget(sessions);
+      this.owners.forget(devices);
       this.q.run('DELETE FROM sessions WHERE nick = ?', nick);
       if (devices.length > 0) this.q.run(`DELETE FROM queue WHERE device_id IN (${placeholders(devices.length)})`, ...devices);
       this.q.run('DELETE FROM devices WHERE nick = ?', nick);
@@ -194,11 +212,12 @@ export class SqliteStore implements Store {
   }
 
   async deviceOwner(id: string): Promise<string | null> {
-    return this.q.one<{ nick: string }>('SELECT nick FROM devices WHERE id = ?', id)?.nick ?? null;
+    return this.owners.get(id, () => this.q.one<{ nick: string }>('SELECT nick FROM devices WHERE id = ?', id)?.nick ?? null);
   }
 
   async deleteDevice(nick: string, id: string): Promise<boolean> {
     return this.write(() => {
+      this.owners.forget(id);
       const r = this.q.run('DELETE FROM devices WHERE id = ? AND nick = ?', id, nick);
       if (r.changes === 0) return false;
       this.q.run('DELETE FROM queue WHERE device_id = ?', id);
@@ -313,6 +332,7 @@ export class SqliteStore implements Store {
     return this.write(() => {
       const cutoff = now - LIMITS.sessionIdleMs;
       const sessionIds = this.q.all<{ id: string }>('SELECT id FROM sessions WHERE last_used_at < ?', cutoff).map((r) => r.id);
+      this.sessions.forget(sessionIds);
       this.q.run('DELETE FROM sessions WHERE last_used_at < ?', cutoff);
       const envelopes = messages.purgeEnvelopes(this.q, now);
       return { sessionIds, envelopes };

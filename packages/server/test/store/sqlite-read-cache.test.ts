@@ -1,0 +1,104 @@
+/**
+ * The embedded store keeps sessions and device owners in memory: every change to them is seen
+ * by the very next read, and a write that rolls back leaves nothing remembered.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SqliteStore } from '../../src/store/sqlite/index.js';
+import { account, NOW } from './suite.js';
+
+async function withStore(fn: (s: SqliteStore) => Promise<void>): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-cache-'));
+  const store = SqliteStore.open(join(dir, 'svc.db'));
+  try {
+    await store.registerAccount(account('alice', { sessionId: 'alice-1' }));
+    await store.createSession({ id: 'alice-2', nick: 'alice', now: NOW });
+    await store.addDevice('alice', 'a-device-1', NOW);
+    // Read once, so that every test starts with the rows remembered.
+    assert.equal((await store.getSession('alice-1'))?.nick, 'alice');
+    assert.equal((await store.getSession('alice-2'))?.nick, 'alice');
+    assert.equal(await store.deviceOwner('a-device-1'), 'alice');
+    await fn(store);
+  } finally {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+test('a signed-out session is gone for the very next read', async () => {
+  await withStore(async (s) => {
+    await s.deleteSession('alice-1');
+    assert.equal(await s.getSession('alice-1'), null);
+    assert.equal((await s.getSession('alice-2'))?.nick, 'alice');
+  });
+});
+
+test('a password change ends the other sessions for the very next read, and keeps the caller\'s', async () => {
+  await withStore(async (s) => {
+    const a = account('alice');
+    assert.deepEqual(await s.changePassword('alice', { authKeyHash: a.authKeyHash, kdf: a.kdf, encryptedKey: a.encryptedKey }, 'alice-1'), ['alice-2']);
+    assert.equal(await s.getSession('alice-2'), null);
+    assert.equal((await s.getSession('alice-1'))?.nick, 'alice');
+  });
+});
+
+test('a deleted account\'s sessions and devices are gone for the very next read', async () => {
+  await withStore(async (s) => {
+    await s.deleteAccount('alice', NOW);
+    assert.equal(await s.getSession('alice-1'), null);
+    assert.equal(await s.getSession('alice-2'), null);
+    assert.equal(await s.deviceOwner('a-device-1'), null);
+  });
+});
+
+test('a removed device has no owner for the very next read, and its id can then belong to someone else', async () => {
+  await withStore(async (s) => {
+    assert.equal(await s.deleteDevice('alice', 'a-device-1'), true);
+    assert.equal(await s.deviceOwner('a-device-1'), null);
+    await s.registerAccount(account('bob'));
+    await s.addDevice('bob', 'a-device-1', NOW);
+    assert.equal(await s.deviceOwner('a-device-1'), 'bob');
+  });
+});
+
+test('a session\'s last use, once written, is what the next read returns', async () => {
+  await withStore(async (s) => {
+    await s.touchSession('alice-1', NOW + 1000);
+    assert.equal((await s.getSession('alice-1'))?.lastUsedAt, NOW + 1000);
+  });
+});
+
+test('an idle session purged is gone for the very next read', async () => {
+  await withStore(async (s) => {
+    const r = await s.purge(NOW + 31 * 24 * 3600 * 1000);
+    assert.ok(r.sessionIds.includes('alice-1'));
+    assert.equal(await s.getSession('alice-1'), null);
+  });
+});
+
+test('a row read inside a write that then rolls back is not remembered', async () => {
+  await withStore(async (s) => {
+    const failed = s.group.run(() => {
+      s.db.prepare('INSERT INTO sessions (id, nick, created_at, last_used_at) VALUES (?, ?, ?, ?)').run('ghost', 'alice', NOW, NOW);
+      s.db.prepare("INSERT INTO devices (id, nick, created_at) VALUES ('ghost-device', 'alice', 1)").run();
+      // Reads inside the transaction see the uncommitted rows; they must not stay in memory.
+      void s.getSession('ghost');
+      void s.deviceOwner('ghost-device');
+      throw new Error('rolled back');
+    });
+    await assert.rejects(failed, /rolled back/);
+    assert.equal(await s.getSession('ghost'), null);
+    assert.equal(await s.deviceOwner('ghost-device'), null);
+  });
+});
+
+test('a caller changing the record it got does not change what the store remembers', async () => {
+  await withStore(async (s) => {
+    const got = (await s.getSession('alice-1'))!;
+    got.nick = 'mallory';
+    assert.equal((await s.getSession('alice-1'))?.nick, 'alice');
+  });
+});
