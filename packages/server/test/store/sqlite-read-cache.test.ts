@@ -102,3 +102,32 @@ test('a caller changing the record it got does not change what the store remembe
     assert.equal((await s.getSession('alice-1'))?.nick, 'alice');
   });
 });
+
+test('a deleted account is refused as a DM recipient by the very next send check', async () => {
+  await withStore(async (s) => {
+    await s.registerAccount(account('bob'));
+    assert.equal(await s.checkSend('alice', { dm: 'bob' }, 'dm'), null);
+    await s.deleteAccount('bob', NOW);
+    assert.deepEqual(await s.checkSend('alice', { dm: 'bob' }, 'dm'), { error: 'unknown_user' });
+  });
+});
+
+test('a removed contact comes back with the next DM, and deleting an account forgets its contacts both ways', async () => {
+  await withStore(async (s) => {
+    await s.registerAccount(account('bob'));
+    await s.addDevice('bob', 'b-device-1', NOW);
+    const dm = (id: string, from: string, to: string, dev: string) =>
+      s.sendMessage({ id, from, to: { dm: to }, keyId: 'dm', iv: 'AAAAAAAAAAAAAAAA', ct: 'A'.repeat(40), senderDevice: dev, now: NOW });
+    await dm('01J0000000000000000000000A', 'alice', 'bob', 'a-device-1');
+    assert.deepEqual((await s.listContacts('alice')).map((c) => c.nick), ['bob']);
+    await s.deleteContact('alice', 'bob');
+    assert.deepEqual(await s.listContacts('alice'), []);
+    await dm('01J0000000000000000000000B', 'bob', 'alice', 'b-device-1');
+    assert.deepEqual((await s.listContacts('alice')).map((c) => c.nick), ['bob'], 'the DM added the contact again');
+    await s.deleteAccount('bob', NOW);
+    await s.registerAccount(account('carol'));
+    await s.addDevice('carol', 'c-device-1', NOW);
+    await dm('01J0000000000000000000000C', 'carol', 'alice', 'c-device-1');
+    assert.deepEqual((await s.listContacts('alice')).map((c) => c.nick), ['carol']);
+  });
+});

@@ -49,6 +49,8 @@ export class GroupCommit {
   constructor(
     private readonly db: Db,
     private readonly durability: Durability,
+    /** Called whenever any write is rolled back, so that what was read inside it can be forgotten. */
+    private readonly onRollback: () => void = () => {},
   ) {
     this.begin = db.prepare('BEGIN IMMEDIATE');
     this.commit = db.prepare('COMMIT');
@@ -98,6 +100,7 @@ export class GroupCommit {
         done.push({ job, value });
       } catch (err) {
         job.reject(err);
+        this.onRollback();
         if (this.db.inTransaction) {
           try {
             this.rollbackTo.run();
@@ -116,6 +119,7 @@ export class GroupCommit {
       this.commit.run();
     } catch (err) {
       if (this.db.inTransaction) this.rollback.run();
+      this.onRollback();
       for (const d of done) d.job.reject(err);
       return [];
     }

@@ -47,18 +47,29 @@ export class SqliteStore implements Store {
   readonly group: GroupCommit;
 
   private readonly durability: Durability;
-  /** Sessions by id and device owners by device id, read on every request (read-cache.ts). */
-  private readonly sessions: ReadCache<Readonly<SessionRecord>>;
-  private readonly owners: ReadCache<string>;
+  /** Rows read on every request or send, remembered (read-cache.ts). */
+  private readonly sessions = new ReadCache<Readonly<SessionRecord>>();
+  private readonly owners = new ReadCache<string>();
+  private readonly liveAccounts = new ReadCache<true>();
+  private readonly contacts = new ReadCache<true>();
+  private readonly known: messages.Known = {
+    liveAccount: (nick) =>
+      this.liveAccounts.get(nick, () => (this.q.one('SELECT 1 FROM accounts WHERE nick = ? AND deleted_at IS NULL', nick) ? true : null)) === true,
+    contact: (nick, peer) =>
+      this.contacts.get(`${nick} ${peer}`, () => (this.q.one('SELECT 1 FROM contacts WHERE nick = ? AND peer = ?', nick, peer) ? true : null)) === true,
+  };
 
   constructor(readonly db: Db) {
     this.q = new Statements(db);
     // COMMIT leaves the fsync to the group commit, which runs it off the event loop (wal-sync.ts).
     db.pragma('synchronous = NORMAL');
     this.durability = walDurability(db.name);
-    this.group = new GroupCommit(db, this.durability);
-    this.sessions = new ReadCache(db);
-    this.owners = new ReadCache(db);
+    this.group = new GroupCommit(db, this.durability, () => this.forgetAll());
+  }
+
+  /** After any rollback: what was read inside the rolled-back write may never have been committed. */
+  private forgetAll(): void {
+    for (const c of [this.sessions, this.owners, this.liveAccounts, this.contacts]) c.clear();
   }
 
   static open(path: string): SqliteStore {
@@ -183,6 +194,9 @@ export class SqliteStore implements Store {
       const devices = rooms.devicesOf(this.q, nick);
       this.sessions.forget(sessions);
       this.owners.forget(devices);
+      this.liveAccounts.forget(nick);
+      // Rows of both directions go; forgetting them one by one would need them listed first.
+      this.contacts.clear();
       this.q.run('DELETE FROM sessions WHERE nick = ?', nick);
       if (devices.length > 0) this.q.run(`DELETE FROM queue WHERE device_id IN (${placeholders(devices.length)})`, ...devices);
       this.q.run('DELETE FROM devices WHERE nick = ?', nick);
@@ -289,7 +303,10 @@ export class SqliteStore implements Store {
   }
 
   async deleteContact(nick: string, peer: string): Promise<void> {
-    await this.write(() => this.q.run('DELETE FROM contacts WHERE nick = ? AND peer = ?', nick, peer));
+    await this.write(() => {
+      this.contacts.forget(`${nick} ${peer}`);
+      this.q.run('DELETE FROM contacts WHERE nick = ? AND peer = ?', nick, peer);
+    });
   }
 
   async listRooms(nick: string): Promise<Room[]> {
@@ -313,11 +330,11 @@ export class SqliteStore implements Store {
   }
 
   async checkSend(from: string, to: Target, keyId: string) {
-    return messages.checkSend(this.q, from, to, keyId);
+    return messages.checkSend(this.q, this.known, from, to, keyId);
   }
 
   async sendMessage(m: SendInput): Promise<SendResult> {
-    return this.write(() => messages.sendMessage(this.q, m));
+    return this.write(() => messages.sendMessage(this.q, this.known, m));
   }
 
   async ack(deviceId: string, ids: string[]): Promise<void> {

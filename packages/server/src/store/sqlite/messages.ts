@@ -9,32 +9,31 @@ export function envelopeJson(e: Envelope): string {
   return JSON.stringify({ id: e.id, to: e.to, from: e.from, keyId: e.keyId, iv: e.iv, ct: e.ct, ts: e.ts });
 }
 
-function accountExists(q: Statements, nick: string): boolean {
-  return q.one('SELECT 1 FROM accounts WHERE nick = ? AND deleted_at IS NULL', nick) !== undefined;
+/** Facts the send path asks about on every DM, answered from memory when known (read-cache.ts). */
+export interface Known {
+  liveAccount(nick: string): boolean;
+  contact(nick: string, peer: string): boolean;
 }
 
-export function checkSend(q: Statements, from: string, to: Target, keyId: string): Refusal<'not_member' | 'unknown_key' | 'unknown_user' | 'self'> | null {
+export function checkSend(q: Statements, known: Known, from: string, to: Target, keyId: string): Refusal<'not_member' | 'unknown_key' | 'unknown_user' | 'self'> | null {
   if ('room' in to) {
     if (!isMember(q, to.room, from)) return { error: 'not_member' };
     if (!q.one('SELECT 1 FROM room_key_ids WHERE room_id = ? AND key_id = ?', to.room, keyId)) return { error: 'unknown_key' };
     return null;
   }
-  if (!accountExists(q, to.dm)) return { error: 'unknown_user' };
+  if (!known.liveAccount(to.dm)) return { error: 'unknown_user' };
   if (to.dm === from) return { error: 'self' };
   return null;
 }
 
 /** Adds the two contact rows of a DM where missing, each within its owner's contact limit. */
-function addContacts(q: Statements, from: string, to: string, now: number): void {
-  // Nearly every DM is between existing contacts: one look answers both directions.
-  const known = q.one<{ n: number }>('SELECT COUNT(*) AS n FROM contacts WHERE (nick = ? AND peer = ?) OR (nick = ? AND peer = ?)', from, to, to, from)!.n;
-  if (known === 2) return;
-  addContactIfRoom(q, from, to, now);
-  addContactIfRoom(q, to, from, now);
+function addContacts(q: Statements, known: Known, from: string, to: string, now: number): void {
+  // Nearly every DM is between existing contacts, and that is usually known without a query.
+  if (!known.contact(from, to)) addContactIfRoom(q, from, to, now);
+  if (!known.contact(to, from)) addContactIfRoom(q, to, from, now);
 }
 
 function addContactIfRoom(q: Statements, nick: string, peer: string, now: number): void {
-  if (q.one('SELECT 1 FROM contacts WHERE nick = ? AND peer = ?', nick, peer)) return;
   const n = q.one<{ n: number }>('SELECT COUNT(*) AS n FROM contacts WHERE nick = ?', nick)!.n;
   if (n < LIMITS.contactsPerAccount) q.run('INSERT INTO contacts (nick, peer, created_at) VALUES (?, ?, ?)', nick, peer, now);
 }
@@ -76,10 +75,10 @@ function enqueue(q: Statements, targets: TargetRow[], envelopeId: string, ts: nu
 const ENQUEUE_CHUNK = 200;
 const VALUE_ROWS = Array.from({ length: ENQUEUE_CHUNK + 1 }, (_, n) => new Array(n).fill('(?, ?, ?)').join(', '));
 
-export function sendMessage(q: Statements, m: SendInput): SendResult {
+export function sendMessage(q: Statements, known: Known, m: SendInput): SendResult {
   // Rights are checked again inside the transaction: membership may have changed since step 5.
   // A used id is answered before any refusal (a retry stays a retry after its sender left).
-  const refused = checkSend(q, m.from, m.to, m.keyId);
+  const refused = checkSend(q, known, m.from, m.to, m.keyId);
   if (refused) return priorSend(q, m) ?? refused;
 
   const envelope: Envelope = { id: m.id, to: m.to, from: m.from, keyId: m.keyId, iv: m.iv, ct: m.ct, ts: m.now };
@@ -105,7 +104,7 @@ export function sendMessage(q: Statements, m: SendInput): SendResult {
       m.from,
       m.senderDevice,
     );
-    addContacts(q, m.from, m.to.dm, m.now);
+    addContacts(q, known, m.from, m.to.dm, m.now);
   }
   enqueue(q, targets, m.id, m.now);
   return { status: 'queued', envelope, json, targets: targets.map((t) => ({ deviceId: t.deviceId, nick: t.nick, pushable: t.pushable === 1 })), roomName };
