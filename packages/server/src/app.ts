@@ -128,15 +128,18 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
   });
 
   fastify.addHook('onSend', async (req, reply, payload) => {
-    for (const [k, v] of Object.entries(SECURITY_HEADERS)) reply.header(k, v);
+    reply.headers(SECURITY_HEADERS);
     if (!reply.hasHeader('cache-control') && (req.url.startsWith('/api/') || req.url === '/healthz' || req.url.startsWith('/healthz?'))) {
       reply.header('cache-control', 'no-store');
     }
     return payload;
   });
 
+  // Levels are fixed at start (LOG_LEVEL): below info the line is not even built.
+  const infoLogged = ['trace', 'debug', 'info'].includes(config.logLevel);
   // The request log of decisions.md §11: no path, IP, nick, query, cookie, header or body.
   fastify.addHook('onResponse', async (req, reply) => {
+    if (!infoLogged) return;
     const line: Record<string, unknown> = { method: req.method, status: reply.statusCode, ms: Math.round(reply.elapsedTime) };
     if (req.url.startsWith('/api/')) line.route = req.routeOptions.url ?? null;
     deps.log.info(line, 'request');

@@ -52,8 +52,16 @@ export function registerRoutes(app: FastifyInstance, deps: Deps): void {
       url: spec.path,
       onRequest,
       handler: async (req: FastifyRequest, reply: FastifyReply) => {
-        const ip = clientIp(req.socket.remoteAddress, req.headers['x-real-ip']);
-        const result = await handler({ deps, req, reply, caller: req.caller, ip });
+        // The client address is parsed only by the few routes that limit by it.
+        const result = await handler({
+          deps,
+          req,
+          reply,
+          caller: req.caller,
+          get ip() {
+            return clientIp(req.socket.remoteAddress, req.headers['x-real-ip']);
+          },
+        });
         if (result === undefined) return reply;
         if (result.setCookie) reply.header('set-cookie', result.setCookie);
         reply.code(result.status);
