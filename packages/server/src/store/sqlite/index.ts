@@ -27,6 +27,7 @@ import { Statements, placeholders } from './statements.js';
 import { GroupCommit } from './group-commit.js';
 import { walDurability, type Durability } from './wal-sync.js';
 import { ReadCache } from './read-cache.js';
+import { Checkpointer } from './checkpointer.js';
 import * as rooms from './rooms.js';
 import * as messages from './messages.js';
 
@@ -47,6 +48,7 @@ export class SqliteStore implements Store {
   readonly group: GroupCommit;
 
   private readonly durability: Durability;
+  private readonly checkpointer: Checkpointer;
   /** Rows read on every request or send, remembered (read-cache.ts). */
   private readonly sessions = new ReadCache<Readonly<SessionRecord>>();
   private readonly owners = new ReadCache<string>();
@@ -65,6 +67,7 @@ export class SqliteStore implements Store {
     db.pragma('synchronous = NORMAL');
     this.durability = walDurability(db.name);
     this.group = new GroupCommit(db, this.durability, () => this.forgetAll());
+    this.checkpointer = new Checkpointer(db);
   }
 
   /** After any rollback: what was read inside the rolled-back write may never have been committed. */
@@ -371,6 +374,7 @@ export class SqliteStore implements Store {
     // Writes asked for in this turn of the event loop still commit, and are synced, before the file closes.
     if (!this.db.open) return;
     await this.group.drain();
+    await this.checkpointer.stop();
     this.durability.close();
     if (this.db.open) this.db.close();
   }
