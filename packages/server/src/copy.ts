@@ -22,12 +22,13 @@ type PgType = 'text' | 'int8' | 'int4' | 'bool' | 'bytea';
 
 interface TableSpec {
   name: string;
-  cols: [string, PgType][];
+  /** Column, PostgreSQL type, and where SQLite no longer stores it, the SQL that computes it. */
+  cols: [string, PgType, string?][];
   /** Source order, so rows keep their relative order even where nothing else records it. */
   order: string;
 }
 
-/** Every table of the schema (SQLite migration 1 = PostgreSQL migration 1), parents before children. */
+/** Every table of the schema (as PostgreSQL's migrations define it), parents before children. */
 const TABLES: TableSpec[] = [
   { name: 'meta', cols: [['key', 'text'], ['value', 'text']], order: 'key' },
   {
@@ -41,7 +42,9 @@ const TABLES: TableSpec[] = [
     name: 'devices',
     cols: [
       ['seq', 'int8'], ['id', 'text'], ['nick', 'text'], ['created_at', 'int8'], ['last_seen_at', 'int8'], ['push_endpoint', 'text'],
-      ['push_p256dh', 'text'], ['push_auth', 'text'], ['push_pending', 'bool'], ['queue_len', 'int4'],
+      ['push_p256dh', 'text'], ['push_auth', 'text'], ['push_pending', 'bool'],
+      // SQLite keeps queue lengths in memory (its migration 3); PostgreSQL keeps them in the row.
+      ['queue_len', 'int4', '(SELECT COUNT(*) FROM queue WHERE queue.device_id = devices.id)'],
     ],
     order: 'seq',
   },
@@ -90,7 +93,8 @@ async function copyTable(src: Database.Database, q: Sql, t: TableSpec): Promise<
   };
   let batch: Record<string, unknown>[] = [];
   let n = 0;
-  for (const row of src.prepare(`SELECT ${names.join(', ')} FROM ${t.name} ORDER BY ${t.order}`).iterate() as Iterable<Record<string, unknown>>) {
+  const select = t.cols.map(([c, , from]) => (from ? `${from} AS ${c}` : c)).join(', ');
+  for (const row of src.prepare(`SELECT ${select} FROM ${t.name} ORDER BY ${t.order}`).iterate() as Iterable<Record<string, unknown>>) {
     batch.push(row);
     n++;
     if (batch.length === BATCH) {

@@ -28,6 +28,7 @@ import { GroupCommit } from './group-commit.js';
 import { walDurability, type Durability } from './wal-sync.js';
 import { ReadCache } from './read-cache.js';
 import { Checkpointer } from './checkpointer.js';
+import { QueueCounts } from './queue-counts.js';
 import * as rooms from './rooms.js';
 import * as messages from './messages.js';
 
@@ -54,6 +55,7 @@ export class SqliteStore implements Store {
   private readonly owners = new ReadCache<string>();
   private readonly liveAccounts = new ReadCache<true>();
   private readonly contacts = new ReadCache<true>();
+  private readonly counts: QueueCounts;
   private readonly known: messages.Known = {
     liveAccount: (nick) =>
       this.liveAccounts.get(nick, () => (this.q.one('SELECT 1 FROM accounts WHERE nick = ? AND deleted_at IS NULL', nick) ? true : null)) === true,
@@ -63,6 +65,7 @@ export class SqliteStore implements Store {
 
   constructor(readonly db: Db) {
     this.q = new Statements(db);
+    this.counts = new QueueCounts(this.q);
     // COMMIT leaves the fsync to the group commit, which runs it off the event loop (wal-sync.ts).
     db.pragma('synchronous = NORMAL');
     this.durability = walDurability(db.name);
@@ -72,7 +75,7 @@ export class SqliteStore implements Store {
 
   /** After any rollback: what was read inside the rolled-back write may never have been committed. */
   private forgetAll(): void {
-    for (const c of [this.sessions, this.owners, this.liveAccounts, this.contacts]) c.clear();
+    for (const c of [this.sessions, this.owners, this.liveAccounts, this.contacts, this.counts]) c.clear();
   }
 
   static open(path: string): SqliteStore {
@@ -201,7 +204,10 @@ export class SqliteStore implements Store {
       // Rows of both directions go; forgetting them one by one would need them listed first.
       this.contacts.clear();
       this.q.run('DELETE FROM sessions WHERE nick = ?', nick);
-      if (devices.length > 0) this.q.run(`DELETE FROM queue WHERE device_id IN (${placeholders(devices.length)})`, ...devices);
+      if (devices.length > 0) {
+        this.q.run(`DELETE FROM queue WHERE device_id IN (${placeholders(devices.length)})`, ...devices);
+        this.counts.clear();
+      }
       this.q.run('DELETE FROM devices WHERE nick = ?', nick);
       this.q.run('DELETE FROM contacts WHERE nick = ? OR peer = ?', nick, nick);
       this.q.run(
@@ -237,7 +243,7 @@ export class SqliteStore implements Store {
       this.owners.forget(id);
       const r = this.q.run('DELETE FROM devices WHERE id = ? AND nick = ?', id, nick);
       if (r.changes === 0) return false;
-      this.q.run('DELETE FROM queue WHERE device_id = ?', id);
+      this.counts.dropped(id, this.q.run('DELETE FROM queue WHERE device_id = ?', id).changes);
       return true;
     });
   }
@@ -337,11 +343,11 @@ export class SqliteStore implements Store {
   }
 
   async sendMessage(m: SendInput): Promise<SendResult> {
-    return this.write(() => messages.sendMessage(this.q, this.known, m));
+    return this.write(() => messages.sendMessage(this.q, this.known, this.counts, m));
   }
 
   async ack(deviceId: string, ids: string[]): Promise<void> {
-    await this.write(() => messages.ack(this.q, deviceId, ids));
+    await this.write(() => messages.ack(this.q, this.counts, deviceId, ids));
   }
 
   async readQueue(deviceId: string, afterSeq: number, limit: number): Promise<QueuedEntry[]> {
@@ -354,21 +360,22 @@ export class SqliteStore implements Store {
       const sessionIds = this.q.all<{ id: string }>('SELECT id FROM sessions WHERE last_used_at < ?', cutoff).map((r) => r.id);
       this.sessions.forget(sessionIds);
       this.q.run('DELETE FROM sessions WHERE last_used_at < ?', cutoff);
-      const envelopes = messages.purgeEnvelopes(this.q, now);
+      const envelopes = messages.purgeEnvelopes(this.q, this.counts, now);
       return { sessionIds, envelopes };
     });
   }
 
   async stats(): Promise<StoreStats> {
-    // queue_len is kept exact beside every queue change, so the queue itself is never scanned.
-    return this.q.one<StoreStats>(
+    // The queue total is counted once, then kept by every queue change (queue-counts.ts).
+    const s = this.q.one<Omit<StoreStats, 'queuedEnvelopes'>>(
       `SELECT (SELECT COUNT(*) FROM accounts WHERE deleted_at IS NULL) AS accounts,
               (SELECT COUNT(*) FROM devices) AS devices,
               (SELECT COUNT(*) FROM rooms) AS rooms,
-              (SELECT COALESCE(SUM(queue_len), 0) FROM devices) AS queuedEnvelopes,
               (SELECT COUNT(*) FROM devices WHERE push_endpoint IS NOT NULL) AS pushSubscriptions`,
     )!;
+    return { accounts: s.accounts, devices: s.devices, rooms: s.rooms, queuedEnvelopes: this.counts.all(), pushSubscriptions: s.pushSubscriptions };
   }
+
 
   async close(): Promise<void> {
     // Writes asked for in this turn of the event loop still commit, and are synced, before the file closes.

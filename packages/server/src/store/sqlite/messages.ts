@@ -3,6 +3,7 @@ import { LIMITS, type Envelope, type Target } from '@svc/protocol';
 import type { QueuedEntry, Refusal, SendInput, SendResult, SendTarget } from '../types.js';
 import { isMember } from './rooms.js';
 import { placeholders, type Statements } from './statements.js';
+import type { QueueCounts } from './queue-counts.js';
 
 /** Envelope JSON in the field order of interface.md: id, to, from, keyId, iv, ct, ts. */
 export function envelopeJson(e: Envelope): string {
@@ -41,24 +42,24 @@ function addContactIfRoom(q: Statements, nick: string, peer: string, now: number
 interface TargetRow {
   deviceId: string;
   nick: string;
-  queueLen: number;
   pushable: 0 | 1;
 }
 
 const PUSHABLE = '(d.push_endpoint IS NOT NULL AND d.push_pending = 0) AS pushable';
 
 /**
- * Queues the envelope for every target with two statements (up to 200 targets), after making
- * room in the few queues that are full.
+ * Queues the envelope for every target with one statement (up to 200 targets), after making
+ * room in the few queues that are full (queue lengths are kept in memory: queue-counts.ts).
  */
-function enqueue(q: Statements, targets: TargetRow[], envelopeId: string, ts: number): void {
+function enqueue(q: Statements, counts: QueueCounts, targets: TargetRow[], envelopeId: string, ts: number): void {
   if (targets.length === 0) return;
   for (const t of targets) {
-    if (t.queueLen < LIMITS.queuePerDevice) continue;
+    const len = counts.of(t.deviceId);
+    if (len < LIMITS.queuePerDevice) continue;
     // The cap drops the oldest entries: the queue is a mailbox, not an archive.
-    const drop = t.queueLen - LIMITS.queuePerDevice + 1;
+    const drop = len - LIMITS.queuePerDevice + 1;
     const r = q.run('DELETE FROM queue WHERE seq IN (SELECT seq FROM queue WHERE device_id = ? ORDER BY seq LIMIT ?)', t.deviceId, drop);
-    q.run('UPDATE devices SET queue_len = queue_len - ? WHERE id = ?', r.changes, t.deviceId);
+    counts.changed(t.deviceId, -r.changes);
   }
   // Rows in fan-out order, so a device's entries get their seq in that order. A VALUES list per
   // size is a prepared statement of its own (cached); it costs half of what json_each did.
@@ -67,15 +68,15 @@ function enqueue(q: Statements, targets: TargetRow[], envelopeId: string, ts: nu
     const rows: unknown[] = [];
     for (const t of chunk) rows.push(t.deviceId, envelopeId, ts);
     q.run(`INSERT INTO queue (device_id, envelope_id, ts) VALUES ${VALUE_ROWS[chunk.length]}`, ...rows);
-    q.run(`UPDATE devices SET queue_len = queue_len + 1 WHERE id IN (${placeholders(chunk.length)})`, ...chunk.map((t) => t.deviceId));
   }
+  for (const t of targets) counts.changed(t.deviceId, 1);
 }
 
 /** At most this many rows per statement (3 variables each, well under SQLite's variable limit). */
 const ENQUEUE_CHUNK = 200;
 const VALUE_ROWS = Array.from({ length: ENQUEUE_CHUNK + 1 }, (_, n) => new Array(n).fill('(?, ?, ?)').join(', '));
 
-export function sendMessage(q: Statements, known: Known, m: SendInput): SendResult {
+export function sendMessage(q: Statements, known: Known, counts: QueueCounts, m: SendInput): SendResult {
   // Rights are checked again inside the transaction: membership may have changed since step 5.
   // A used id is answered before any refusal (a retry stays a retry after its sender left).
   const refused = checkSend(q, known, m.from, m.to, m.keyId);
@@ -92,21 +93,21 @@ export function sendMessage(q: Statements, known: Known, m: SendInput): SendResu
   if ('room' in m.to) {
     roomName = q.one<{ name: string }>('SELECT name FROM rooms WHERE id = ?', m.to.room)!.name;
     targets = q.all<TargetRow>(
-      `SELECT d.id AS deviceId, d.nick AS nick, d.queue_len AS queueLen, ${PUSHABLE} FROM room_members rm JOIN devices d ON d.nick = rm.nick
+      `SELECT d.id AS deviceId, d.nick AS nick, ${PUSHABLE} FROM room_members rm JOIN devices d ON d.nick = rm.nick
        WHERE rm.room_id = ? AND d.id <> ? ORDER BY rm.seq, d.seq`,
       m.to.room,
       m.senderDevice,
     );
   } else {
     targets = q.all<TargetRow>(
-      `SELECT d.id AS deviceId, d.nick AS nick, d.queue_len AS queueLen, ${PUSHABLE} FROM devices d WHERE d.nick = ? OR (d.nick = ? AND d.id <> ?) ORDER BY d.seq`,
+      `SELECT d.id AS deviceId, d.nick AS nick, ${PUSHABLE} FROM devices d WHERE d.nick = ? OR (d.nick = ? AND d.id <> ?) ORDER BY d.seq`,
       m.to.dm,
       m.from,
       m.senderDevice,
     );
     addContacts(q, known, m.from, m.to.dm, m.now);
   }
-  enqueue(q, targets, m.id, m.now);
+  enqueue(q, counts, targets, m.id, m.now);
   return { status: 'queued', envelope, json, targets: targets.map((t) => ({ deviceId: t.deviceId, nick: t.nick, pushable: t.pushable === 1 })), roomName };
 }
 
@@ -117,10 +118,10 @@ function priorSend(q: Statements, m: SendInput): SendResult | null {
   return prior.sender === m.from ? { status: 'retry', id: m.id, ts: prior.ts } : { error: 'id_conflict' };
 }
 
-export function ack(q: Statements, deviceId: string, ids: string[]): void {
+export function ack(q: Statements, counts: QueueCounts, deviceId: string, ids: string[]): void {
   if (ids.length === 0) return;
   const r = q.run(`DELETE FROM queue WHERE device_id = ? AND envelope_id IN (${placeholders(ids.length)})`, deviceId, ...ids);
-  if (r.changes > 0) q.run('UPDATE devices SET queue_len = queue_len - ? WHERE id = ?', r.changes, deviceId);
+  counts.changed(deviceId, -r.changes);
 }
 
 export function readQueue(q: Statements, deviceId: string, afterSeq: number, limit: number): QueuedEntry[] {
@@ -138,13 +139,13 @@ export function readQueue(q: Statements, deviceId: string, afterSeq: number, lim
  * old to be retried (an id whose ULID time is outside the clock window is refused anyway;
  * its ULID time is at most 5 minutes after its ts, so 10 minutes after ts is safe).
  */
-export function purgeEnvelopes(q: Statements, now: number): number {
+export function purgeEnvelopes(q: Statements, counts: QueueCounts, now: number): number {
   // A queue entry's ts is its envelope's: old entries are found through envelopes_ts.
   const old = 'SELECT id FROM envelopes WHERE ts < ?';
   const cutoff = now - LIMITS.queueRetentionMs;
   const expired = q.all<{ device_id: string; n: number }>(`SELECT device_id, COUNT(*) AS n FROM queue WHERE envelope_id IN (${old}) GROUP BY device_id`, cutoff);
   q.run(`DELETE FROM queue WHERE envelope_id IN (${old})`, cutoff);
-  for (const e of expired) q.run('UPDATE devices SET queue_len = queue_len - ? WHERE id = ?', e.n, e.device_id);
+  for (const e of expired) counts.changed(e.device_id, -e.n);
   const r = q.run(
     'DELETE FROM envelopes WHERE ts < ? AND NOT EXISTS (SELECT 1 FROM queue WHERE queue.envelope_id = envelopes.id)',
     now - 2 * LIMITS.clockWindowMs,

@@ -130,4 +130,11 @@ CREATE INDEX queue_ts ON queue (ts);
     // for one more index.
     sql: 'DROP INDEX queue_ts;',
   },
+  {
+    version: 3,
+    name: 'queue lengths kept in memory',
+    // Keeping devices.queue_len exact cost a scattered row update per target on every send; the
+    // store now counts a device's queue once and keeps the count in memory (queue-counts.ts).
+    sql: 'ALTER TABLE devices DROP COLUMN queue_len;',
+  },
 ];

@@ -1,0 +1,95 @@
+/**
+ * Queue lengths of the embedded store live in memory (queue-counts.ts): they must match the
+ * queue's rows after every kind of change, after a restart, and after a rolled-back write.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { LIMITS } from '@svc/protocol';
+import { SqliteStore } from '../../src/store/sqlite/index.js';
+import { account, NOW } from './suite.js';
+import { ct, iv, ulid } from '../harness.js';
+
+const rows = (s: SqliteStore) => (s.db.prepare('SELECT COUNT(*) AS n FROM queue').get() as { n: number }).n;
+
+async function setup(s: SqliteStore): Promise<void> {
+  await s.registerAccount(account('alice'));
+  await s.registerAccount(account('bob'));
+  await s.addDevice('alice', 'a-device-1', NOW);
+  await s.addDevice('bob', 'b-device-1', NOW);
+  await s.addDevice('bob', 'b-device-2', NOW);
+}
+
+const dm = (s: SqliteStore, n: number, now = NOW) =>
+  Promise.all(Array.from({ length: n }, (_, i) => s.sendMessage({ id: ulid(now + i), from: 'alice', to: { dm: 'bob' }, keyId: 'dm', iv: iv(), ct: ct(), senderDevice: 'a-device-1', now: now + i })));
+
+test('the queued total in stats follows sends, acks, a device removal and an account deletion', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-counts-'));
+  const s = SqliteStore.open(join(dir, 'svc.db'));
+  try {
+    await setup(s);
+    assert.equal((await s.stats()).queuedEnvelopes, 0);
+    await dm(s, 10);
+    assert.equal((await s.stats()).queuedEnvelopes, 20);
+    const ids = (await s.readQueue('b-device-1', 0, 3)).map((e) => e.id);
+    await s.ack('b-device-1', [...ids, 'not-queued']);
+    assert.equal((await s.stats()).queuedEnvelopes, 17);
+    await s.deleteDevice('bob', 'b-device-2');
+    assert.equal((await s.stats()).queuedEnvelopes, 7);
+    await s.deleteAccount('bob', NOW);
+    assert.equal((await s.stats()).queuedEnvelopes, 0);
+    assert.equal(rows(s), 0);
+  } finally {
+    await s.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('after a restart the cap counts the rows already queued', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-counts-'));
+  const path = join(dir, 'svc.db');
+  try {
+    let s = SqliteStore.open(path);
+    await setup(s);
+    await dm(s, LIMITS.queuePerDevice - 1);
+    await s.close();
+    s = SqliteStore.open(path);
+    assert.equal((await s.stats()).queuedEnvelopes, 2 * (LIMITS.queuePerDevice - 1));
+    await dm(s, 3, NOW + LIMITS.queuePerDevice);
+    const queued = (s.db.prepare("SELECT COUNT(*) AS n FROM queue WHERE device_id = 'b-device-1'").get() as { n: number }).n;
+    assert.equal(queued, LIMITS.queuePerDevice, 'the oldest entries were dropped at the cap');
+    assert.equal((await s.stats()).queuedEnvelopes, rows(s));
+    await s.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a send whose transaction is lost leaves the counts matching the rows', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-counts-'));
+  const s = SqliteStore.open(join(dir, 'svc.db'));
+  try {
+    await setup(s);
+    await dm(s, 2);
+    assert.equal((await s.stats()).queuedEnvelopes, 4);
+    // The send runs (and counts its two entries), then SQLite gives the whole transaction up.
+    const send = dm(s, 1, NOW + 100);
+    const lost = s.group.run(() => {
+      s.db.prepare('ROLLBACK').run();
+      throw new Error('transaction lost');
+    });
+    await assert.rejects(send, /transaction lost/);
+    await assert.rejects(lost, /transaction lost/);
+    assert.equal(rows(s), 4);
+    assert.equal((await s.stats()).queuedEnvelopes, 4);
+    // And the cap check of the next send starts from the rows, not from the lost count.
+    await dm(s, 1, NOW + 200);
+    assert.equal((await s.stats()).queuedEnvelopes, 6);
+    assert.equal(rows(s), 6);
+  } finally {
+    await s.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
