@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { SqliteStore } from '../../src/store/sqlite/index.js';
 import { GroupCommit } from '../../src/store/sqlite/group-commit.js';
 import { openDatabase } from '../../src/store/sqlite/db.js';
+import Database from 'better-sqlite3';
 
 async function withStore(fn: (s: SqliteStore) => Promise<void>): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-group-'));
@@ -33,7 +34,7 @@ test('writes asked for in one turn of the event loop commit together, in one tra
   });
 });
 
-test('a write is not visible, and not answered, before its commit', async () => {
+test('a write is not run, and not answered, before the end of its turn; answered, it is in the file', async () => {
   await withStore(async (s) => {
     let answered = false;
     const p = s.createInvite('later', 1, null, 1).then(() => (answered = true));
@@ -114,7 +115,7 @@ test('closing the store commits the writes still queued', async () => {
   }
 });
 
-test('a write is answered only after the WAL holding it is synced, and one sync covers every batch committed before it', async () => {
+test('a write is answered only after the WAL holding it is synced; writes arriving during a sync share the next commit', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'svc-group-'));
   try {
     const db = openDatabase(join(dir, 'svc.db'));
@@ -122,23 +123,36 @@ test('a write is answered only after the WAL holding it is synced, and one sync 
     const pending: ((err: Error | null) => void)[] = [];
     const group = new GroupCommit(db, { sync: (done) => pending.push(done), close() {} });
     const insert = (code: string) => () => db.prepare("INSERT INTO invites (code, uses_left, expires_at, created_at) VALUES (?, 1, NULL, 1)").run(code);
+    const committed = () => {
+      // What another connection sees is what is committed.
+      const other = new Database(join(dir, 'svc.db'), { readonly: true });
+      try {
+        return (other.prepare('SELECT code FROM invites ORDER BY code').all() as { code: string }[]).map((r) => r.code);
+      } finally {
+        other.close();
+      }
+    };
     const answered: string[] = [];
     const first = group.run(insert('first')).then(() => answered.push('first'));
     await new Promise((r) => setImmediate(r));
     assert.equal(group.commits, 1);
+    assert.deepEqual(committed(), ['first']);
     assert.equal(pending.length, 1, 'the first batch is being synced');
-    // Two more batches commit while the first sync runs; they wait for the next sync, together.
+    // Two more turns of writes while that sync runs: they run, in one open transaction.
     const second = group.run(insert('second')).then(() => answered.push('second'));
     await new Promise((r) => setImmediate(r));
     const third = group.run(insert('third')).then(() => answered.push('third'));
     await new Promise((r) => setImmediate(r));
-    assert.equal(group.commits, 3);
+    assert.equal(group.commits, 1, 'no commit while a sync runs');
+    assert.deepEqual(committed(), ['first']);
     assert.equal(pending.length, 1, 'one sync at a time');
     assert.deepEqual(answered, [], 'nothing is answered before its sync');
     pending.shift()!(null);
     await first;
     assert.deepEqual(answered, ['first']);
-    assert.equal(pending.length, 1, 'the next sync starts at once for what committed meanwhile');
+    assert.equal(group.commits, 2, 'what joined during the sync is committed together as it ends');
+    assert.deepEqual(committed(), ['first', 'second', 'third']);
+    assert.equal(pending.length, 1, 'and synced at once');
     pending.shift()!(null);
     await Promise.all([second, third]);
     assert.deepEqual(answered, ['first', 'second', 'third']);

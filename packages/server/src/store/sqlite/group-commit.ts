@@ -1,18 +1,24 @@
 /**
  * Group commit for the embedded store. With synchronous=FULL every COMMIT waits for an fsync,
  * and better-sqlite3 waits for it on the event loop: one commit per request caps the service at
- * one request per fsync, however many are waiting. Instead, every write asked for during one turn
- * of the event loop is queued and run at the end of that turn (setImmediate) in ONE transaction,
- * each inside its own savepoint, and then committed with one fsync. A write whose own statements
- * fail is rolled back to its savepoint and rejected alone; the others still commit. No promise
- * resolves before its COMMIT has returned and the WAL holding it has been synced to disk (see
- * wal-sync.ts: that sync runs off the event loop, and covers every batch committed before it
- * started), so an answered request survives a power loss.
+ * one request per fsync, however many are waiting. Instead:
  *
- * Reads are not queued: they run at once and see only committed data, because the transaction
- * is only ever open inside `flush`, which runs to its end synchronously. A read may see a
- * write that is committed but whose sync has not finished: a power loss in that window loses a
- * write that was never answered, and its client sends it again.
+ * - Every write asked for during one turn of the event loop is queued and run at the end of that
+ *   turn (setImmediate), each inside its own savepoint of one open transaction. A write whose
+ *   own statements fail is rolled back to its savepoint and rejected alone; the others go on.
+ * - The transaction is committed when no sync is under way; otherwise it stays open, and the
+ *   writes of the following turns join it, until the sync ends. So there is one COMMIT and one
+ *   fsync per sync cycle, however many writes arrive meanwhile: under load, batches grow by
+ *   themselves instead of each turn paying a commit of its own. Nothing is delayed by this: a
+ *   write committed during a sync could not be answered before the next sync anyway.
+ * - No promise resolves before its COMMIT has returned and the WAL holding it has been synced
+ *   to disk (wal-sync.ts: the sync runs off the event loop), so an answered request survives a
+ *   power loss.
+ *
+ * Reads are not queued: they run at once on the same connection, so they may see writes that
+ * are not yet committed or not yet synced. Their own clients have no answer yet; if the commit
+ * or the sync fails (or the power does), those writes are refused or lost, and their clients
+ * send them again (a retried message id is answered as a retry).
  */
 import type Database from 'better-sqlite3';
 import type { Db } from './db.js';
@@ -32,11 +38,12 @@ interface Done {
 export class GroupCommit {
   private queue: Job[] = [];
   private scheduled = false;
-  /** Committed, waiting for the next sync; and the sync under way, if any. */
-  private unsynced: Done[] = [];
+  /** Writes done in the open transaction, not yet committed. */
+  private open: Done[] = [];
+  /** The sync under way, if any; it settles when its writes have been answered. */
   private syncing: Promise<void> | null = null;
   private readonly begin: Database.Statement;
-  private readonly commit: Database.Statement;
+  private readonly commitStmt: Database.Statement;
   private readonly rollback: Database.Statement;
   private readonly savepoint: Database.Statement;
   private readonly release: Database.Statement;
@@ -53,14 +60,14 @@ export class GroupCommit {
     private readonly onRollback: () => void = () => {},
   ) {
     this.begin = db.prepare('BEGIN IMMEDIATE');
-    this.commit = db.prepare('COMMIT');
+    this.commitStmt = db.prepare('COMMIT');
     this.rollback = db.prepare('ROLLBACK');
     this.savepoint = db.prepare('SAVEPOINT w');
     this.release = db.prepare('RELEASE w');
     this.rollbackTo = db.prepare('ROLLBACK TO w');
   }
 
-  /** Runs `fn` (synchronous statements only) in the next group transaction; resolves after its commit. */
+  /** Runs `fn` (synchronous statements only) in a group transaction; resolves once it is committed and synced. */
   run<T>(fn: () => T): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
@@ -71,70 +78,71 @@ export class GroupCommit {
     });
   }
 
-  /** Runs every queued write now (also called before the store closes). */
+  /** Runs every queued write now, and commits unless a sync is under way. */
   flush(): void {
     this.scheduled = false;
-    let jobs = this.queue;
+    const jobs = this.queue;
     this.queue = [];
-    // A statement error of the kind SQLite answers by rolling back the whole transaction (disk
-    // full, I/O error) loses the writes before it in the batch too: those are rejected with it,
-    // and the rest of the batch goes on in a fresh transaction.
-    while (jobs.length > 0) jobs = this.runBatch(jobs);
+    for (const job of jobs) this.runJob(job);
+    if (!this.syncing) this.commitAndSync();
   }
 
-  /** One transaction over `jobs`; returns the jobs not yet attempted when the transaction was lost. */
-  private runBatch(jobs: Job[]): Job[] {
-    try {
-      this.begin.run();
-    } catch (err) {
-      for (const j of jobs) j.reject(err);
-      return [];
-    }
-    const done: Done[] = [];
-    for (let i = 0; i < jobs.length; i++) {
-      const job = jobs[i]!;
+  /** One write in its own savepoint of the open transaction (begun if none is open). */
+  private runJob(job: Job): void {
+    if (!this.db.inTransaction) {
       try {
-        this.savepoint.run();
-        const value = job.fn();
-        this.release.run();
-        done.push({ job, value });
+        this.begin.run();
       } catch (err) {
         job.reject(err);
-        this.onRollback();
-        if (this.db.inTransaction) {
-          try {
-            this.rollbackTo.run();
-            this.release.run();
-            continue;
-          } catch {
-            // The savepoint is beyond repair: give up the whole transaction below.
-            this.rollback.run();
-          }
-        }
-        for (const d of done) d.job.reject(err);
-        return jobs.slice(i + 1);
+        return;
       }
     }
     try {
-      this.commit.run();
+      this.savepoint.run();
+      const value = job.fn();
+      this.release.run();
+      this.open.push({ job, value });
+      return;
+    } catch (err) {
+      job.reject(err);
+      this.onRollback();
+      if (this.db.inTransaction) {
+        try {
+          this.rollbackTo.run();
+          this.release.run();
+          return;
+        } catch {
+          // The savepoint is beyond repair: give up the whole transaction below.
+          this.rollback.run();
+        }
+      }
+      // SQLite gave up the whole transaction (disk full, I/O error): the writes done in it
+      // before this one are lost with it. The next write begins a fresh transaction.
+      this.loseOpen(err);
+    }
+  }
+
+  private loseOpen(err: unknown): void {
+    for (const d of this.open) d.job.reject(err);
+    this.open = [];
+  }
+
+  /** Commits the open transaction and syncs it; when the sync ends, does the same for what joined meanwhile. */
+  private commitAndSync(): void {
+    if (!this.db.inTransaction) return;
+    try {
+      this.commitStmt.run();
     } catch (err) {
       if (this.db.inTransaction) this.rollback.run();
       this.onRollback();
-      for (const d of done) d.job.reject(err);
-      return [];
+      this.loseOpen(err);
+      return;
     }
+    const batch = this.open;
+    this.open = [];
+    if (batch.length === 0) return;
     this.commits++;
-    this.writes += done.length;
-    this.unsynced.push(...done);
-    this.startSync();
-    return [];
-  }
-
-  /** One sync at a time; what commits meanwhile waits for the next one, so syncs batch too. */
-  private startSync(): void {
-    if (this.syncing || this.unsynced.length === 0) return;
-    const batch = this.unsynced;
-    this.unsynced = [];
+    this.writes += batch.length;
     this.syncing = new Promise<void>((settle) =>
       this.durability.sync((err) => {
         this.syncs++;
@@ -144,12 +152,12 @@ export class GroupCommit {
         else d.job.resolve(d.value);
         this.syncing = null;
         settle();
-        this.startSync();
+        this.commitAndSync();
       }),
     );
   }
 
-  /** Commits what is queued and waits until every committed write is synced. */
+  /** Runs what is queued and waits until every write is committed and synced. */
   async drain(): Promise<void> {
     this.flush();
     while (this.syncing) await this.syncing;
