@@ -37,6 +37,12 @@ export class StreamConn {
   private held: { frame: string; msgId: string | undefined }[] = [];
   /** Bytes of `held`: live frames wait there while the replay runs, within the same bound. */
   private heldBytes = 0;
+  /**
+   * Envelope ids the replay sent, kept until the next ping: a replay can read an envelope whose
+   * send is committed but not yet answered (its sync still running), and that send then
+   * delivers it live too, after the replay ended. The second copy is dropped here.
+   */
+  private replayedRecently: Set<string> | null = null;
 
   constructor(
     readonly deviceId: string,
@@ -63,6 +69,7 @@ export class StreamConn {
       }
       return true;
     }
+    if (msgId !== undefined && this.replayedRecently?.has(msgId)) return true;
     this.sink.write(frame);
     if (this.sink.buffered > MAX_STREAM_BUFFER) {
       this.drop();
@@ -96,9 +103,11 @@ export class StreamConn {
     this.heldBytes = 0;
     this.sink.write(readyFrame);
     this.replaying = false;
+    this.replayedRecently = replayed.size > 0 ? replayed : null;
   }
 
   ping(): void {
+    this.replayedRecently = null;
     if (!this.closed) this.sink.write(PING_FRAME);
   }
 
