@@ -176,3 +176,65 @@ test('the store keeps the WAL file it syncs: NORMAL on its connection, WAL journ
     assert.equal(s.group.syncs, syncs + 1);
   });
 });
+
+test('after a failed sync every later write is refused and the store is told once', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-group-'));
+  try {
+    const db = openDatabase(join(dir, 'svc.db'));
+    const pending: ((err: Error | null) => void)[] = [];
+    const fatal: unknown[] = [];
+    const group = new GroupCommit(db, { sync: (done) => pending.push(done), close() {} }, () => {}, () => {}, (err) => fatal.push(err));
+    const insert = (code: string) => () => db.prepare('INSERT INTO invites (code, uses_left, expires_at, created_at) VALUES (?, 1, NULL, 1)').run(code);
+    const first = group.run(insert('first'));
+    await new Promise((r) => setImmediate(r));
+    // A write joins the open transaction while the sync runs; then the sync fails.
+    const joined = group.run(insert('joined'));
+    await new Promise((r) => setImmediate(r));
+    pending.shift()!(new Error('EIO'));
+    await assert.rejects(first, /EIO/);
+    await assert.rejects(joined, /EIO/);
+    await assert.rejects(group.run(insert('later')), /EIO/);
+    assert.equal(fatal.length, 1);
+    assert.equal(db.inTransaction, false);
+    const codes = (db.prepare('SELECT code FROM invites').all() as { code: string }[]).map((r) => r.code);
+    assert.ok(!codes.includes('joined') && !codes.includes('later'), 'nothing after the failed sync was committed');
+    db.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('when another process holds the write lock, one turn of writes waits for it once, not once per write', async () => {
+  await withStore(async (s) => {
+    s.db.pragma('busy_timeout = 50');
+    const other = new Database(s.db.name);
+    other.pragma('busy_timeout = 50');
+    other.prepare('BEGIN IMMEDIATE').run();
+    try {
+      const results = await Promise.allSettled([s.createInvite('a', 1, null, 1), s.createInvite('b', 1, null, 1), s.createInvite('c', 1, null, 1)]);
+      const reasons = results.map((r) => (r.status === 'rejected' ? String(r.reason) : 'fulfilled'));
+      assert.match(reasons[0]!, /SQLITE_BUSY|database is locked/i, 'the first write met the lock');
+      assert.match(reasons[1]!, /another process holds its write lock/);
+      assert.match(reasons[2]!, /another process holds its write lock/);
+    } finally {
+      other.prepare('ROLLBACK').run();
+      other.close();
+    }
+    await s.createInvite('after', 1, null, 1);
+    assert.deepEqual(await codes(s), ['after']);
+  });
+});
+
+test('a closing store refuses new writes and still commits those asked for before', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-group-'));
+  try {
+    const s = SqliteStore.open(join(dir, 'svc.db'));
+    const before = s.createInvite('before', 1, null, 1);
+    const closed = s.close();
+    await assert.rejects(s.createInvite('late', 1, null, 1), /closing/);
+    await before;
+    await closed;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -48,6 +48,14 @@ export class GroupCommit {
   private readonly savepoint: Database.Statement;
   private readonly release: Database.Statement;
   private readonly rollbackTo: Database.Statement;
+  /**
+   * Set for good once a sync has failed: after a failed fsync the kernel may have dropped the
+   * dirty pages and will not report it again, so no later sync can be trusted (PostgreSQL stops
+   * for the same reason). Every write from then on is refused, and `onFatal` is told.
+   */
+  private failed: unknown = null;
+  /** Set by close(): writes asked for after it are refused. */
+  private closing = false;
   /** Commits, syncs and writes since the store opened, for tests and the benchmark's notes. */
   commits = 0;
   syncs = 0;
@@ -58,6 +66,10 @@ export class GroupCommit {
     private readonly durability: Durability,
     /** Called whenever any write is rolled back, so that what was read inside it can be forgotten. */
     private readonly onRollback: () => void = () => {},
+    /** Called before each batch, outside any transaction: the store checks for other processes' commits. */
+    private readonly beforeBatch: () => void = () => {},
+    /** Called once when a sync fails: the store can no longer promise durability. */
+    private readonly onFatal: (err: unknown) => void = () => {},
   ) {
     this.begin = db.prepare('BEGIN IMMEDIATE');
     this.commitStmt = db.prepare('COMMIT');
@@ -69,6 +81,8 @@ export class GroupCommit {
 
   /** Runs `fn` (synchronous statements only) in a group transaction; resolves once it is committed and synced. */
   run<T>(fn: () => T): Promise<T> {
+    if (this.failed !== null) return Promise.reject(this.failed);
+    if (this.closing) return Promise.reject(new Error('the store is closing'));
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
       if (!this.scheduled) {
@@ -83,18 +97,31 @@ export class GroupCommit {
     this.scheduled = false;
     const jobs = this.queue;
     this.queue = [];
-    for (const job of jobs) this.runJob(job);
+    if (!this.db.inTransaction) this.beforeBatch();
+    for (let i = 0; i < jobs.length; i++) {
+      if (!this.runJob(jobs[i]!)) {
+        // BEGIN failed (another process holds the write lock past the busy timeout, which
+        // blocks the event loop while it waits): the rest of this turn's writes are refused
+        // with it rather than each waiting as long again.
+        const err = new Error('the database is busy: another process holds its write lock');
+        for (const j of jobs.slice(i + 1)) j.reject(err);
+        break;
+      }
+    }
     if (!this.syncing) this.commitAndSync();
   }
 
-  /** One write in its own savepoint of the open transaction (begun if none is open). */
-  private runJob(job: Job): void {
+  /**
+   * One write in its own savepoint of the open transaction (begun if none is open). Returns false
+   * only when the transaction could not begin.
+   */
+  private runJob(job: Job): boolean {
     if (!this.db.inTransaction) {
       try {
         this.begin.run();
       } catch (err) {
         job.reject(err);
-        return;
+        return false;
       }
     }
     try {
@@ -102,7 +129,7 @@ export class GroupCommit {
       const value = job.fn();
       this.release.run();
       this.open.push({ job, value });
-      return;
+      return true;
     } catch (err) {
       job.reject(err);
       this.onRollback();
@@ -110,15 +137,25 @@ export class GroupCommit {
         try {
           this.rollbackTo.run();
           this.release.run();
-          return;
+          return true;
         } catch {
           // The savepoint is beyond repair: give up the whole transaction below.
-          this.rollback.run();
+          this.rollbackQuietly();
         }
       }
       // SQLite gave up the whole transaction (disk full, I/O error): the writes done in it
       // before this one are lost with it. The next write begins a fresh transaction.
       this.loseOpen(err);
+      return true;
+    }
+  }
+
+  /** ROLLBACK where it may fail too (an I/O error): what matters is that nothing is committed. */
+  private rollbackQuietly(): void {
+    try {
+      if (this.db.inTransaction) this.rollback.run();
+    } catch {
+      // SQLite rolls back a transaction it cannot finish when the connection next reads.
     }
   }
 
@@ -133,7 +170,7 @@ export class GroupCommit {
     try {
       this.commitStmt.run();
     } catch (err) {
-      if (this.db.inTransaction) this.rollback.run();
+      this.rollbackQuietly();
       this.onRollback();
       this.loseOpen(err);
       return;
@@ -146,20 +183,41 @@ export class GroupCommit {
     this.syncing = new Promise<void>((settle) =>
       this.durability.sync((err) => {
         this.syncs++;
-        // A failed sync leaves it unknown whether these writes are on disk: they are refused
-        // (the client sees 500 and may retry; a retried message id is answered as a retry).
-        for (const d of batch) if (err) d.job.reject(err);
-        else d.job.resolve(d.value);
         this.syncing = null;
+        if (err) {
+          this.fail(err, batch);
+        } else {
+          for (const d of batch) d.job.resolve(d.value);
+          this.commitAndSync();
+        }
         settle();
-        this.commitAndSync();
       }),
     );
+  }
+
+  /**
+   * A failed sync: whether these writes, or any before them, are on disk is unknown. They and
+   * everything still open or queued are refused, and so is every later write.
+   */
+  private fail(err: unknown, batch: Done[]): void {
+    if (this.failed === null) this.failed = err;
+    for (const d of batch) d.job.reject(err);
+    this.rollbackQuietly();
+    this.onRollback();
+    this.loseOpen(err);
+    for (const j of this.queue.splice(0)) j.reject(err);
+    this.onFatal(err);
   }
 
   /** Runs what is queued and waits until every write is committed and synced. */
   async drain(): Promise<void> {
     this.flush();
     while (this.syncing) await this.syncing;
+  }
+
+  /** Refuses writes from now on, and waits for those already asked for. */
+  async close(): Promise<void> {
+    this.closing = true;
+    await this.drain();
   }
 }
