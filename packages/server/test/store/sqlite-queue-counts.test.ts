@@ -93,3 +93,26 @@ test('a send whose transaction is lost leaves the counts matching the rows', asy
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('queue changes made by another process (the admin command) are counted, not missed', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-counts-'));
+  const path = join(dir, 'svc.db');
+  const s = SqliteStore.open(path);
+  const admin = SqliteStore.open(path);
+  try {
+    await setup(s);
+    await dm(s, 5);
+    assert.equal((await s.stats()).queuedEnvelopes, 10);
+    // The other process removes a device and its queue, and acks entries of another.
+    await admin.deleteDevice('bob', 'b-device-2');
+    await admin.ack('b-device-1', (await admin.readQueue('b-device-1', 0, 2)).map((e) => e.id));
+    assert.equal((await s.stats()).queuedEnvelopes, 3);
+    await dm(s, 1, NOW + 100);
+    assert.equal((await s.stats()).queuedEnvelopes, 4);
+    assert.equal(rows(s), 4);
+  } finally {
+    await admin.close();
+    await s.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

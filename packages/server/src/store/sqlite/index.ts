@@ -22,6 +22,7 @@ import type {
   Store,
   StoreStats,
 } from '../types.js';
+import type Database from 'better-sqlite3';
 import { openDatabase, type Db } from './db.js';
 import { Statements, placeholders } from './statements.js';
 import { GroupCommit } from './group-commit.js';
@@ -50,6 +51,8 @@ export class SqliteStore implements Store {
 
   private readonly durability: Durability;
   private readonly checkpointer: Checkpointer;
+  private readonly dataVersion: Database.Statement;
+  private seenVersion: number;
   /** Rows read on every request or send, remembered (read-cache.ts). */
   private readonly sessions = new ReadCache<Readonly<SessionRecord>>();
   private readonly owners = new ReadCache<string>();
@@ -69,8 +72,34 @@ export class SqliteStore implements Store {
     // COMMIT leaves the fsync to the group commit, which runs it off the event loop (wal-sync.ts).
     db.pragma('synchronous = NORMAL');
     this.durability = walDurability(db.name);
-    this.group = new GroupCommit(db, this.durability, () => this.forgetAll());
+    this.dataVersion = db.prepare('PRAGMA data_version').pluck();
+    this.seenVersion = this.dataVersion.get() as number;
+    this.group = new GroupCommit(
+      db,
+      this.durability,
+      () => this.forgetAll(),
+      () => this.forgetIfChangedElsewhere(),
+      (err) => {
+        // The disk refused an fsync: nothing written since can be promised durable. Stop, so
+        // that a restart recovers from what is really on disk (the unit restarts on this code).
+        process.stderr.write(`${JSON.stringify({ level: 'fatal', msg: 'SQLite WAL sync failed; stopping', err: String(err) })}\n`);
+        process.exit(1);
+      },
+    );
     this.checkpointer = new Checkpointer(db);
+  }
+
+  /**
+   * Another process (the admin command: purge, invites) committed to the file since we last
+   * looked: what this process remembers about rows may be out of date, so it forgets it all.
+   * PRAGMA data_version changes exactly then (not for our own commits, nor for checkpoints).
+   */
+  private forgetIfChangedElsewhere(): void {
+    const v = this.dataVersion.get() as number;
+    if (v !== this.seenVersion) {
+      this.seenVersion = v;
+      this.forgetAll();
+    }
   }
 
   /** After any rollback: what was read inside the rolled-back write may never have been committed. */
@@ -204,10 +233,7 @@ export class SqliteStore implements Store {
       // Rows of both directions go; forgetting them one by one would need them listed first.
       this.contacts.clear();
       this.q.run('DELETE FROM sessions WHERE nick = ?', nick);
-      if (devices.length > 0) {
-        this.q.run(`DELETE FROM queue WHERE device_id IN (${placeholders(devices.length)})`, ...devices);
-        this.counts.clear();
-      }
+      for (const d of devices) this.counts.dropped(d, this.q.run('DELETE FROM queue WHERE device_id = ?', d).changes);
       this.q.run('DELETE FROM devices WHERE nick = ?', nick);
       this.q.run('DELETE FROM contacts WHERE nick = ? OR peer = ?', nick, nick);
       this.q.run(
@@ -366,6 +392,7 @@ export class SqliteStore implements Store {
   }
 
   async stats(): Promise<StoreStats> {
+    if (!this.db.inTransaction) this.forgetIfChangedElsewhere();
     // The queue total is counted once, then kept by every queue change (queue-counts.ts).
     const s = this.q.one<Omit<StoreStats, 'queuedEnvelopes'>>(
       `SELECT (SELECT COUNT(*) FROM accounts WHERE deleted_at IS NULL) AS accounts,
@@ -380,7 +407,7 @@ export class SqliteStore implements Store {
   async close(): Promise<void> {
     // Writes asked for in this turn of the event loop still commit, and are synced, before the file closes.
     if (!this.db.open) return;
-    await this.group.drain();
+    await this.group.close();
     await this.checkpointer.stop();
     this.durability.close();
     if (this.db.open) this.db.close();
