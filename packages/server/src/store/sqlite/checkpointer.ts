@@ -2,9 +2,17 @@
  * Checkpoints off the event loop. SQLite's automatic checkpoint runs inside whichever COMMIT
  * pushes the WAL past 1,000 pages, on the main thread here, and with its two fsyncs and the
  * page copies it stalled the event loop for many milliseconds every few seconds under load:
- * p99 latency at 2,000 messages/s fell from 7–9 ms to about 5 ms in the benchmark without it.
- * So the store's connection checkpoints only as a fallback, at a much larger WAL, and a worker
- * thread with its own connection checkpoints regularly (checkpoint-worker.ts).
+ * p99 latency at 2,000 messages/s fell from 7–9 ms to about 5 ms in a quick benchmark without it.
+ * So a worker thread with its own connection copies the WAL into the database regularly
+ * (checkpoint-worker.ts), and the store's connection checkpoints only as a fallback, at a much
+ * larger WAL.
+ *
+ * The limit of this: SQLite starts the WAL over only when a write transaction begins after a
+ * checkpoint copied every frame, and under sustained writes the group commit begins the next
+ * transaction right after each commit, before the worker catches up. The WAL then grows to the
+ * fallback size and the main connection checkpoints: by then the worker has copied nearly all
+ * frames, so the main thread copies only the last few and syncs, a short stall every ~40 MB of
+ * WAL instead of a long one every 4 MB. When the writes pause, the WAL starts over by itself.
  */
 import { Worker } from 'node:worker_threads';
 import type { Db } from './db.js';
