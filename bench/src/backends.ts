@@ -34,7 +34,7 @@ export function sqliteBackend(): Backend {
   return {
     name: 'sqlite',
     env: { DATABASE_URL: `sqlite:${join(dir, 'svc.db')}` },
-    describe: 'SQLite, WAL, synchronous=FULL (every commit fsync’d), file on the local ext4 disk',
+    describe: 'SQLite, WAL, group commit, the WAL fsync’d before every answer, file on the local ext4 disk',
     destroy: async () => rmSync(dir, { recursive: true, force: true }),
   };
 }
