@@ -54,9 +54,10 @@ const PUSHABLE = '(d.push_endpoint IS NOT NULL AND d.push_pending = 0) AS pushab
 function enqueue(q: Statements, counts: QueueCounts, targets: TargetRow[], envelopeId: string, ts: number): void {
   if (targets.length === 0) return;
   for (const t of targets) {
-    if (counts.of(t.deviceId) < LIMITS.queuePerDevice) continue;
-    // Dropping entries is for good: count from the rows rather than trust the kept count.
-    const len = counts.recount(t.deviceId);
+    // The kept count is exact: this process is the queue's writer, and the store forgets the
+    // counts after a rollback or another process's commit. Counting the rows here instead would
+    // cost a scan of 10,000 entries on every send to a device whose queue stays full.
+    const len = counts.of(t.deviceId);
     if (len < LIMITS.queuePerDevice) continue;
     // The cap drops the oldest entries: the queue is a mailbox, not an archive.
     const drop = len - LIMITS.queuePerDevice + 1;

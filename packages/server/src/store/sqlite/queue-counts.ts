@@ -30,12 +30,6 @@ export class QueueCounts {
     return n;
   }
 
-  /** Counts the device's entries from its rows again (before the cap drops any, which is rare). */
-  recount(deviceId: string): number {
-    this.perDevice.delete(deviceId);
-    return this.of(deviceId);
-  }
-
   /** Entries queued in all. */
   all(): number {
     this.total ??= this.q.one<{ n: number }>('SELECT COUNT(*) AS n FROM queue')!.n;
