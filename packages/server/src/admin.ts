@@ -33,7 +33,8 @@ async function copy(a: CopyArgs): Promise<number> {
 }
 
 async function withStore(fn: (store: Store) => Promise<number>): Promise<number> {
-  const store = await openStore(config());
+  // Never migrates a store in use by an older service: only the service's start upgrades it.
+  const store = await openStore(config(), { upgrade: false });
   try {
     return await fn(store);
   } finally {

@@ -17,9 +17,13 @@ import { MemoryLimiter } from './limits/memory.js';
 import { RedisLimiter } from './limits/redis.js';
 import { FallbackLimiter } from './limits/fallback.js';
 
-export async function openStore(config: Config): Promise<Store> {
-  if (config.database.kind === 'sqlite') return SqliteStore.open(config.database.path);
-  return PostgresStore.open(config.database.url);
+/**
+ * The store of DATABASE_URL. The service upgrades an older schema as it opens it; the admin
+ * command passes `upgrade: false`, since it may run beside a service of the older version.
+ */
+export async function openStore(config: Config, o: { upgrade?: boolean } = {}): Promise<Store> {
+  if (config.database.kind === 'sqlite') return SqliteStore.open(config.database.path, o);
+  return PostgresStore.open(config.database.url, o);
 }
 
 /** A command Redis does not answer within this time fails (a hung or unreachable server). */

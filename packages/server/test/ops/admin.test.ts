@@ -12,7 +12,15 @@ import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { PostgresStore } from '../../src/store/postgres/index.js';
 import { Client, addDevice, assertError, dmBody, nick, registerBody, startServer, type TestServer } from '../harness.js';
-import { dropSchema, freshSchema, testPgUrl } from '../store/pg-helpers.js';
+import { dropSchema, freshSchema, sqlIn, testPgUrl } from '../store/pg-helpers.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { openDatabase, schemaVersion } from '../../src/store/sqlite/db.js';
+import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
+import { migrate, openPool } from '../../src/store/postgres/db.js';
+import { PG_MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { admin } from './service.js';
 
 interface Backend {
@@ -150,3 +158,55 @@ for (const b of backends) {
     }
   });
 }
+
+/**
+ * A newer build's admin command beside an older running service must not migrate the store
+ * under it (SQLite migration 3 drops a column older builds write on every send). Only the
+ * service's start upgrades a store; the admin command refuses one of an older version, and sets
+ * up a new, empty one as before.
+ */
+describe('the admin command never upgrades a store of an older version', () => {
+  test('sqlite: refused with a clear message and left at its version; after the service upgraded it, the command runs', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-admin-old-'));
+    try {
+      const path = join(dir, 'svc.db');
+      openDatabase(path, SQLITE_MIGRATIONS.filter((m) => m.version <= 2)).close();
+      const env = { DATABASE_URL: `sqlite:${path}` };
+      const refused = await admin(['stats'], env);
+      assert.notEqual(refused.status, 0);
+      assert.match(refused.stderr, /schema version 2, older than this build .*start this version of the service once/);
+      const raw = new Database(path, { readonly: true });
+      assert.equal(schemaVersion(raw), 2, 'not migrated');
+      raw.close();
+      // What the service does as it starts:
+      openDatabase(path).close();
+      assert.equal((await admin(['stats'], env)).status, 0);
+      // A new file is set up by the command as before.
+      const fresh = await admin(['invite', 'create'], { DATABASE_URL: `sqlite:${join(dir, 'new.db')}` });
+      assert.equal(fresh.status, 0, fresh.stderr);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('postgres: refused with a clear message and left at its version; after the service upgraded it, the command runs', async () => {
+    const schema = await freshSchema();
+    try {
+      const pool = openPool(testPgUrl, { schema, max: 1 });
+      await migrate(pool, schema, PG_MIGRATIONS.filter((m) => m.version <= 1));
+      await pool.end();
+      const u = new URL(testPgUrl);
+      u.searchParams.set('options', `-c search_path=${schema}`);
+      const env = { DATABASE_URL: u.toString() };
+      const refused = await admin(['stats'], env);
+      assert.notEqual(refused.status, 0);
+      assert.match(refused.stderr, /schema version 1, older than this build/);
+      assert.deepEqual(await sqlIn(schema, 'SELECT MAX(version) AS v FROM schema_migrations'), [{ v: 1 }]);
+      const store = await PostgresStore.open(testPgUrl, { schema, max: 1 });
+      await store.close();
+      assert.equal((await admin(['stats'], env)).status, 0);
+    } finally {
+      await dropSchema(schema);
+    }
+  });
+});

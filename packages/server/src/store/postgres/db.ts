@@ -7,7 +7,7 @@
  */
 import { userInfo } from 'node:os';
 import pg from 'pg';
-import { NewerSchemaError } from '../errors.js';
+import { NewerSchemaError, OlderSchemaError } from '../errors.js';
 import { PG_MIGRATIONS, type PgMigration } from './migrations.js';
 
 /** int8 (BIGINT, COUNT(*)) comes back as a JS number: our values are ms times and counters, far below 2^53. */
@@ -172,7 +172,7 @@ export async function autocommit<T>(pool: pg.Pool, fn: (q: Sql) => Promise<T>): 
  * Creates the schema if asked, then applies the migrations this database lacks. A session
  * advisory lock keeps instances that start together from migrating at the same time.
  */
-export async function migrate(pool: pg.Pool, schema: string | undefined, migrations: PgMigration[] = PG_MIGRATIONS): Promise<void> {
+export async function migrate(pool: pg.Pool, schema: string | undefined, migrations: PgMigration[] = PG_MIGRATIONS, upgrade = true): Promise<void> {
   const client = await pool.connect();
   const q = new Sql(client);
   try {
@@ -184,6 +184,7 @@ export async function migrate(pool: pg.Pool, schema: string | undefined, migrati
       const current = row?.v ?? 0;
       const known = migrations.reduce((m, x) => Math.max(m, x.version), 0);
       if (current > known) throw new NewerSchemaError(current, known);
+      if (!upgrade && current > 0 && current < known) throw new OlderSchemaError(current, known);
       for (const m of migrations) {
         if (m.version <= current) continue;
         await q.run('BEGIN');

@@ -33,6 +33,8 @@ export interface PostgresOptions {
   schema?: string;
   /** Pool size (default 10). */
   max?: number;
+  /** false: refuse a database of an older schema version instead of migrating it (a new one is always set up). */
+  upgrade?: boolean;
 }
 
 export class PostgresStore implements Store {
@@ -48,7 +50,7 @@ export class PostgresStore implements Store {
   static async open(url: string, opts: PostgresOptions = {}): Promise<PostgresStore> {
     const pool = openPool(url, opts);
     try {
-      await migrate(pool, opts.schema);
+      await migrate(pool, opts.schema, undefined, opts.upgrade ?? true);
     } catch (e) {
       await pool.end();
       throw e;

@@ -3,14 +3,15 @@ import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { SQLITE_MIGRATIONS, type Migration } from './migrations.js';
-import { NewerSchemaError } from '../errors.js';
+import { NewerSchemaError, OlderSchemaError } from '../errors.js';
 
 export type Db = Database.Database;
 
 // Lives with the other backend-neutral errors; re-exported so existing imports keep working.
 export { NewerSchemaError };
 
-export function openDatabase(path: string, migrations: Migration[] = SQLITE_MIGRATIONS): Db {
+/** `upgrade: false` refuses a database of an older version instead of migrating it (a new file is always set up). */
+export function openDatabase(path: string, migrations: Migration[] = SQLITE_MIGRATIONS, o: { upgrade?: boolean } = {}): Db {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const db = new Database(path);
   // WAL with synchronous=FULL: a commit is on disk (fsync'd) before the call returns, so an
@@ -21,7 +22,12 @@ export function openDatabase(path: string, migrations: Migration[] = SQLITE_MIGR
   db.pragma('synchronous = FULL');
   db.pragma('foreign_keys = ON');
   db.pragma('busy_timeout = 5000');
-  migrate(db, migrations);
+  try {
+    migrate(db, migrations, o.upgrade ?? true);
+  } catch (e) {
+    db.close();
+    throw e;
+  }
   return db;
 }
 
@@ -31,10 +37,11 @@ export function schemaVersion(db: Db): number {
   return row.v ?? 0;
 }
 
-export function migrate(db: Db, migrations: Migration[]): void {
+export function migrate(db: Db, migrations: Migration[], upgrade = true): void {
   const current = schemaVersion(db);
   const known = migrations.reduce((m, x) => Math.max(m, x.version), 0);
   if (current > known) throw new NewerSchemaError(current, known);
+  if (!upgrade && current > 0 && current < known) throw new OlderSchemaError(current, known);
   for (const m of migrations) {
     if (m.version <= current) continue;
     db.transaction(() => {

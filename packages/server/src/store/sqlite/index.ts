@@ -107,8 +107,9 @@ export class SqliteStore implements Store {
     for (const c of [this.sessions, this.owners, this.liveAccounts, this.contacts, this.counts]) c.clear();
   }
 
-  static open(path: string): SqliteStore {
-    return new SqliteStore(openDatabase(path));
+  /** `upgrade: false` refuses a store of an older schema version instead of migrating it (db.ts). */
+  static open(path: string, o: { upgrade?: boolean } = {}): SqliteStore {
+    return new SqliteStore(openDatabase(path, undefined, o));
   }
 
   /** Every write goes through group commit: atomic on its own, durable when the promise resolves. */
