@@ -101,9 +101,13 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
   });
   fastify.server.headersTimeout = timeouts.headersMs;
 
-  const store = opts.store ?? (await openStore(config));
+  // Writes settle before the disk has them; the routes wait for durable() before answering.
+  const store = opts.store ?? (await openStore(config, { settleBeforeSync: true }));
   const streams = new LocalStreams(LIMITS.pingIntervalMs);
+  const startMark = store.lossMark();
   const secrets = await loadSecrets(config, store);
+  // A VAPID key made now must be on disk before any client can subscribe with it.
+  await store.durable(startMark);
   const { bus, limiter } = await openCoordination(config, streams, fastify.log, { keySecret: secrets.server, presenceTtlS: opts.presenceTtlS });
   const pusher =
     opts.pusher ??

@@ -5,7 +5,7 @@
 import { Redis } from 'ioredis';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from './config.js';
-import type { Store } from './store/types.js';
+import type { Store, StoreOpenOptions } from './store/types.js';
 import { SqliteStore } from './store/sqlite/index.js';
 import { PostgresStore } from './store/postgres/index.js';
 import type { Bus } from './bus/types.js';
@@ -19,9 +19,10 @@ import { FallbackLimiter } from './limits/fallback.js';
 
 /**
  * The store of DATABASE_URL. The service upgrades an older schema as it opens it; the admin
- * command passes `upgrade: false`, since it may run beside a service of the older version.
+ * command passes `upgrade: false`, since it may run beside a service of the older version. The
+ * service also passes `settleBeforeSync`, since its HTTP layer waits for `durable()`.
  */
-export async function openStore(config: Config, o: { upgrade?: boolean } = {}): Promise<Store> {
+export async function openStore(config: Config, o: StoreOpenOptions = {}): Promise<Store> {
   if (config.database.kind === 'sqlite') return SqliteStore.open(config.database.path, o);
   return PostgresStore.open(config.database.url, o);
 }

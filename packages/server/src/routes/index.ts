@@ -35,6 +35,9 @@ export function registerRoutes(app: FastifyInstance, deps: Deps): void {
   for (const spec of ROUTES) {
     const handler = HANDLERS[routeKey(spec)];
     if (!handler) throw new Error(`route without a handler: ${routeKey(spec)}`);
+    // A GET (and the HEAD made from it) answers without waiting for the disk: the only GET that
+    // writes is the event stream's, which records the connection time and answers by streaming.
+    const writes = spec.method !== 'GET';
     const onRequest = [];
     if (spec.auth) {
       onRequest.push(async (req: FastifyRequest) => {
@@ -52,6 +55,7 @@ export function registerRoutes(app: FastifyInstance, deps: Deps): void {
       url: spec.path,
       onRequest,
       handler: async (req: FastifyRequest, reply: FastifyReply) => {
+        const mark = writes ? deps.store.lossMark() : 0;
         // The client address is parsed only by the few routes that limit by it.
         const result = await handler({
           deps,
@@ -63,6 +67,9 @@ export function registerRoutes(app: FastifyInstance, deps: Deps): void {
           },
         });
         if (result === undefined) return reply;
+        // What this request wrote may be settled but not yet on disk (its events may already be
+        // out): the answer waits until it is durable, and becomes a 500 if it was lost.
+        if (writes) await deps.store.durable(mark);
         if (result.setCookie) reply.header('set-cookie', result.setCookie);
         reply.code(result.status);
         return result.body === undefined ? reply.send() : reply.send(result.body);

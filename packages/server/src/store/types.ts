@@ -135,6 +135,14 @@ export interface StoreStats {
   pushSubscriptions: number;
 }
 
+/** How a store is opened (backends.ts). */
+export interface StoreOpenOptions {
+  /** false: refuse a store of an older schema version instead of upgrading it (the admin command). */
+  upgrade?: boolean;
+  /** The embedded store may settle writes before they are durable; see `Store.durable`. */
+  settleBeforeSync?: boolean;
+}
+
 export interface Store {
   readonly kind: 'sqlite' | 'postgres';
 
@@ -193,6 +201,17 @@ export interface Store {
   /** Queued envelopes of a device after `afterSeq`, oldest first, at most `limit`. */
   readQueue(deviceId: string, afterSeq: number, limit: number): Promise<QueuedEntry[]>;
   purge(now: number): Promise<PurgeResult>;
+
+  // durability
+  /**
+   * The answer barrier. A store may settle a write's promise before the write is durable (the
+   * embedded store does, so that events need not wait for the disk); a request then takes
+   * `lossMark()` before it writes and awaits `durable(mark)` before it answers. `durable`
+   * resolves once every write settled so far is durable, and rejects if any write settled since
+   * the mark may have been lost. A store whose writes settle durable resolves at once.
+   */
+  lossMark(): number;
+  durable(mark: number): Promise<void>;
 
   // operations
   /** Cheap counts, read on every metrics scrape: each is a count over accounts, devices or rooms, never over messages. */

@@ -183,7 +183,7 @@ test('after a failed sync every later write is refused and the store is told onc
     const db = openDatabase(join(dir, 'svc.db'));
     const pending: ((err: Error | null) => void)[] = [];
     const fatal: unknown[] = [];
-    const group = new GroupCommit(db, { sync: (done) => pending.push(done), close() {} }, () => {}, () => {}, (err) => fatal.push(err));
+    const group = new GroupCommit(db, { sync: (done) => pending.push(done), close() {} }, { onFatal: (err) => fatal.push(err) });
     const insert = (code: string) => () => db.prepare('INSERT INTO invites (code, uses_left, expires_at, created_at) VALUES (?, 1, NULL, 1)').run(code);
     const first = group.run(insert('first'));
     await new Promise((r) => setImmediate(r));
@@ -236,5 +236,104 @@ test('a closing store refuses new writes and still commits those asked for befor
     await closed;
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+/** A group commit on a fresh file whose syncs finish only when the test says so. */
+function heldSyncs(settleBeforeSync: boolean) {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-group-'));
+  const db = openDatabase(join(dir, 'svc.db'));
+  const pending: ((err: Error | null) => void)[] = [];
+  const fatal: unknown[] = [];
+  const group = new GroupCommit(db, { sync: (done) => pending.push(done), close() {} }, { settleBeforeSync, onFatal: (e) => fatal.push(e) });
+  const insert = (code: string) => () => db.prepare('INSERT INTO invites (code, uses_left, expires_at, created_at) VALUES (?, 1, NULL, 1)').run(code);
+  const state = (p: Promise<unknown>) => Promise.race([p.then(() => 'resolved', () => 'rejected'), new Promise((r) => setImmediate(() => r('pending')))]);
+  const turn = () => new Promise((r) => setImmediate(r));
+  return { db, group, pending, fatal, insert, state, turn, done: () => (db.close(), rmSync(dir, { recursive: true, force: true })) };
+}
+
+test('settleBeforeSync: a write settles when its statements are done; durable() waits for the sync that covers it', async () => {
+  const t = heldSyncs(true);
+  try {
+    const mark = t.group.lossMark();
+    const first = t.group.run(t.insert('first'));
+    await t.turn();
+    assert.equal(await t.state(first), 'resolved', 'settled before its sync');
+    assert.equal(t.pending.length, 1, 'its sync is under way');
+    const barrier = t.group.durable(mark);
+    assert.equal(await t.state(barrier), 'pending', 'not durable before the sync');
+    // A write during that sync settles too, in the open transaction; the barrier asked now waits for its sync as well.
+    const second = t.group.run(t.insert('second'));
+    await t.turn();
+    assert.equal(await t.state(second), 'resolved');
+    const later = t.group.durable(mark);
+    t.pending.shift()!(null);
+    await barrier;
+    assert.equal(await t.state(later), 'pending', 'the second write is committed only now, and its sync is under way');
+    assert.equal(t.pending.length, 1);
+    t.pending.shift()!(null);
+    await later;
+    assert.equal(await t.state(t.group.durable(mark)), 'resolved', 'nothing settled is waiting for the disk');
+  } finally {
+    t.done();
+  }
+});
+
+test('settleBeforeSync: a failed sync rejects durable() for the writes it covered, asked before or after the failure', async () => {
+  const t = heldSyncs(true);
+  try {
+    const mark = t.group.lossMark();
+    await Promise.all([t.group.run(t.insert('a')), t.turn()]);
+    const barrier = t.group.durable(mark);
+    t.pending.shift()!(new Error('EIO'));
+    await assert.rejects(barrier, /EIO/);
+    await assert.rejects(t.group.durable(mark), /EIO/);
+    await assert.rejects(t.group.durable(t.group.lossMark()), /EIO/, 'after a failed sync nothing is durable any more');
+    assert.equal(t.fatal.length, 1);
+  } finally {
+    t.done();
+  }
+});
+
+test('settleBeforeSync: when the transaction holding settled writes is given up, durable() rejects for every mark taken before', async () => {
+  const t = heldSyncs(true);
+  try {
+    await Promise.all([t.group.run(t.insert('synced')), t.turn()]);
+    // A sync runs; a request takes its mark and writes into the open transaction.
+    const mark = t.group.lossMark();
+    const settled = t.group.run(t.insert('settled'));
+    await t.turn();
+    assert.equal(await t.state(settled), 'resolved');
+    // Another write makes SQLite give up the whole transaction (stands for disk full or an I/O error).
+    const lost = t.group.run(() => {
+      t.db.prepare('ROLLBACK').run();
+      throw new Error('transaction lost');
+    });
+    await assert.rejects(lost, /transaction lost/);
+    // The request asks only now, after the loss: it is still told.
+    await assert.rejects(t.group.durable(mark), /lost/);
+    // A request that began after the loss is not.
+    const fresh = t.group.lossMark();
+    t.pending.shift()!(null);
+    await t.group.durable(fresh);
+    const codes = (t.db.prepare('SELECT code FROM invites ORDER BY code').all() as { code: string }[]).map((r) => r.code);
+    assert.deepEqual(codes, ['synced']);
+  } finally {
+    t.done();
+  }
+});
+
+test('without settleBeforeSync a write settles only after its sync, and durable() has nothing to wait for', async () => {
+  const t = heldSyncs(false);
+  try {
+    const mark = t.group.lossMark();
+    const w = t.group.run(t.insert('w'));
+    await t.turn();
+    assert.equal(await t.state(w), 'pending');
+    assert.equal(await t.state(t.group.durable(mark)), 'resolved');
+    t.pending.shift()!(null);
+    await w;
+  } finally {
+    t.done();
   }
 });

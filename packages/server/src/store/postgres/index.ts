@@ -234,6 +234,13 @@ export class PostgresStore implements Store {
     ))!;
   }
 
+  /** A write's promise settles only once PostgreSQL has committed it: nothing to wait for. */
+  lossMark(): number {
+    return 0;
+  }
+
+  async durable(_mark: number): Promise<void> {}
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;

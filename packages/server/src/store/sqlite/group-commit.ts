@@ -11,9 +11,15 @@
  *   fsync per sync cycle, however many writes arrive meanwhile: under load, batches grow by
  *   themselves instead of each turn paying a commit of its own. Nothing is delayed by this: a
  *   write committed during a sync could not be answered before the next sync anyway.
- * - No promise resolves before its COMMIT has returned and the WAL holding it has been synced
- *   to disk (wal-sync.ts: the sync runs off the event loop), so an answered request survives a
- *   power loss.
+ * - By default no promise resolves before its COMMIT has returned and the WAL holding it has
+ *   been synced to disk (wal-sync.ts: the sync runs off the event loop).
+ * - With `settleBeforeSync` (the service's choice), a write's promise settles as soon as its own
+ *   statements are done in the open transaction, and `durable()` is the barrier: it resolves once
+ *   every write settled so far is committed and synced, and rejects if they were lost. The
+ *   service publishes a write's events when it settles (so events go out in commit order, without
+ *   waiting for the disk) and answers the request only after the barrier (http/durable.ts), so an
+ *   answered request still survives a power loss. Why: on a shared disk the fsync's tail (tens of
+ *   ms) and the wait for the sync before it would otherwise sit in every delivery.
  *
  * Reads are not queued: they run at once on the same connection, so they may see writes that
  * are not yet committed or not yet synced. Their own clients have no answer yet; if the commit
@@ -35,6 +41,41 @@ interface Done {
   value: unknown;
 }
 
+/** The writes of one transaction, as seen by `durable()`: settles when they are synced, or lost. */
+interface Generation {
+  promise: Promise<void>;
+  resolve: () => void;
+  reject: (e: unknown) => void;
+}
+
+function generation(): Generation {
+  let resolve!: () => void;
+  let reject!: (e: unknown) => void;
+  const promise = new Promise<void>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  // Nobody may be waiting on it: a loss is reported to those who are, never as unhandled.
+  promise.catch(() => {});
+  return { promise, resolve, reject };
+}
+
+/** A job settled early (`settleBeforeSync`): what is left to tell it is nothing. */
+const SETTLED: Job = { fn: () => undefined, resolve: () => {}, reject: () => {} };
+
+const RESOLVED = Promise.resolve();
+
+export interface GroupCommitHooks {
+  /** Called whenever any write is rolled back, so that what was read inside it can be forgotten. */
+  onRollback?: () => void;
+  /** Called before each batch, outside any transaction: the store checks for other processes' commits. */
+  beforeBatch?: () => void;
+  /** Called once when a sync fails: the store can no longer promise durability. */
+  onFatal?: (err: unknown) => void;
+  /** Settle each write when its statements are done, not when it is synced; see `durable()`. */
+  settleBeforeSync?: boolean;
+}
+
 export class GroupCommit {
   private queue: Job[] = [];
   private scheduled = false;
@@ -42,6 +83,13 @@ export class GroupCommit {
   private open: Done[] = [];
   /** The sync under way, if any; it settles when its writes have been answered. */
   private syncing: Promise<void> | null = null;
+  /** For `durable()`: the writes settled in the open transaction, and those being synced. */
+  private openGen: Generation | null = null;
+  private syncGen: Generation | null = null;
+  private readonly early: boolean;
+  private readonly onRollback: () => void;
+  private readonly beforeBatch: () => void;
+  private readonly onFatal: (err: unknown) => void;
   private readonly begin: Database.Statement;
   private readonly commitStmt: Database.Statement;
   private readonly rollback: Database.Statement;
@@ -56,6 +104,8 @@ export class GroupCommit {
   private failed: unknown = null;
   /** Set by close(): writes asked for after it are refused. */
   private closing = false;
+  /** Generations of settled writes lost (see `durable`). */
+  private losses = 0;
   /** Commits, syncs and writes since the store opened, for tests and the benchmark's notes. */
   commits = 0;
   syncs = 0;
@@ -64,13 +114,12 @@ export class GroupCommit {
   constructor(
     private readonly db: Db,
     private readonly durability: Durability,
-    /** Called whenever any write is rolled back, so that what was read inside it can be forgotten. */
-    private readonly onRollback: () => void = () => {},
-    /** Called before each batch, outside any transaction: the store checks for other processes' commits. */
-    private readonly beforeBatch: () => void = () => {},
-    /** Called once when a sync fails: the store can no longer promise durability. */
-    private readonly onFatal: (err: unknown) => void = () => {},
+    hooks: GroupCommitHooks = {},
   ) {
+    this.onRollback = hooks.onRollback ?? (() => {});
+    this.beforeBatch = hooks.beforeBatch ?? (() => {});
+    this.onFatal = hooks.onFatal ?? (() => {});
+    this.early = hooks.settleBeforeSync === true;
     this.begin = db.prepare('BEGIN IMMEDIATE');
     this.commitStmt = db.prepare('COMMIT');
     this.rollback = db.prepare('ROLLBACK');
@@ -79,7 +128,10 @@ export class GroupCommit {
     this.rollbackTo = db.prepare('ROLLBACK TO w');
   }
 
-  /** Runs `fn` (synchronous statements only) in a group transaction; resolves once it is committed and synced. */
+  /**
+   * Runs `fn` (synchronous statements only) in a group transaction; resolves once it is committed
+   * and synced, or with `settleBeforeSync` once its statements are done (then see `durable()`).
+   */
   run<T>(fn: () => T): Promise<T> {
     if (this.failed !== null) return Promise.reject(this.failed);
     if (this.closing) return Promise.reject(new Error('the store is closing'));
@@ -128,7 +180,13 @@ export class GroupCommit {
       this.savepoint.run();
       const value = job.fn();
       this.release.run();
-      this.open.push({ job, value });
+      if (this.early) {
+        this.openGen ??= generation();
+        job.resolve(value);
+        this.open.push({ job: SETTLED, value });
+      } else {
+        this.open.push({ job, value });
+      }
       return true;
     } catch (err) {
       job.reject(err);
@@ -162,6 +220,33 @@ export class GroupCommit {
   private loseOpen(err: unknown): void {
     for (const d of this.open) d.job.reject(err);
     this.open = [];
+    if (this.openGen) this.lose(this.openGen, err);
+    this.openGen = null;
+  }
+
+  /** Settled writes were lost: those waiting on them are told, and so is every later `durable(mark)` of an older mark. */
+  private lose(gen: Generation, err: unknown): void {
+    this.losses++;
+    gen.reject(err);
+  }
+
+  /** How many times settled writes have been lost so far; taken by a request before it writes. */
+  lossMark(): number {
+    return this.losses;
+  }
+
+  /**
+   * Resolves once every write settled so far is committed and synced. Rejects if any write
+   * settled since `mark` (from `lossMark()`) may have been lost: its transaction was given up or
+   * a sync failed, even before this call. Without `settleBeforeSync` a settled write is already
+   * synced, so this resolves at once.
+   */
+  durable(mark: number): Promise<void> {
+    if (this.failed !== null) return Promise.reject(this.failed);
+    if (this.losses !== mark) return Promise.reject(new Error('a write settled during this request was lost before it was synced'));
+    // The open transaction is committed and synced only after the sync under way, and a failure
+    // of that sync rejects it too, so waiting for the newest generation covers both.
+    return this.openGen?.promise ?? this.syncGen?.promise ?? RESOLVED;
   }
 
   /** Commits the open transaction and syncs it; when the sync ends, does the same for what joined meanwhile. */
@@ -176,18 +261,24 @@ export class GroupCommit {
       return;
     }
     const batch = this.open;
+    const gen = this.openGen;
     this.open = [];
+    this.openGen = null;
     if (batch.length === 0) return;
     this.commits++;
     this.writes += batch.length;
+    this.syncGen = gen;
     this.syncing = new Promise<void>((settle) =>
       this.durability.sync((err) => {
         this.syncs++;
         this.syncing = null;
+        this.syncGen = null;
         if (err) {
+          if (gen) this.lose(gen, err);
           this.fail(err, batch);
         } else {
           for (const d of batch) d.job.resolve(d.value);
+          gen?.resolve();
           this.commitAndSync();
         }
         settle();

@@ -20,6 +20,7 @@ import type {
   SendResult,
   SessionRecord,
   Store,
+  StoreOpenOptions,
   StoreStats,
 } from '../types.js';
 import type Database from 'better-sqlite3';
@@ -66,7 +67,10 @@ export class SqliteStore implements Store {
       this.contacts.get(`${nick} ${peer}`, () => (this.q.one('SELECT 1 FROM contacts WHERE nick = ? AND peer = ?', nick, peer) ? true : null)) === true,
   };
 
-  constructor(readonly db: Db) {
+  constructor(
+    readonly db: Db,
+    o: StoreOpenOptions = {},
+  ) {
     this.q = new Statements(db);
     this.counts = new QueueCounts(this.q);
     // COMMIT leaves the fsync to the group commit, which runs it off the event loop (wal-sync.ts).
@@ -74,18 +78,17 @@ export class SqliteStore implements Store {
     this.durability = walDurability(db.name);
     this.dataVersion = db.prepare('PRAGMA data_version').pluck();
     this.seenVersion = this.dataVersion.get() as number;
-    this.group = new GroupCommit(
-      db,
-      this.durability,
-      () => this.forgetAll(),
-      () => this.forgetIfChangedElsewhere(),
-      (err) => {
+    this.group = new GroupCommit(db, this.durability, {
+      onRollback: () => this.forgetAll(),
+      beforeBatch: () => this.forgetIfChangedElsewhere(),
+      onFatal: (err) => {
         // The disk refused an fsync: nothing written since can be promised durable. Stop, so
         // that a restart recovers from what is really on disk (the unit restarts on this code).
         process.stderr.write(`${JSON.stringify({ level: 'fatal', msg: 'SQLite WAL sync failed; stopping', err: String(err) })}\n`);
         process.exit(1);
       },
-    );
+      settleBeforeSync: o.settleBeforeSync === true,
+    });
     this.checkpointer = new Checkpointer(db);
   }
 
@@ -107,9 +110,13 @@ export class SqliteStore implements Store {
     for (const c of [this.sessions, this.owners, this.liveAccounts, this.contacts, this.counts]) c.clear();
   }
 
-  /** `upgrade: false` refuses a store of an older schema version instead of migrating it (db.ts). */
-  static open(path: string, o: { upgrade?: boolean } = {}): SqliteStore {
-    return new SqliteStore(openDatabase(path, undefined, o));
+  /**
+   * `upgrade: false` refuses a store of an older schema version instead of migrating it (db.ts).
+   * `settleBeforeSync: true` settles each write when its statements are done and leaves the
+   * wait for the disk to `durable()` (group-commit.ts); the service's HTTP layer does that.
+   */
+  static open(path: string, o: StoreOpenOptions = {}): SqliteStore {
+    return new SqliteStore(openDatabase(path, undefined, o), o);
   }
 
   /** Every write goes through group commit: atomic on its own, durable when the promise resolves. */
@@ -404,6 +411,14 @@ export class SqliteStore implements Store {
     return { accounts: s.accounts, devices: s.devices, rooms: s.rooms, queuedEnvelopes: this.counts.all(), pushSubscriptions: s.pushSubscriptions };
   }
 
+
+  lossMark(): number {
+    return this.group.lossMark();
+  }
+
+  durable(mark: number): Promise<void> {
+    return this.group.durable(mark);
+  }
 
   async close(): Promise<void> {
     // Writes asked for in this turn of the event loop still commit, and are synced, before the file closes.
