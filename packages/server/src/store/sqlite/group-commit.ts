@@ -4,8 +4,9 @@
  * one request per fsync, however many are waiting. Instead:
  *
  * - Every write asked for during one turn of the event loop is queued and run at the end of that
- *   turn (setImmediate), each inside its own savepoint of one open transaction. A write whose
- *   own statements fail is rolled back to its savepoint and rejected alone; the others go on.
+ *   turn (setImmediate), each inside its own savepoint of one open transaction (the first of a
+ *   transaction needs none). A write whose own statements fail is rolled back to its savepoint
+ *   and rejected alone; the others go on.
  * - The transaction is committed when no sync is under way; otherwise it stays open, and the
  *   writes of the following turns join it, until the sync ends. So there is one COMMIT and one
  *   fsync per sync cycle, however many writes arrive meanwhile: under load, batches grow by
@@ -168,7 +169,11 @@ export class GroupCommit {
    * only when the transaction could not begin.
    */
   private runJob(job: Job): boolean {
-    if (!this.db.inTransaction) {
+    // The first write of a transaction needs no savepoint: if it fails, rolling back the whole
+    // transaction undoes exactly it. Under light load nearly every write is first, and this
+    // saves two statements each.
+    const first = !this.db.inTransaction;
+    if (first) {
       try {
         this.begin.run();
       } catch (err) {
@@ -177,9 +182,9 @@ export class GroupCommit {
       }
     }
     try {
-      this.savepoint.run();
+      if (!first) this.savepoint.run();
       const value = job.fn();
-      this.release.run();
+      if (!first) this.release.run();
       if (this.early) {
         this.openGen ??= generation();
         job.resolve(value);
@@ -191,6 +196,11 @@ export class GroupCommit {
     } catch (err) {
       job.reject(err);
       this.onRollback();
+      if (first) {
+        // Nothing else is in this transaction: roll all of it back, and the next write begins anew.
+        this.rollbackQuietly();
+        return true;
+      }
       if (this.db.inTransaction) {
         try {
           this.rollbackTo.run();

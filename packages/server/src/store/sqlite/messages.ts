@@ -46,6 +46,10 @@ interface TargetRow {
 }
 
 const PUSHABLE = '(d.push_endpoint IS NOT NULL AND d.push_pending = 0) AS pushable';
+// Built once: a statement's SQL text is its cache key, and a text built per send is hashed anew each time.
+const ROOM_TARGETS = `SELECT d.id AS deviceId, d.nick AS nick, ${PUSHABLE} FROM room_members rm JOIN devices d ON d.nick = rm.nick
+  WHERE rm.room_id = ? AND d.id <> ? ORDER BY rm.seq, d.seq`;
+const DM_TARGETS = `SELECT d.id AS deviceId, d.nick AS nick, ${PUSHABLE} FROM devices d WHERE d.nick = ? OR (d.nick = ? AND d.id <> ?) ORDER BY d.seq`;
 
 /**
  * Queues the envelope for every target with one statement (up to 200 targets), after making
@@ -70,14 +74,14 @@ function enqueue(q: Statements, counts: QueueCounts, targets: TargetRow[], envel
     const chunk = targets.slice(i, i + ENQUEUE_CHUNK);
     const rows: unknown[] = [];
     for (const t of chunk) rows.push(t.deviceId, envelopeId, ts);
-    q.run(`INSERT INTO queue (device_id, envelope_id, ts) VALUES ${VALUE_ROWS[chunk.length]}`, ...rows);
+    q.run(ENQUEUE_SQL[chunk.length]!, ...rows);
   }
   for (const t of targets) counts.changed(t.deviceId, 1);
 }
 
 /** At most this many rows per statement (3 variables each, well under SQLite's variable limit). */
 const ENQUEUE_CHUNK = 200;
-const VALUE_ROWS = Array.from({ length: ENQUEUE_CHUNK + 1 }, (_, n) => new Array(n).fill('(?, ?, ?)').join(', '));
+const ENQUEUE_SQL = Array.from({ length: ENQUEUE_CHUNK + 1 }, (_, n) => `INSERT INTO queue (device_id, envelope_id, ts) VALUES ${new Array(n).fill('(?, ?, ?)').join(', ')}`);
 
 export function sendMessage(q: Statements, known: Known, counts: QueueCounts, m: SendInput): SendResult {
   // Rights are checked again inside the transaction: membership may have changed since step 5.
@@ -95,19 +99,9 @@ export function sendMessage(q: Statements, known: Known, counts: QueueCounts, m:
   let roomName: string | null = null;
   if ('room' in m.to) {
     roomName = q.one<{ name: string }>('SELECT name FROM rooms WHERE id = ?', m.to.room)!.name;
-    targets = q.all<TargetRow>(
-      `SELECT d.id AS deviceId, d.nick AS nick, ${PUSHABLE} FROM room_members rm JOIN devices d ON d.nick = rm.nick
-       WHERE rm.room_id = ? AND d.id <> ? ORDER BY rm.seq, d.seq`,
-      m.to.room,
-      m.senderDevice,
-    );
+    targets = q.all<TargetRow>(ROOM_TARGETS, m.to.room, m.senderDevice);
   } else {
-    targets = q.all<TargetRow>(
-      `SELECT d.id AS deviceId, d.nick AS nick, ${PUSHABLE} FROM devices d WHERE d.nick = ? OR (d.nick = ? AND d.id <> ?) ORDER BY d.seq`,
-      m.to.dm,
-      m.from,
-      m.senderDevice,
-    );
+    targets = q.all<TargetRow>(DM_TARGETS, m.to.dm, m.from, m.senderDevice);
     addContacts(q, known, m.from, m.to.dm, m.now);
   }
   enqueue(q, counts, targets, m.id, m.now);
