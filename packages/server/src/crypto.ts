@@ -1,5 +1,5 @@
 /** Server-side secrets and comparisons: session tokens, key hashes, KDF decoys. */
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { encodeB64url, decodeB64url } from '@svc/protocol';
 
 /** A new session token: 32 random bytes, b64url. */
@@ -9,7 +9,8 @@ export function newToken(): string {
 
 /** The stored form of a session token: hex SHA-256. The token itself is never stored. */
 export function sessionId(token: string): string {
-  return createHash('sha256').update(token).digest('hex');
+  // One call, no Hash object: this runs on every request that carries a session.
+  return hash('sha256', token, 'hex');
 }
 
 /**
