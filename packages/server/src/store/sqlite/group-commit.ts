@@ -18,7 +18,7 @@
  *   statements are done in the open transaction, and `durable()` is the barrier: it resolves once
  *   every write settled so far is committed and synced, and rejects if they were lost. The
  *   service publishes a write's events when it settles (so events go out in commit order, without
- *   waiting for the disk) and answers the request only after the barrier (http/durable.ts), so an
+ *   waiting for the disk) and answers the request only after the barrier (routes/index.ts), so an
  *   answered request still survives a power loss. Why: on a shared disk the fsync's tail (tens of
  *   ms) and the wait for the sync before it would otherwise sit in every delivery.
  *

@@ -1,7 +1,8 @@
 /**
  * The embedded store: SQLite through better-sqlite3. Calls are synchronous underneath and
- * return promises only to satisfy the shared Store interface; every multi-step change runs in
- * one `db.transaction`, so it is atomic and durable when the promise resolves.
+ * return promises only to satisfy the shared Store interface. Every change runs as one write of
+ * the group commit (group-commit.ts), so it is atomic, and durable when its promise resolves (or,
+ * opened with `settleBeforeSync`, once `durable()` resolves after it).
  */
 import { LIMITS, type Contact, type EncryptedKey, type Kdf, type Room, type Target, type WrappedKey } from '@svc/protocol';
 import { ACCOUNT_COLUMNS, accountFromRow, type AccountRow } from '../rows.js';
@@ -119,7 +120,10 @@ export class SqliteStore implements Store {
     return new SqliteStore(openDatabase(path, undefined, o), o);
   }
 
-  /** Every write goes through group commit: atomic on its own, durable when the promise resolves. */
+  /**
+   * Every write goes through group commit: atomic on its own, and durable when the promise
+   * resolves, or with `settleBeforeSync` once `durable()` has resolved after it.
+   */
   private write<T>(fn: () => T): Promise<T> {
     return this.group.run(fn);
   }
@@ -410,7 +414,6 @@ export class SqliteStore implements Store {
     )!;
     return { accounts: s.accounts, devices: s.devices, rooms: s.rooms, queuedEnvelopes: this.counts.all(), pushSubscriptions: s.pushSubscriptions };
   }
-
 
   lossMark(): number {
     return this.group.lossMark();
