@@ -83,6 +83,10 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
   const fastify = Fastify({
     logger: { level: config.logLevel, base: null, ...(opts.logStream ? { stream: opts.logStream } : {}) },
     logController: new LogController({ disableRequestLogging: true }),
+    // No per-request child logger: nothing logs through request.log, and decisions.md §11 keeps
+    // request data (a request id included) out of the log. Building a pino child for every
+    // request cost an allocation and a serialised binding each.
+    childLoggerFactory: (logger) => logger,
     bodyLimit: LIMITS.bodyBytes,
     // Slow clients cannot hold a connection forever: whole request in 30 s, headers in 10 s.
     requestTimeout: timeouts.requestMs,
