@@ -26,6 +26,8 @@ interface TableSpec {
   cols: [string, PgType, string?][];
   /** Source order, so rows keep their relative order even where nothing else records it. */
   order: string;
+  /** What to read from, when not the table alone. */
+  from?: string;
 }
 
 /** Every table of the schema (as PostgreSQL's migrations define it), parents before children. */
@@ -43,10 +45,12 @@ const TABLES: TableSpec[] = [
     cols: [
       ['seq', 'int8'], ['id', 'text'], ['nick', 'text'], ['created_at', 'int8'], ['last_seen_at', 'int8'], ['push_endpoint', 'text'],
       ['push_p256dh', 'text'], ['push_auth', 'text'], ['push_pending', 'bool'],
-      // SQLite keeps queue lengths in memory (its migration 3); PostgreSQL keeps them in the row.
-      ['queue_len', 'int4', '(SELECT COUNT(*) FROM queue WHERE queue.device_id = devices.id)'],
+      // SQLite keeps queue lengths in memory (its migrations 3 and 4); PostgreSQL keeps them in
+      // the row. The queue has no index by device, so the lengths are counted in one pass.
+      ['queue_len', 'int4', 'COALESCE(qc.n, 0)'],
     ],
-    order: 'seq',
+    order: 'devices.seq',
+    from: 'devices LEFT JOIN (SELECT device_id, COUNT(*) AS n FROM queue GROUP BY device_id) AS qc ON qc.device_id = devices.id',
   },
   { name: 'contacts', cols: [['seq', 'int8'], ['nick', 'text'], ['peer', 'text'], ['created_at', 'int8']], order: 'seq' },
   { name: 'rooms', cols: [['id', 'text'], ['name', 'text'], ['owner', 'text'], ['created_at', 'int8'], ['needs_rekey', 'bool']], order: 'id' },
@@ -94,7 +98,7 @@ async function copyTable(src: Database.Database, q: Sql, t: TableSpec): Promise<
   let batch: Record<string, unknown>[] = [];
   let n = 0;
   const select = t.cols.map(([c, , from]) => (from ? `${from} AS ${c}` : c)).join(', ');
-  for (const row of src.prepare(`SELECT ${select} FROM ${t.name} ORDER BY ${t.order}`).iterate() as Iterable<Record<string, unknown>>) {
+  for (const row of src.prepare(`SELECT ${select} FROM ${t.from ?? t.name} ORDER BY ${t.order}`).iterate() as Iterable<Record<string, unknown>>) {
     batch.push(row);
     n++;
     if (batch.length === BATCH) {

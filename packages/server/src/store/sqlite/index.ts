@@ -31,7 +31,7 @@ import { GroupCommit } from './group-commit.js';
 import { walDurability, type Durability } from './wal-sync.js';
 import { ReadCache } from './read-cache.js';
 import { Checkpointer } from './checkpointer.js';
-import { QueueCounts } from './queue-counts.js';
+import { QueueIndex } from './queue-index.js';
 import * as rooms from './rooms.js';
 import * as messages from './messages.js';
 
@@ -60,7 +60,7 @@ export class SqliteStore implements Store {
   private readonly owners = new ReadCache<string>();
   private readonly liveAccounts = new ReadCache<true>();
   private readonly contacts = new ReadCache<true>();
-  private readonly counts: QueueCounts;
+  private readonly queues: QueueIndex;
   private readonly known: messages.Known = {
     liveAccount: (nick) =>
       this.liveAccounts.get(nick, () => (this.q.one('SELECT 1 FROM accounts WHERE nick = ? AND deleted_at IS NULL', nick) ? true : null)) === true,
@@ -73,7 +73,7 @@ export class SqliteStore implements Store {
     o: StoreOpenOptions = {},
   ) {
     this.q = new Statements(db);
-    this.counts = new QueueCounts(this.q);
+    this.queues = new QueueIndex(this.q);
     // COMMIT leaves the fsync to the group commit, which runs it off the event loop (wal-sync.ts).
     db.pragma('synchronous = NORMAL');
     this.durability = walDurability(db.name);
@@ -91,6 +91,8 @@ export class SqliteStore implements Store {
       settleBeforeSync: o.settleBeforeSync === true,
     });
     this.checkpointer = new Checkpointer(db);
+    // The queue index is read at start (one scan of the queue) rather than by the first send.
+    this.queues.load();
   }
 
   /**
@@ -108,7 +110,7 @@ export class SqliteStore implements Store {
 
   /** After any rollback: what was read inside the rolled-back write may never have been committed. */
   private forgetAll(): void {
-    for (const c of [this.sessions, this.owners, this.liveAccounts, this.contacts, this.counts]) c.clear();
+    for (const c of [this.sessions, this.owners, this.liveAccounts, this.contacts, this.queues]) c.clear();
   }
 
   /**
@@ -245,7 +247,7 @@ export class SqliteStore implements Store {
       // Rows of both directions go; forgetting them one by one would need them listed first.
       this.contacts.clear();
       this.q.run('DELETE FROM sessions WHERE nick = ?', nick);
-      for (const d of devices) this.counts.dropped(d, this.q.run('DELETE FROM queue WHERE device_id = ?', d).changes);
+      for (const d of devices) this.dropQueue(d);
       this.q.run('DELETE FROM devices WHERE nick = ?', nick);
       this.q.run('DELETE FROM contacts WHERE nick = ? OR peer = ?', nick, nick);
       this.q.run(
@@ -281,7 +283,7 @@ export class SqliteStore implements Store {
       this.owners.forget(id);
       const r = this.q.run('DELETE FROM devices WHERE id = ? AND nick = ?', id, nick);
       if (r.changes === 0) return false;
-      this.counts.dropped(id, this.q.run('DELETE FROM queue WHERE device_id = ?', id).changes);
+      this.dropQueue(id);
       return true;
     });
   }
@@ -381,15 +383,15 @@ export class SqliteStore implements Store {
   }
 
   async sendMessage(m: SendInput): Promise<SendResult> {
-    return this.write(() => messages.sendMessage(this.q, this.known, this.counts, m));
+    return this.write(() => messages.sendMessage(this.q, this.known, this.queues, m));
   }
 
   async ack(deviceId: string, ids: string[]): Promise<void> {
-    await this.write(() => messages.ack(this.q, this.counts, deviceId, ids));
+    await this.write(() => messages.ack(this.q, this.queues, deviceId, ids));
   }
 
   async readQueue(deviceId: string, afterSeq: number, limit: number): Promise<QueuedEntry[]> {
-    return messages.readQueue(this.q, deviceId, afterSeq, limit);
+    return messages.readQueue(this.q, this.queues, deviceId, afterSeq, limit);
   }
 
   async purge(now: number): Promise<PurgeResult> {
@@ -398,21 +400,28 @@ export class SqliteStore implements Store {
       const sessionIds = this.q.all<{ id: string }>('SELECT id FROM sessions WHERE last_used_at < ?', cutoff).map((r) => r.id);
       this.sessions.forget(sessionIds);
       this.q.run('DELETE FROM sessions WHERE last_used_at < ?', cutoff);
-      const envelopes = messages.purgeEnvelopes(this.q, this.counts, now);
+      const envelopes = messages.purgeEnvelopes(this.q, this.queues, now);
       return { sessionIds, envelopes };
     });
   }
 
   async stats(): Promise<StoreStats> {
     if (!this.db.inTransaction) this.forgetIfChangedElsewhere();
-    // The queue total is counted once, then kept by every queue change (queue-counts.ts).
+    // The queue total is kept in memory by every queue change (queue-index.ts).
     const s = this.q.one<Omit<StoreStats, 'queuedEnvelopes'>>(
       `SELECT (SELECT COUNT(*) FROM accounts WHERE deleted_at IS NULL) AS accounts,
               (SELECT COUNT(*) FROM devices) AS devices,
               (SELECT COUNT(*) FROM rooms) AS rooms,
               (SELECT COUNT(*) FROM devices WHERE push_endpoint IS NOT NULL) AS pushSubscriptions`,
     )!;
-    return { accounts: s.accounts, devices: s.devices, rooms: s.rooms, queuedEnvelopes: this.counts.all(), pushSubscriptions: s.pushSubscriptions };
+    return { accounts: s.accounts, devices: s.devices, rooms: s.rooms, queuedEnvelopes: this.queues.all(), pushSubscriptions: s.pushSubscriptions };
+  }
+
+  /** Deletes a device's queue, found through the index in memory (the file has none by device). */
+  private dropQueue(deviceId: string): void {
+    const seqs = this.queues.oldest(deviceId, Infinity);
+    messages.deleteSeqs(this.q, seqs);
+    this.queues.removed(deviceId, seqs);
   }
 
   lossMark(): number {

@@ -3,7 +3,7 @@ import { LIMITS, type Envelope, type Target } from '@svc/protocol';
 import type { QueuedEntry, Refusal, SendInput, SendResult, SendTarget } from '../types.js';
 import { isMember } from './rooms.js';
 import { placeholders, type Statements } from './statements.js';
-import type { QueueCounts } from './queue-counts.js';
+import type { QueueIndex } from './queue-index.js';
 
 /** Envelope JSON in the field order of interface.md: id, to, from, keyId, iv, ct, ts. */
 export function envelopeJson(e: Envelope): string {
@@ -53,20 +53,19 @@ const DM_TARGETS = `SELECT d.id AS deviceId, d.nick AS nick, ${PUSHABLE} FROM de
 
 /**
  * Queues the envelope for every target with one statement (up to 200 targets), after making
- * room in the few queues that are full (queue lengths are kept in memory: queue-counts.ts).
+ * room in the few queues that are full (each device's entries are known in memory: queue-index.ts).
  */
-function enqueue(q: Statements, counts: QueueCounts, targets: TargetRow[], envelopeId: string, ts: number): void {
+function enqueue(q: Statements, index: QueueIndex, targets: TargetRow[], envelopeId: string, ts: number): void {
   if (targets.length === 0) return;
   for (const t of targets) {
-    // The kept count is exact: this process is the queue's writer, and the store forgets the
-    // counts after a rollback or another process's commit. Counting the rows here instead would
-    // cost a scan of 10,000 entries on every send to a device whose queue stays full.
-    const len = counts.of(t.deviceId);
+    // The kept index is exact: this process is the queue's writer, and the store forgets it
+    // after a rollback or another process's commit.
+    const len = index.of(t.deviceId);
     if (len < LIMITS.queuePerDevice) continue;
     // The cap drops the oldest entries: the queue is a mailbox, not an archive.
-    const drop = len - LIMITS.queuePerDevice + 1;
-    const r = q.run('DELETE FROM queue WHERE seq IN (SELECT seq FROM queue WHERE device_id = ? ORDER BY seq LIMIT ?)', t.deviceId, drop);
-    counts.changed(t.deviceId, -r.changes);
+    const drop = index.oldest(t.deviceId, len - LIMITS.queuePerDevice + 1);
+    deleteSeqs(q, drop);
+    index.removed(t.deviceId, drop);
   }
   // Rows in fan-out order, so a device's entries get their seq in that order. A VALUES list per
   // size is a prepared statement of its own (cached); it costs half of what json_each did.
@@ -74,16 +73,26 @@ function enqueue(q: Statements, counts: QueueCounts, targets: TargetRow[], envel
     const chunk = targets.slice(i, i + ENQUEUE_CHUNK);
     const rows: unknown[] = [];
     for (const t of chunk) rows.push(t.deviceId, envelopeId, ts);
-    q.run(ENQUEUE_SQL[chunk.length]!, ...rows);
+    // One statement's rows get consecutive seqs (AUTOINCREMENT, one writer), the last of them
+    // reported as the last insert rowid.
+    const first = Number(q.run(ENQUEUE_SQL[chunk.length]!, ...rows).lastInsertRowid) - chunk.length + 1;
+    for (let j = 0; j < chunk.length; j++) index.added(chunk[j]!.deviceId, first + j);
   }
-  for (const t of targets) counts.changed(t.deviceId, 1);
 }
 
 /** At most this many rows per statement (3 variables each, well under SQLite's variable limit). */
 const ENQUEUE_CHUNK = 200;
 const ENQUEUE_SQL = Array.from({ length: ENQUEUE_CHUNK + 1 }, (_, n) => `INSERT INTO queue (device_id, envelope_id, ts) VALUES ${new Array(n).fill('(?, ?, ?)').join(', ')}`);
 
-export function sendMessage(q: Statements, known: Known, counts: QueueCounts, m: SendInput): SendResult {
+/** Deletes queue entries by seq (the table's rowid), in statements of at most 500. */
+export function deleteSeqs(q: Statements, seqs: readonly number[]): void {
+  for (let i = 0; i < seqs.length; i += 500) {
+    const part = seqs.slice(i, i + 500);
+    q.run(`DELETE FROM queue WHERE seq IN (${placeholders(part.length)})`, ...part);
+  }
+}
+
+export function sendMessage(q: Statements, known: Known, index: QueueIndex, m: SendInput): SendResult {
   // Rights are checked again inside the transaction: membership may have changed since step 5.
   // A used id is answered before any refusal (a retry stays a retry after its sender left).
   const refused = checkSend(q, known, m.from, m.to, m.keyId);
@@ -104,7 +113,7 @@ export function sendMessage(q: Statements, known: Known, counts: QueueCounts, m:
     targets = q.all<TargetRow>(DM_TARGETS, m.to.dm, m.from, m.senderDevice);
     addContacts(q, known, m.from, m.to.dm, m.now);
   }
-  enqueue(q, counts, targets, m.id, m.now);
+  enqueue(q, index, targets, m.id, m.now);
   return { status: 'queued', envelope, json, targets: targets.map((t) => ({ deviceId: t.deviceId, nick: t.nick, pushable: t.pushable === 1 })), roomName };
 }
 
@@ -115,19 +124,23 @@ function priorSend(q: Statements, m: SendInput): SendResult | null {
   return prior.sender === m.from ? { status: 'retry', id: m.id, ts: prior.ts } : { error: 'id_conflict' };
 }
 
-export function ack(q: Statements, counts: QueueCounts, deviceId: string, ids: string[]): void {
+export function ack(q: Statements, index: QueueIndex, deviceId: string, ids: string[]): void {
   if (ids.length === 0) return;
-  const r = q.run(`DELETE FROM queue WHERE device_id = ? AND envelope_id IN (${placeholders(ids.length)})`, deviceId, ...ids);
-  counts.changed(deviceId, -r.changes);
+  // Found by the (envelope_id, device_id) key.
+  const gone = q.all<{ seq: number }>(`DELETE FROM queue WHERE device_id = ? AND envelope_id IN (${placeholders(ids.length)}) RETURNING seq`, deviceId, ...ids);
+  index.removed(
+    deviceId,
+    gone.map((r) => r.seq),
+  );
 }
 
-export function readQueue(q: Statements, deviceId: string, afterSeq: number, limit: number): QueuedEntry[] {
+export function readQueue(q: Statements, index: QueueIndex, deviceId: string, afterSeq: number, limit: number): QueuedEntry[] {
+  const seqs = index.after(deviceId, afterSeq, limit);
+  if (seqs.length === 0) return [];
   return q.all<QueuedEntry>(
     `SELECT q.seq AS seq, q.envelope_id AS id, e.json AS json FROM queue q JOIN envelopes e ON e.id = q.envelope_id
-     WHERE q.device_id = ? AND q.seq > ? ORDER BY q.seq LIMIT ?`,
-    deviceId,
-    afterSeq,
-    limit,
+     WHERE q.seq IN (${placeholders(seqs.length)}) ORDER BY q.seq`,
+    ...seqs,
   );
 }
 
@@ -136,13 +149,17 @@ export function readQueue(q: Statements, deviceId: string, afterSeq: number, lim
  * old to be retried (an id whose ULID time is outside the clock window is refused anyway;
  * its ULID time is at most 5 minutes after its ts, so 10 minutes after ts is safe).
  */
-export function purgeEnvelopes(q: Statements, counts: QueueCounts, now: number): number {
+export function purgeEnvelopes(q: Statements, index: QueueIndex, now: number): number {
   // A queue entry's ts is its envelope's: old entries are found through envelopes_ts.
-  const old = 'SELECT id FROM envelopes WHERE ts < ?';
   const cutoff = now - LIMITS.queueRetentionMs;
-  const expired = q.all<{ device_id: string; n: number }>(`SELECT device_id, COUNT(*) AS n FROM queue WHERE envelope_id IN (${old}) GROUP BY device_id`, cutoff);
-  q.run(`DELETE FROM queue WHERE envelope_id IN (${old})`, cutoff);
-  for (const e of expired) counts.changed(e.device_id, -e.n);
+  const expired = q.all<{ device_id: string; seq: number }>('DELETE FROM queue WHERE envelope_id IN (SELECT id FROM envelopes WHERE ts < ?) RETURNING device_id, seq', cutoff);
+  const byDevice = new Map<string, number[]>();
+  for (const e of expired) {
+    const list = byDevice.get(e.device_id);
+    if (list) list.push(e.seq);
+    else byDevice.set(e.device_id, [e.seq]);
+  }
+  for (const [deviceId, seqs] of byDevice) index.removed(deviceId, seqs);
   const r = q.run(
     'DELETE FROM envelopes WHERE ts < ? AND NOT EXISTS (SELECT 1 FROM queue WHERE queue.envelope_id = envelopes.id)',
     now - 2 * LIMITS.clockWindowMs,

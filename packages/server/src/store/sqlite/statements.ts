@@ -23,6 +23,10 @@ export class Statements {
     return this.get(sql).get(...params) as T | undefined;
   }
 
+  iterate<T>(sql: string, ...params: unknown[]): IterableIterator<T> {
+    return this.get(sql).iterate(...params) as IterableIterator<T>;
+  }
+
   run(sql: string, ...params: unknown[]): Database.RunResult {
     return this.get(sql).run(...params);
   }

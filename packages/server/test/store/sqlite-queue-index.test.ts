@@ -1,6 +1,7 @@
 /**
- * Queue lengths of the embedded store live in memory (queue-counts.ts): they must match the
- * queue's rows after every kind of change, after a restart, and after a rolled-back write.
+ * Each device's queue entries are known in memory (queue-index.ts), not through an index of the
+ * file: lengths, replay pages and the cap must match the queue's rows after every kind of change,
+ * after a restart, after a rolled-back write and after another process's commit.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -112,6 +113,53 @@ test('queue changes made by another process (the admin command) are counted, not
     assert.equal(rows(s), 4);
   } finally {
     await admin.close();
+    await s.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('the file keeps no index by device; replay pages through each device in seq order, across a restart and a lost write', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-counts-'));
+  const path = join(dir, 'svc.db');
+  let s = SqliteStore.open(path);
+  try {
+    const indexes = (s.db.prepare("SELECT name FROM pragma_index_list('queue')").all() as { name: string }[]).map((r) => r.name);
+    assert.ok(!indexes.includes('queue_device'), indexes.join(', '));
+    await setup(s);
+    await dm(s, 7);
+    await s.registerAccount(account('carol'));
+    await s.addDevice('carol', 'c-device-1', NOW);
+    await s.sendMessage({ id: ulid(NOW + 100), from: 'carol', to: { dm: 'bob' }, keyId: 'dm', iv: iv(), ct: ct(), senderDevice: 'c-device-1', now: NOW + 100 });
+    const all = async (device: string) => {
+      const seen: { seq: number; id: string }[] = [];
+      for (let after = 0; ; ) {
+        const page = await s.readQueue(device, after, 3);
+        if (page.length === 0) return seen;
+        seen.push(...page.map((e) => ({ seq: e.seq, id: e.id })));
+        after = page[page.length - 1]!.seq;
+      }
+    };
+    const expected = (device: string) =>
+      (s.db.prepare('SELECT seq, envelope_id AS id FROM queue WHERE device_id = ? ORDER BY seq').all(device) as { seq: number; id: string }[]);
+    assert.equal((await all('b-device-1')).length, 8);
+    assert.deepEqual(await all('b-device-1'), expected('b-device-1'));
+    // A write that fails after queueing rows is rolled back; the index is read again from the file.
+    await assert.rejects(
+      s.group.run(() => {
+        s.db.prepare("INSERT INTO queue (device_id, envelope_id, ts) VALUES ('b-device-1', 'ghost', 1)").run();
+        throw new Error('fails after queueing');
+      }),
+      /fails after queueing/,
+    );
+    assert.deepEqual(await all('b-device-1'), expected('b-device-1'));
+    await s.close();
+    s = SqliteStore.open(path);
+    assert.deepEqual(await all('b-device-2'), expected('b-device-2'));
+    await s.deleteDevice('bob', 'b-device-2');
+    assert.deepEqual(expected('b-device-2'), []);
+    assert.deepEqual(await all('b-device-2'), []);
+    assert.equal((await all('b-device-1')).length, 8, 'the other device keeps its entries');
+  } finally {
     await s.close();
     rmSync(dir, { recursive: true, force: true });
   }
