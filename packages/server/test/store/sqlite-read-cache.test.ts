@@ -1,6 +1,6 @@
 /**
- * The embedded store keeps sessions and device owners in memory: every change to them is seen
- * by the very next read, and a write that rolls back leaves nothing remembered.
+ * The embedded store keeps sessions, device owners and device lists in memory: every change to
+ * them is seen by the very next read, and a write that rolls back leaves nothing remembered.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SqliteStore } from '../../src/store/sqlite/index.js';
 import { account, NOW } from './suite.js';
+import { ulid } from '../harness.js';
 
 async function withStore(fn: (s: SqliteStore) => Promise<void>): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-cache-'));
@@ -129,5 +130,32 @@ test('a removed contact comes back with the next DM, and deleting an account for
     await s.addDevice('carol', 'c-device-1', NOW);
     await dm('01J0000000000000000000000C', 'carol', 'alice', 'c-device-1');
     assert.deepEqual((await s.listContacts('alice')).map((c) => c.nick), ['carol']);
+  });
+});
+
+test('a DM\'s targets follow every change to the devices: added, removed, subscribed, claimed, connected', async () => {
+  await withStore(async (s) => {
+    await s.registerAccount(account('bob'));
+    await s.addDevice('bob', 'b-device-1', NOW);
+    let n = 0;
+    const targets = async () => {
+      const r = await s.sendMessage({ id: ulid(NOW + n++), from: 'alice', to: { dm: 'bob' }, keyId: 'dm', iv: 'AAAAAAAAAAAAAAAA', ct: 'A'.repeat(40), senderDevice: 'a-device-1', now: NOW });
+      assert.ok('targets' in r);
+      return r.targets.map((t) => `${t.deviceId}${t.pushable ? '+push' : ''}`);
+    };
+    assert.deepEqual(await targets(), ['b-device-1']);
+    await s.addDevice('bob', 'b-device-2', NOW);
+    await s.addDevice('alice', 'a-device-2', NOW);
+    assert.deepEqual(await targets(), ['b-device-1', 'b-device-2', 'a-device-2'], 'in device order, the sender\'s other device included');
+    await s.setPushSubscription('b-device-2', { endpoint: 'https://push.example/x', p256dh: 'p', auth: 'a' });
+    assert.deepEqual(await targets(), ['b-device-1', 'b-device-2+push', 'a-device-2']);
+    assert.equal((await s.claimPush(['b-device-2'])).length, 1);
+    assert.deepEqual(await targets(), ['b-device-1', 'b-device-2', 'a-device-2'], 'a push pending: not pushable again');
+    await s.deviceConnected('b-device-2', NOW);
+    assert.deepEqual(await targets(), ['b-device-1', 'b-device-2+push', 'a-device-2']);
+    await s.dropPushSubscription('b-device-2', 'https://push.example/x');
+    assert.deepEqual(await targets(), ['b-device-1', 'b-device-2', 'a-device-2']);
+    await s.deleteDevice('bob', 'b-device-1');
+    assert.deepEqual(await targets(), ['b-device-2', 'a-device-2']);
   });
 });

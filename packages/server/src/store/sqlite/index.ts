@@ -60,12 +60,15 @@ export class SqliteStore implements Store {
   private readonly owners = new ReadCache<string>();
   private readonly liveAccounts = new ReadCache<true>();
   private readonly contacts = new ReadCache<true>();
+  /** Each account's devices as send targets; any change to any device row forgets them all. */
+  private readonly deviceLists = new ReadCache<readonly messages.DeviceTarget[]>();
   private readonly queues: QueueIndex;
   private readonly known: messages.Known = {
     liveAccount: (nick) =>
       this.liveAccounts.get(nick, () => (this.q.one('SELECT 1 FROM accounts WHERE nick = ? AND deleted_at IS NULL', nick) ? true : null)) === true,
     contact: (nick, peer) =>
       this.contacts.get(`${nick} ${peer}`, () => (this.q.one('SELECT 1 FROM contacts WHERE nick = ? AND peer = ?', nick, peer) ? true : null)) === true,
+    devicesOf: (nick) => this.deviceLists.get(nick, () => this.q.all<messages.DeviceTarget>(messages.DEVICE_TARGETS, nick))!,
   };
 
   constructor(
@@ -110,7 +113,7 @@ export class SqliteStore implements Store {
 
   /** After any rollback: what was read inside the rolled-back write may never have been committed. */
   private forgetAll(): void {
-    for (const c of [this.sessions, this.owners, this.liveAccounts, this.contacts, this.queues]) c.clear();
+    for (const c of [this.sessions, this.owners, this.liveAccounts, this.contacts, this.deviceLists, this.queues]) c.clear();
   }
 
   /**
@@ -249,6 +252,7 @@ export class SqliteStore implements Store {
       this.q.run('DELETE FROM sessions WHERE nick = ?', nick);
       for (const d of devices) this.dropQueue(d);
       this.q.run('DELETE FROM devices WHERE nick = ?', nick);
+      this.deviceLists.clear();
       this.q.run('DELETE FROM contacts WHERE nick = ? OR peer = ?', nick, nick);
       this.q.run(
         'UPDATE accounts SET auth_key_hash = NULL, kdf = NULL, public_key = NULL, encrypted_key = NULL, deleted_at = ? WHERE nick = ?',
@@ -266,6 +270,7 @@ export class SqliteStore implements Store {
       const n = this.q.one<{ n: number }>('SELECT COUNT(*) AS n FROM devices WHERE nick = ?', nick)!.n;
       if (n >= LIMITS.devicesPerAccount) return { error: 'limit_reached' };
       this.q.run('INSERT INTO devices (id, nick, created_at) VALUES (?, ?, ?)', id, nick, now);
+      this.deviceLists.clear();
       return { status: 'created', device: { id, nick, createdAt: now, lastSeenAt: null, push: false } };
     });
   }
@@ -281,6 +286,7 @@ export class SqliteStore implements Store {
   async deleteDevice(nick: string, id: string): Promise<boolean> {
     return this.write(() => {
       this.owners.forget(id);
+      this.deviceLists.clear();
       const r = this.q.run('DELETE FROM devices WHERE id = ? AND nick = ?', id, nick);
       if (r.changes === 0) return false;
       this.dropQueue(id);
@@ -290,7 +296,7 @@ export class SqliteStore implements Store {
 
   async setPushSubscription(deviceId: string, sub: { endpoint: string; p256dh: string; auth: string }): Promise<void> {
     await this.write(() =>
-      this.q.run(
+      this.pushChanged().run(
         'UPDATE devices SET push_endpoint = ?, push_p256dh = ?, push_auth = ?, push_pending = 0 WHERE id = ?',
         sub.endpoint,
         sub.p256dh,
@@ -301,18 +307,18 @@ export class SqliteStore implements Store {
   }
 
   async deletePushSubscription(deviceId: string): Promise<void> {
-    await this.write(() => this.q.run('UPDATE devices SET push_endpoint = NULL, push_p256dh = NULL, push_auth = NULL, push_pending = 0 WHERE id = ?', deviceId));
+    await this.write(() => this.pushChanged().run('UPDATE devices SET push_endpoint = NULL, push_p256dh = NULL, push_auth = NULL, push_pending = 0 WHERE id = ?', deviceId));
   }
 
   async deviceConnected(deviceId: string, now: number): Promise<void> {
-    await this.write(() => this.q.run('UPDATE devices SET push_pending = 0, last_seen_at = ? WHERE id = ?', now, deviceId));
+    await this.write(() => this.pushChanged().run('UPDATE devices SET push_pending = 0, last_seen_at = ? WHERE id = ?', now, deviceId));
   }
 
   async claimPush(deviceIds: string[]): Promise<PushTarget[]> {
     if (deviceIds.length === 0) return [];
     // One UPDATE … RETURNING: the flag is read and set in a single atomic step.
     return this.write(() =>
-      this.q.all<PushTarget>(
+      this.pushChanged().all<PushTarget>(
         `UPDATE devices SET push_pending = 1
          WHERE id IN (${placeholders(deviceIds.length)}) AND push_pending = 0 AND push_endpoint IS NOT NULL
          RETURNING id AS deviceId, push_endpoint AS endpoint, push_p256dh AS p256dh, push_auth AS auth`,
@@ -323,7 +329,7 @@ export class SqliteStore implements Store {
 
   async dropPushSubscription(deviceId: string, endpoint: string): Promise<void> {
     await this.write(() =>
-      this.q.run(
+      this.pushChanged().run(
         'UPDATE devices SET push_endpoint = NULL, push_p256dh = NULL, push_auth = NULL, push_pending = 0 WHERE id = ? AND push_endpoint = ?',
         deviceId,
         endpoint,
@@ -415,6 +421,12 @@ export class SqliteStore implements Store {
               (SELECT COUNT(*) FROM devices WHERE push_endpoint IS NOT NULL) AS pushSubscriptions`,
     )!;
     return { accounts: s.accounts, devices: s.devices, rooms: s.rooms, queuedEnvelopes: this.queues.all(), pushSubscriptions: s.pushSubscriptions };
+  }
+
+  /** Before a statement that changes a device's push state: whether it can be pushed is part of the cached device lists. */
+  private pushChanged(): Statements {
+    this.deviceLists.clear();
+    return this.q;
   }
 
   /** Deletes a device's queue, found through the index in memory (the file has none by device). */

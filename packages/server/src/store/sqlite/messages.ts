@@ -14,6 +14,36 @@ export function envelopeJson(e: Envelope): string {
 export interface Known {
   liveAccount(nick: string): boolean;
   contact(nick: string, peer: string): boolean;
+  /** The account's devices, in seq order, with whether each could be pushed. */
+  devicesOf(nick: string): readonly DeviceTarget[];
+}
+
+export interface DeviceTarget extends TargetRow {
+  seq: number;
+}
+
+/** The SQL behind `Known.devicesOf`. */
+export const DEVICE_TARGETS = 'SELECT d.id AS deviceId, d.nick AS nick, d.seq AS seq, (d.push_endpoint IS NOT NULL AND d.push_pending = 0) AS pushable FROM devices d WHERE d.nick = ? ORDER BY d.seq';
+
+/** A DM's targets: every device of the recipient and the sender's other devices, in seq order (as one query over both would give them). */
+function dmTargets(known: Known, from: string, to: string, senderDevice: string): TargetRow[] {
+  const theirs = known.devicesOf(to);
+  const mine = known.devicesOf(from);
+  const out: TargetRow[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < theirs.length || j < mine.length) {
+    const t = theirs[i];
+    const m = mine[j];
+    if (m !== undefined && (t === undefined || m.seq < t.seq)) {
+      if (m.deviceId !== senderDevice) out.push(m);
+      j++;
+    } else {
+      out.push(t!);
+      i++;
+    }
+  }
+  return out;
 }
 
 export function checkSend(q: Statements, known: Known, from: string, to: Target, keyId: string): Refusal<'not_member' | 'unknown_key' | 'unknown_user' | 'self'> | null {
@@ -49,7 +79,6 @@ const PUSHABLE = '(d.push_endpoint IS NOT NULL AND d.push_pending = 0) AS pushab
 // Built once: a statement's SQL text is its cache key, and a text built per send is hashed anew each time.
 const ROOM_TARGETS = `SELECT d.id AS deviceId, d.nick AS nick, ${PUSHABLE} FROM room_members rm JOIN devices d ON d.nick = rm.nick
   WHERE rm.room_id = ? AND d.id <> ? ORDER BY rm.seq, d.seq`;
-const DM_TARGETS = `SELECT d.id AS deviceId, d.nick AS nick, ${PUSHABLE} FROM devices d WHERE d.nick = ? OR (d.nick = ? AND d.id <> ?) ORDER BY d.seq`;
 
 /**
  * Queues the envelope for every target with one statement (up to 200 targets), after making
@@ -110,7 +139,7 @@ export function sendMessage(q: Statements, known: Known, index: QueueIndex, m: S
     roomName = q.one<{ name: string }>('SELECT name FROM rooms WHERE id = ?', m.to.room)!.name;
     targets = q.all<TargetRow>(ROOM_TARGETS, m.to.room, m.senderDevice);
   } else {
-    targets = q.all<TargetRow>(DM_TARGETS, m.to.dm, m.from, m.senderDevice);
+    targets = dmTargets(known, m.from, m.to.dm, m.senderDevice);
     addContacts(q, known, m.from, m.to.dm, m.now);
   }
   enqueue(q, index, targets, m.id, m.now);

@@ -1,6 +1,7 @@
 /**
  * Rows read on every request (the session of the cookie, the owner of the X-Device id, whether
- * a DM's recipient exists, whether two accounts are contacts), kept in memory by the embedded
+ * a DM's recipient exists, whether two accounts are contacts, an account's devices as send
+ * targets), kept in memory by the embedded
  * store. This is safe because this process is the store's only writer of those rows (the admin
  * command only ever removes sessions that are idle-expired, which the service refuses anyway):
  * every write that changes or removes such a row forgets it while it runs, and whenever a write
