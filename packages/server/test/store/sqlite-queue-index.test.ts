@@ -104,13 +104,18 @@ test('queue changes made by another process (the admin command) are counted, not
     await setup(s);
     await dm(s, 5);
     assert.equal((await s.stats()).queuedEnvelopes, 10);
+    // Entries the other process removed are skipped by a replay that runs before this process
+    // has written anything since (its index still lists them): the rest still come.
+    const all = (await s.readQueue('b-device-1', 0, 10)).map((e) => e.id);
+    await admin.ack('b-device-1', all.slice(0, 3));
+    assert.deepEqual((await s.readQueue('b-device-1', 0, 2)).map((e) => e.id), all.slice(3, 5));
+    await dm(s, 0);
     // The other process removes a device and its queue, and acks entries of another.
     await admin.deleteDevice('bob', 'b-device-2');
-    await admin.ack('b-device-1', (await admin.readQueue('b-device-1', 0, 2)).map((e) => e.id));
-    assert.equal((await s.stats()).queuedEnvelopes, 3);
+    assert.equal((await s.stats()).queuedEnvelopes, 2);
     await dm(s, 1, NOW + 100);
-    assert.equal((await s.stats()).queuedEnvelopes, 4);
-    assert.equal(rows(s), 4);
+    assert.equal((await s.stats()).queuedEnvelopes, 3);
+    assert.equal(rows(s), 3);
   } finally {
     await admin.close();
     await s.close();

@@ -164,13 +164,22 @@ export function ack(q: Statements, index: QueueIndex, deviceId: string, ids: str
 }
 
 export function readQueue(q: Statements, index: QueueIndex, deviceId: string, afterSeq: number, limit: number): QueuedEntry[] {
-  const seqs = index.after(deviceId, afterSeq, limit);
-  if (seqs.length === 0) return [];
-  return q.all<QueuedEntry>(
-    `SELECT q.seq AS seq, q.envelope_id AS id, e.json AS json FROM queue q JOIN envelopes e ON e.id = q.envelope_id
-     WHERE q.seq IN (${placeholders(seqs.length)}) ORDER BY q.seq`,
-    ...seqs,
-  );
+  const out: QueuedEntry[] = [];
+  // Entries another process deleted (the admin command) stay in the index until this process's
+  // next write notices; the page is filled past them, since a short page means the end.
+  for (let after = afterSeq; out.length < limit; ) {
+    const seqs = index.after(deviceId, after, limit - out.length);
+    if (seqs.length === 0) break;
+    out.push(
+      ...q.all<QueuedEntry>(
+        `SELECT q.seq AS seq, q.envelope_id AS id, e.json AS json FROM queue q JOIN envelopes e ON e.id = q.envelope_id
+         WHERE q.seq IN (${placeholders(seqs.length)}) ORDER BY q.seq`,
+        ...seqs,
+      ),
+    );
+    after = seqs[seqs.length - 1]!;
+  }
+  return out;
 }
 
 /**
