@@ -25,7 +25,7 @@ export const deviceRoutes: RouteHandlers = {
   'PUT /api/devices/:id/push': async (ctx) => {
     const b = parseJsonObject(ctx.req);
     const sub = b.subscription;
-    if (!isPushSubscription(sub) || !isStorableText(sub.endpoint) || !endpointHostAllowed(sub.endpoint, ctx.deps.config.pushAllowPrivateTargets)) throw invalid('subscription');
+    if (!isPushSubscription(sub) || !isStorableText(sub.endpoint) || !endpointHostAllowed(sub.endpoint)) throw invalid('subscription');
     // Only endpoint, p256dh and auth are kept (keys re-encoded unpadded); anything else is dropped.
     await devices.setPushSubscription(ctx.deps, callerOf(ctx), param(ctx, 'id'), {
       endpoint: sub.endpoint,

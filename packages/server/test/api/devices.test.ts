@@ -3,6 +3,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createECDH, randomBytes } from 'node:crypto';
 import { assertError, Stream, addDevice, b64, deviceId, dmBody, signup, startServer, userWithDevices, type Client, type TestServer } from '../harness.js';
+import { NON_PUBLIC_LITERAL_HOSTS } from '../push/push-service.js';
 
 let server: TestServer;
 before(async () => {
@@ -296,26 +297,9 @@ test('PUT push rule 2: an endpoint over 2048 characters is invalid; exactly 2048
   assert.equal((await c.put(`/api/devices/${d}/push`, sub({ endpoint: max }), { device: d })).status, 204);
 });
 
-test('PUT push rule 2: an endpoint whose host is a literal non-public IP is invalid', async () => {
+test('PUT push rule 2: an endpoint whose host is a literal non-public IP, in any spelling, is invalid', async () => {
   const { c, devices: [d] } = await userWithDevices(server, 1);
-  const hosts = [
-    '127.0.0.1',
-    '10.0.0.1',
-    '172.16.0.1',
-    '192.168.1.1',
-    '169.254.169.254',
-    '100.64.0.1',
-    '0.0.0.0',
-    '224.0.0.1',
-    '2130706433',
-    '[::1]',
-    '[::]',
-    '[fc00::1]',
-    '[fe80::1]',
-    '[::ffff:127.0.0.1]',
-    '[::ffff:10.0.0.1]',
-  ];
-  for (const h of hosts) {
+  for (const h of NON_PUBLIC_LITERAL_HOSTS) {
     assertError(await c.put(`/api/devices/${d}/push`, sub({ endpoint: `https://${h}/push/x` }), { device: d }), 400, 'invalid', 'subscription');
     assertError(await c.put(`/api/devices/${d}/push`, sub({ endpoint: `https://${h}:8443/push/x` }), { device: d }), 400, 'invalid', 'subscription');
   }

@@ -6,7 +6,7 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Stream, addDevice, dmBody, id16, iv, ct, signup, startServer, ulid, type Client, type TestServer } from '../harness.js';
-import { PushService, decryptPayload, verifyVapid, type Subscription } from './push-service.js';
+import { NON_PUBLIC_LITERAL_HOSTS, PushService, decryptPayload, verifyVapid, type Subscription } from './push-service.js';
 import type { WebPusher } from '../../src/push/web-push.js';
 
 let server: TestServer;
@@ -55,6 +55,19 @@ async function pair() {
 }
 
 describe('push delivery', () => {
+  test('PUT push rule 2 holds with PUSH_ALLOW_PRIVATE_TARGETS=1: a literal non-public host is invalid, a loopback name is accepted', async () => {
+    const c = await signup(server);
+    const d = await addDevice(c);
+    const keys = push.subscription('/literal').keys;
+    for (const h of NON_PUBLIC_LITERAL_HOSTS) {
+      const r = await c.put(`/api/devices/${d}/push`, { subscription: { endpoint: `https://${h}:${push.port}/literal`, keys } }, { device: d });
+      assert.equal(r.status, 400, h);
+      assert.deepEqual([r.json.error, r.json.field], ['invalid', 'subscription'], h);
+    }
+    assert.equal((await c.get('/api/devices')).json[0].push, false, 'no refused endpoint was stored');
+    assert.equal((await c.put(`/api/devices/${d}/push`, { subscription: { endpoint: `https://localhost:${push.port}/literal`, keys } }, { device: d })).status, 204);
+  });
+
   test('a DM to an offline subscribed device sends one encrypted push titled @sender with chat dm:sender', async () => {
     const p = await pair();
     const r = await p.sender.post('/api/messages', dmBody(p.recipient.nick), { device: p.sDev });
@@ -71,7 +84,7 @@ describe('push delivery', () => {
     await p.sender.post('/api/messages', dmBody(p.recipient.nick), { device: p.sDev });
     await arrived(p.path, 1);
     const claims = verifyVapid(push.forPath(p.path)[0]!, vapidKey);
-    assert.equal(claims.aud, `https://127.0.0.1:${push.port}`);
+    assert.equal(claims.aud, `https://localhost:${push.port}`);
     assert.ok(claims.exp > Date.now() / 1000 && claims.exp <= Date.now() / 1000 + 86_400 + 60);
     assert.equal(claims.sub, 'mailto:admin@localhost');
   });

@@ -17,14 +17,15 @@ const NON_PUBLIC = [
   '127.0.0.1', '10.0.0.1', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '0.1.2.3', '224.0.0.1',
   '255.255.255.255', '192.0.2.1', '198.51.100.1', '203.0.113.1', '198.18.0.1', '240.0.0.1',
   '::1', '::', 'fc00::1', 'fd12::1', 'fe80::1', 'ff02::1', '::ffff:127.0.0.1', '::ffff:10.0.0.1', '64:ff9b::7f00:1', '64:ff9b::a00:1', '2001:db8::1',
+  '::127.0.0.1', '::a00:1', '2002:7f00:1::', '2002:a00:1::1',
 ];
 
 describe('address classification', () => {
   test('every non-public range is refused', () => {
     for (const a of NON_PUBLIC) assert.equal(isPublicAddress(a), false, a);
   });
-  test('public unicast passes, also as IPv4-mapped and NAT64 forms', () => {
-    for (const a of ['8.8.8.8', '1.1.1.1', '2606:4700::1111', '::ffff:8.8.8.8', '64:ff9b::808:808']) assert.equal(isPublicAddress(a), true, a);
+  test('public unicast passes, also as IPv4-mapped, NAT64 and 6to4 forms', () => {
+    for (const a of ['8.8.8.8', '1.1.1.1', '2606:4700::1111', '::ffff:8.8.8.8', '64:ff9b::808:808', '2002:808:808::1']) assert.equal(isPublicAddress(a), true, a);
   });
 });
 
