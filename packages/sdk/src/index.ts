@@ -34,6 +34,9 @@ export {
   type SentMessage,
   type SendOptions,
 } from './client.js';
+export { splitChatId } from './messages.js';
+export { Peers } from './peers.js';
+export { RoomBook } from './rooms.js';
 export { checkSessionState, SESSION_STATE_VERSION, type SessionState } from './session.js';
 
 export { seal, open, importAesKey, IV_BYTES, type Sealed } from './crypto/aead.js';
@@ -72,21 +75,37 @@ export {
 } from './crypto/identity.js';
 export { pairKey, pairKeyBytes, pairSalt, INFO_PAIR } from './crypto/pair.js';
 export {
-  encodePlaintext,
-  decodePlaintext,
   encryptDm,
   decryptDm,
   encryptRoomMessage,
   decryptRoomMessage,
   dmAad,
   roomAad,
-  PAD_BLOCK,
-  MAX_PADDED_BYTES,
-  type MessagePlain,
   type DmMeta,
   type RoomMeta,
   type EnvelopeLike,
 } from './crypto/message.js';
+export {
+  encodePlaintext,
+  decodePlaintext,
+  plaintextBytes,
+  textRoom,
+  PAD_BLOCK,
+  MAX_PADDED_BYTES,
+  MAX_EMOJI_CHARS,
+  MAX_RECEIPT_IDS,
+  type Plain,
+  type PlainInput,
+  type PlainType,
+  type KnownPlain,
+  type TextPlain,
+  type ReactionPlain,
+  type EditPlain,
+  type DeletePlain,
+  type ReceiptPlain,
+  type MembersPlain,
+  type UnknownPlain,
+} from './conversation/plaintext.js';
 export { newRoomKey, importRoomKey, wrapRoomKey, unwrapRoomKey, roomKeyAad, type NewRoomKey } from './crypto/roomkey.js';
 export { safetyNumber } from './crypto/safety.js';
 export { sealAtRest, openAtRest, deriveHistoryKey, historyKeyBytes, atRestAad, INFO_HISTORY } from './crypto/atrest.js';

@@ -110,14 +110,14 @@ test('pair key = HKDF(ECDH, salt SHA-256(sorted nicks joined by newline), svc/pa
 });
 
 test('message plaintext is the JSON form zero-padded to a multiple of 256 bytes', () => {
-  const p = encodePlaintext({ body: V.dm.body, sentAt: V.dm.sentAt });
+  const p = encodePlaintext({ type: 'text', body: V.dm.body, sentAt: V.dm.sentAt });
   assert.equal(hex(p), V.dm.padded);
   assert.deepEqual(decodePlaintext(p), { v: 1, type: 'text', body: V.dm.body, sentAt: V.dm.sentAt });
-  assert.equal(encodePlaintext({ body: '', sentAt: 0 }).length, 256);
-  assert.equal(encodePlaintext({ body: 'y'.repeat(300), sentAt: 0 }).length, 512);
+  assert.equal(encodePlaintext({ type: 'text', body: '', sentAt: 0 }).length, 256);
+  assert.equal(encodePlaintext({ type: 'text', body: 'y'.repeat(300), sentAt: 0 }).length, 512);
   // A body with U+0000 stays unambiguous: JSON escapes it.
-  assert.equal(decodePlaintext(encodePlaintext({ body: 'a\u0000b', sentAt: 1 })).body, 'a\u0000b');
-  assert.throws(() => encodePlaintext({ body: 'z'.repeat(30000), sentAt: 0 }), { code: 'too_long' });
+  assert.deepEqual(decodePlaintext(encodePlaintext({ type: 'text', body: 'a\u0000b', sentAt: 1 })), { v: 1, type: 'text', body: 'a\u0000b', sentAt: 1 });
+  assert.throws(() => encodePlaintext({ type: 'text', body: 'z'.repeat(30000), sentAt: 0 }), { code: 'too_long' });
   const bad = new Uint8Array(p);
   bad[bad.length - 1] = 1;
   assert.throws(() => decodePlaintext(bad));
@@ -128,11 +128,11 @@ test('DM ciphertext under pair key with AAD svc/msg/v1|id|from|dm:recipient|dm m
   const alice = await fixtureIdentity('alice');
   const bob = await fixtureIdentity('bob');
   const kA = await pairKey(alice.privateKey, 'alice', 'bob', bob.publicKey);
-  const s = await encryptDm(kA, { id: V.dm.id, from: 'alice', to: 'bob' }, { body: V.dm.body, sentAt: V.dm.sentAt }, unhex(V.dm.ivHex));
+  const s = await encryptDm(kA, { id: V.dm.id, from: 'alice', to: 'bob' }, { type: 'text', body: V.dm.body, sentAt: V.dm.sentAt }, unhex(V.dm.ivHex));
   assert.deepEqual(s, { iv: V.dm.iv, ct: V.dm.ct });
   const env = { id: V.dm.id, from: 'alice', to: { dm: 'bob' }, keyId: 'dm', iv: V.dm.iv, ct: V.dm.ct };
   const kB = await pairKey(bob.privateKey, 'bob', 'alice', alice.publicKey);
-  assert.equal((await decryptDm(kB, env)).body, V.dm.body);
+  assert.deepEqual(await decryptDm(kB, env), { v: 1, type: 'text', body: V.dm.body, sentAt: V.dm.sentAt });
   // Any bound field changed: the tag fails.
   await assert.rejects(decryptDm(kB, { ...env, from: 'carol' }));
   await assert.rejects(decryptDm(kB, { ...env, id: V.room.message.id }));
@@ -152,8 +152,8 @@ test('room key wrap with AAD svc/roomkey/v1|room|keyId|member matches, unwraps, 
   await assert.rejects(unwrapRoomKey(kAC, r.roomId, r.keyId, 'bob', r.wrapForAlice));
   const m = r.message;
   const env = { id: m.id, from: m.from, to: { room: r.roomId }, keyId: r.keyId, iv: m.iv, ct: m.ct };
-  assert.equal((await decryptRoomMessage(roomKey, env)).body, m.body);
-  const s = await encryptRoomMessage(await importRoomKey(unhex(r.key)), { id: m.id, from: m.from, roomId: r.roomId, keyId: r.keyId }, { body: m.body, sentAt: m.sentAt }, unhex(m.ivHex));
+  assert.deepEqual(await decryptRoomMessage(roomKey, env), { v: 1, type: 'text', body: m.body, sentAt: m.sentAt });
+  const s = await encryptRoomMessage(await importRoomKey(unhex(r.key)), { id: m.id, from: m.from, roomId: r.roomId, keyId: r.keyId }, { type: 'text', body: m.body, sentAt: m.sentAt }, unhex(m.ivHex));
   assert.deepEqual(s, { iv: m.iv, ct: m.ct });
   await assert.rejects(decryptRoomMessage(roomKey, { ...env, from: 'alice' }));
 });

@@ -12,7 +12,7 @@ after(async () => {
   await server.close();
 });
 
-const body = (r: DecryptedMessage): string => (r.ok ? r.body : `!${r.reason}`);
+const body = (r: DecryptedMessage): string => (r.ok ? (r.body ?? `!${r.plain.type}`) : `!${r.reason}`);
 
 test('room create with members, messages under the room key, removal and rotation give new keys, old messages still decrypt', async () => {
   const [alice, bob, carol] = [await register(server), await register(server), await register(server)];

@@ -17,7 +17,7 @@ after(async () => {
   await server.close();
 });
 
-const body = (r: DecryptedMessage): string => (r.ok ? r.body : `!${r.reason}`);
+const body = (r: DecryptedMessage): string => (r.ok ? (r.body ?? `!${r.plain.type}`) : `!${r.reason}`);
 
 test('a resumed Messenger has the same account, device and history key, and sends and reads DMs and rooms', async () => {
   const alice = await register(server);

@@ -1,0 +1,190 @@
+/**
+ * The plaintext inside every message's `ct`: the set of types, their schema check on decrypt, and
+ * the padding. The service never sees which type a message carries: every type is padded the
+ * same way and travels in an ordinary envelope (docs/CRYPTO.md, "Plaintext types").
+ *
+ * Wire form: UTF-8 JSON `{"v":1,"type":…,…,"sentAt":…}` followed by zero bytes up to the next
+ * multiple of 256 (at least 256). JSON text never holds a raw zero byte (U+0000 is escaped), so
+ * the JSON ends at the first zero byte and every byte after it must be zero.
+ *
+ * Every type carries `mid`, a random id the sender picks once per message: a send retried under a
+ * new envelope id (after the service's ±5 minute window) still carries the same `mid`, and
+ * receiving clients keep only the first copy from that sender. Messages of older clients have no
+ * `mid` and are kept as they come.
+ *
+ * Decoding is strict for known types (a field of the wrong shape is a malformed message, shown
+ * like a forged one) and lenient for unknown ones: a type this client does not know, or a newer
+ * version, decodes to `unknown`, which the app shows as a neutral placeholder.
+ */
+import { isId16, isNick, isUlid } from '@svc/protocol';
+import { fromUtf8, utf8 } from '../bytes.js';
+import { SdkError } from '../errors.js';
+
+export const PAD_BLOCK = 256;
+
+/**
+ * The largest padded plaintext whose send request still fits the 32 KiB body limit:
+ * 95 blocks → 24336 ciphertext bytes → 32448 b64url characters, plus about 120 bytes of JSON.
+ */
+export const MAX_PADDED_BYTES = 95 * PAD_BLOCK;
+
+interface Common {
+  v: 1;
+  /** Sender's (server-corrected) clock when the message was written, ms. */
+  sentAt: number;
+  /** Random id of this message across retries (16 random bytes, b64url); absent from older clients. */
+  mid?: string;
+}
+
+/** A message a person wrote; `replyTo` is the envelope id of the message it quotes. */
+export interface TextPlain extends Common {
+  type: 'text';
+  body: string;
+  replyTo?: string;
+}
+
+/** Adds or removes the sender's reaction `emoji` on the message `target` (an envelope id). */
+export interface ReactionPlain extends Common {
+  type: 'reaction';
+  target: string;
+  emoji: string;
+  op: 'add' | 'remove';
+}
+
+/** Replaces the text of `target`; applies only when the sender is the target's sender. */
+export interface EditPlain extends Common {
+  type: 'edit';
+  target: string;
+  body: string;
+}
+
+/** Deletes `target` for everyone; applies only when the sender is the target's sender. */
+export interface DeletePlain extends Common {
+  type: 'delete';
+  target: string;
+}
+
+/** The sender's device holds (`delivered`) or its person has seen (`read`) the messages `ids`. */
+export interface ReceiptPlain extends Common {
+  type: 'receipt';
+  ids: string[];
+  status: 'delivered' | 'read';
+}
+
+/**
+ * A room's membership as its owner changed it (announced inside the room's ciphertext, so that
+ * members need not trust the service's list): `members` is the whole membership after the change.
+ */
+export interface MembersPlain extends Common {
+  type: 'members';
+  room: string;
+  owner: string;
+  members: string[];
+  added: string[];
+  removed: string[];
+}
+
+/** A type this client does not know (from a newer client): shown as a placeholder, never as text. */
+export interface UnknownPlain {
+  v: number;
+  type: 'unknown';
+  /** The type (and version) the sender used, for the placeholder's details. */
+  original: string;
+  sentAt: number;
+  mid?: string;
+}
+
+export type KnownPlain = TextPlain | ReactionPlain | EditPlain | DeletePlain | ReceiptPlain | MembersPlain;
+export type Plain = KnownPlain | UnknownPlain;
+export type PlainType = KnownPlain['type'];
+
+/** Plaintext as callers build it: `v` is added by the encoder. */
+export type PlainInput = KnownPlain extends infer P ? (P extends KnownPlain ? Omit<P, 'v'> : never) : never;
+
+export const MAX_EMOJI_CHARS = 16;
+export const MAX_RECEIPT_IDS = 256;
+const MID_RE = /^[A-Za-z0-9_-]{22}$/;
+
+type Fields = Record<string, unknown>;
+const isStr = (v: unknown): v is string => typeof v === 'string';
+const isMs = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+/** No control characters and no line breaks: an emoji or a short token. */
+const isEmoji = (v: unknown): v is string => isStr(v) && v.length > 0 && v.length <= MAX_EMOJI_CHARS && !/[\p{Cc}\p{Cf}\s]/u.test(v.replace(/\u200d|\ufe0f/g, ''));
+
+/** Per type: the fields it must have (checked) and how to copy them, in wire order. */
+const SCHEMAS: { [T in PlainType]: (o: Fields) => Omit<Extract<KnownPlain, { type: T }>, 'v' | 'type' | 'sentAt' | 'mid'> | null } = {
+  text: (o) => (isStr(o.body) && (o.replyTo === undefined || isUlid(o.replyTo)) ? { body: o.body, ...(o.replyTo !== undefined ? { replyTo: o.replyTo as string } : {}) } : null),
+  reaction: (o) => (isUlid(o.target) && isEmoji(o.emoji) && (o.op === 'add' || o.op === 'remove') ? { target: o.target, emoji: o.emoji, op: o.op } : null),
+  edit: (o) => (isUlid(o.target) && isStr(o.body) ? { target: o.target, body: o.body } : null),
+  delete: (o) => (isUlid(o.target) ? { target: o.target } : null),
+  receipt: (o) =>
+    Array.isArray(o.ids) && o.ids.length > 0 && o.ids.length <= MAX_RECEIPT_IDS && o.ids.every(isUlid) && (o.status === 'delivered' || o.status === 'read')
+      ? { ids: [...(o.ids as string[])], status: o.status }
+      : null,
+  members: (o) => {
+    const list = (v: unknown): v is string[] => Array.isArray(v) && v.length <= 256 && v.every(isNick);
+    return isId16(o.room) && isNick(o.owner) && list(o.members) && list(o.added) && list(o.removed)
+      ? { room: o.room, owner: o.owner, members: [...o.members], added: [...o.added], removed: [...o.removed] }
+      : null;
+  },
+};
+
+function isKnownType(t: unknown): t is PlainType {
+  return typeof t === 'string' && Object.hasOwn(SCHEMAS, t);
+}
+
+/** The JSON of a plaintext in its fixed field order: v, type, the type's fields, sentAt, mid. */
+function toJson(p: PlainInput): string {
+  const check = SCHEMAS[p.type] as (o: Fields) => Fields | null;
+  const fields = check(p as unknown as Fields);
+  if (!fields || !isMs(p.sentAt) || (p.mid !== undefined && !MID_RE.test(p.mid))) throw new SdkError('invalid', { message: `Not a valid ${p.type} message.` });
+  return JSON.stringify({ v: 1, type: p.type, ...fields, sentAt: p.sentAt, ...(p.mid !== undefined ? { mid: p.mid } : {}) });
+}
+
+/** Bytes of the plaintext before padding (what decides whether it fits). */
+export function plaintextBytes(p: PlainInput): number {
+  return utf8(toJson(p)).length;
+}
+
+/** JSON in the fixed field order, zero-padded; SdkError `too_long` when it does not fit one message. */
+export function encodePlaintext(p: PlainInput): Uint8Array {
+  const json = utf8(toJson(p));
+  const size = Math.max(PAD_BLOCK, Math.ceil(json.length / PAD_BLOCK) * PAD_BLOCK);
+  if (size > MAX_PADDED_BYTES) throw new SdkError('too_long');
+  const out = new Uint8Array(size);
+  out.set(json);
+  return out;
+}
+
+/**
+ * Strips the padding and checks the shape. Throws TypeError when the bytes are not a plaintext of
+ * this scheme or a known type has a field of the wrong shape (the app shows it as a decryption
+ * error); an unknown type or a newer version decodes to `unknown`.
+ */
+export function decodePlaintext(bytes: Uint8Array): Plain {
+  if (bytes.length === 0 || bytes.length % PAD_BLOCK !== 0) throw new TypeError('bad padding length');
+  let end = bytes.indexOf(0);
+  if (end < 0) end = bytes.length;
+  for (let i = end; i < bytes.length; i++) if (bytes[i] !== 0) throw new TypeError('bad padding');
+  const v: unknown = JSON.parse(fromUtf8(bytes.subarray(0, end)));
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new TypeError('not an object');
+  const o = v as Fields;
+  if (typeof o.v !== 'number' || !Number.isSafeInteger(o.v) || o.v < 1 || typeof o.type !== 'string' || !isMs(o.sentAt)) throw new TypeError('not a message plaintext');
+  const mid = typeof o.mid === 'string' && MID_RE.test(o.mid) ? o.mid : undefined;
+  if (o.v !== 1 || !isKnownType(o.type)) {
+    return { v: o.v, type: 'unknown', original: `${o.type.slice(0, 40)} v${o.v}`, sentAt: o.sentAt, ...(mid !== undefined ? { mid } : {}) };
+  }
+  if (o.mid !== undefined && mid === undefined) throw new TypeError('bad mid');
+  const fields = (SCHEMAS[o.type] as (x: Fields) => Fields | null)(o);
+  if (!fields) throw new TypeError(`malformed ${o.type}`);
+  return { v: 1, type: o.type, ...fields, sentAt: o.sentAt, ...(mid !== undefined ? { mid } : {}) } as KnownPlain;
+}
+
+/**
+ * How much of one message a text would use: `used` and `max` in plaintext bytes (the JSON before
+ * padding, whose padded size must stay within MAX_PADDED_BYTES). The composer warns past 90 %.
+ */
+export function textRoom(body: string, replyTo?: string): { used: number; max: number } {
+  const probe: PlainInput = { type: 'text', body, sentAt: 1e13, mid: 'x'.repeat(22), ...(replyTo ? { replyTo } : {}) };
+  return { used: plaintextBytes(probe), max: MAX_PADDED_BYTES };
+}
