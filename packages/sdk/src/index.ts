@@ -109,3 +109,11 @@ export {
 export { newRoomKey, importRoomKey, wrapRoomKey, unwrapRoomKey, roomKeyAad, type NewRoomKey } from './crypto/roomkey.js';
 export { safetyNumber } from './crypto/safety.js';
 export { sealAtRest, openAtRest, deriveHistoryKey, historyKeyBytes, atRestAad, INFO_HISTORY } from './crypto/atrest.js';
+
+// The conversation layer: message types and their rules, outbox, pacing, receipts (docs/CRYPTO.md, docs/WEB.md).
+export { Conversations, EDIT_WINDOW_MS, newMid, type Change, type ConversationsOptions } from './conversation/conversations.js';
+export { deliveryStatus, isShown, type ChatMessage, type DeliveryStatus, type MessageKind, type MembershipEvent, type OutboxItem, type PendingAction, type Priority, type SendState } from './conversation/model.js';
+export { MemoryStore, byTime, type ConversationStore } from './conversation/store.js';
+export { ingest, applyAction, FAILURE_TEXT, UNKNOWN_TEXT, type Ingested, type RuleContext } from './conversation/rules.js';
+export { Outbox, RECEIPT_DELAY_MS, type OutboxDeps } from './conversation/outbox.js';
+export { Pacer, DEFAULT_MESSAGE_LIMIT, WINDOW_MS } from './conversation/pacer.js';

@@ -1,0 +1,246 @@
+/**
+ * Conversations: the runtime-neutral layer a messenger app is built on. It takes envelopes in
+ * (decrypt, then the rules of rules.ts, into a ConversationStore), sends what the person does
+ * (texts and replies, reactions, edits, deletions) through the outbox, and reports delivery and
+ * reading back with batched receipts. The web app plugs in IndexedDB; a Node program the
+ * MemoryStore. Views listen with on() and re-render only the records that changed.
+ */
+import type { Envelope } from '@svc/protocol';
+import { b64, randomBytes } from '../bytes.js';
+import type { Messenger } from '../client.js';
+import { SdkError } from '../errors.js';
+import { splitChatId, type ChatId } from '../messages.js';
+import { deliveryStatus, type ChatMessage, type DeliveryStatus, type OutboxItem } from './model.js';
+import { Outbox } from './outbox.js';
+import { Pacer } from './pacer.js';
+import type { PlainInput } from './plaintext.js';
+import { applyOwn, ingest, type Ingested, type RuleContext } from './rules.js';
+import type { ConversationStore } from './store.js';
+
+/** An edit is offered for this long after sending, as people expect. */
+export const EDIT_WINDOW_MS = 24 * 60 * 60_000;
+
+export interface Change {
+  /** A record that is new in its chat (counted as unread when `from` is another and it is shown). */
+  added?: ChatMessage;
+  /** Records whose content or status changed. */
+  changed: ChatMessage[];
+  /** Ids of records that went away (a retried message under a new id). */
+  removed?: string[];
+}
+
+export interface ConversationsOptions {
+  messenger: Messenger;
+  store: ConversationStore;
+  pacer?: Pacer;
+  /** Overrides who is in a chat (rules.ts); by default a DM's two people and the room's members as last listed. */
+  isMember?: (chat: string, nick: string) => boolean;
+}
+
+export const newMid = (): string => b64(randomBytes(16));
+
+export class Conversations {
+  readonly store: ConversationStore;
+  readonly pacer: Pacer;
+  readonly outbox: Outbox;
+  private readonly m: Messenger;
+  private readonly listeners = new Set<(c: Change) => void>();
+  private readonly rules: RuleContext;
+
+  constructor(o: ConversationsOptions) {
+    this.m = o.messenger;
+    this.store = o.store;
+    this.pacer = o.pacer ?? new Pacer(undefined, () => this.m.api.now());
+    this.rules = { store: this.store, me: this.m.nick, isMember: o.isMember ?? ((chat, nick) => this.members(chat).includes(nick)) };
+    this.outbox = new Outbox({
+      store: this.store,
+      pacer: this.pacer,
+      send: (chat, plain, so) => this.m.send(chat, plain, so),
+      newId: () => this.m.api.newId(),
+      now: () => this.m.api.now(),
+      onSent: (item, ts) => this.sent(item, ts),
+      onUpdate: (item) => this.outboxChanged(item),
+      onNewId: (old, item) => this.renamed(old, item),
+    });
+  }
+
+  get me(): string {
+    return this.rules.me;
+  }
+
+  /** Starts sending what the outbox kept from before (after a reload). */
+  load(): Promise<void> {
+    return this.outbox.load();
+  }
+
+  on(f: (c: Change) => void): () => void {
+    this.listeners.add(f);
+    return () => this.listeners.delete(f);
+  }
+
+  private emit(c: Change): void {
+    if (!c.added && c.changed.length === 0 && !c.removed?.length) return;
+    for (const f of this.listeners) f(c);
+  }
+
+  /** Everyone in a chat as this client knows it: a DM's two people, or a room's members as last listed. */
+  members(chat: string): string[] {
+    const { kind, id } = splitChatId(chat);
+    if (kind === 'dm') return [this.me, id];
+    return this.m.room(id)?.members ?? [];
+  }
+
+  // ---- receiving ----
+
+  /**
+   * Decrypts and stores one envelope; resolves once it is stored, so the caller may acknowledge
+   * it. Throws only for passing trouble (then the envelope comes again).
+   */
+  async receive(env: Envelope): Promise<Ingested> {
+    if (await this.store.get(env.id)) return { changed: [], ignored: 'already stored' };
+    return this.take(await this.m.decryptEnvelope(env));
+  }
+
+  /** Stores an already decrypted envelope (receive() without the decryption). */
+  async take(d: Awaited<ReturnType<Messenger['decryptEnvelope']>>): Promise<Ingested> {
+    const r = await ingest(this.rules, d);
+    const a = r.added;
+    if (a && a.from !== this.me && a.kind === 'text') {
+      a.reported = 'delivered';
+      await this.store.put(a);
+      this.outbox.receipt(a.chat, [a.id], 'delivered');
+    }
+    this.emit({ ...(a ? { added: a } : {}), changed: r.changed });
+    return r;
+  }
+
+  // ---- what the person does ----
+
+  /** Queues a text (a reply when `replyTo` names a message of the chat); it shows at once as "Sending". */
+  async sendText(chat: ChatId, body: string, o: { replyTo?: string } = {}): Promise<ChatMessage> {
+    if (body.trim() === '') throw new SdkError('invalid', { message: 'An empty message is not sent.' });
+    const now = this.m.api.now();
+    const plain: PlainInput = { type: 'text', body, sentAt: now, mid: newMid(), ...(o.replyTo ? { replyTo: o.replyTo } : {}) };
+    const msg: ChatMessage = { id: this.m.api.newId(), chat, ts: now, from: this.me, sentAt: now, mid: plain.mid!, kind: 'text', body, state: 'queued', ...(o.replyTo ? { replyTo: o.replyTo } : {}) };
+    // Stored before it is queued, so the outbox always finds the record it reports on.
+    await this.store.put(msg);
+    this.emit({ added: msg, changed: [] });
+    await this.outbox.add(chat, plain, { id: msg.id });
+    return msg;
+  }
+
+  /** Whether this account may edit `m` now (its own text, not deleted, within 24 hours). */
+  canEdit(m: ChatMessage): boolean {
+    return m.from === this.me && m.kind === 'text' && !m.deleted && this.m.api.now() - m.sentAt < EDIT_WINDOW_MS;
+  }
+
+  canDelete(m: ChatMessage): boolean {
+    return m.from === this.me && m.kind === 'text' && !m.deleted;
+  }
+
+  async edit(m: ChatMessage, body: string): Promise<void> {
+    if (!this.canEdit(m)) throw new SdkError('invalid', { message: 'Only your own messages can be edited, within 24 hours.' });
+    if (body.trim() === '' || body === m.body) return;
+    if (await this.rewriteQueued(m.id, (p) => (p.type === 'text' ? { ...p, body } : p))) {
+      const cur = await this.store.get(m.id);
+      if (cur) await this.store.put({ ...cur, body });
+      return this.emit({ changed: [{ ...(cur ?? m), body }] });
+    }
+    await this.act(m.chat, { type: 'edit', target: m.id, body, sentAt: this.m.api.now(), mid: newMid() });
+  }
+
+  async deleteForEveryone(m: ChatMessage): Promise<void> {
+    if (!this.canDelete(m)) throw new SdkError('invalid', { message: 'Only your own messages can be deleted for everyone.' });
+    if (this.outbox.pending.some((i) => i.id === m.id)) {
+      // Not sent yet: it never leaves this device.
+      await this.outbox.drop(m.id);
+      const gone: ChatMessage = { ...m, deleted: true, state: 'sent' };
+      delete gone.body;
+      await this.store.put(gone);
+      return this.emit({ changed: [gone] });
+    }
+    await this.act(m.chat, { type: 'delete', target: m.id, sentAt: this.m.api.now(), mid: newMid() });
+  }
+
+  /** Adds this account's reaction `emoji` to `m`, or removes it if it is there. */
+  async react(m: ChatMessage, emoji: string): Promise<void> {
+    const mine = (m.reactions?.[emoji] ?? []).includes(this.me);
+    await this.act(m.chat, { type: 'reaction', target: m.id, emoji, op: mine ? 'remove' : 'add', sentAt: this.m.api.now(), mid: newMid() });
+  }
+
+  /** Reports the chat's messages from others as read (batched; call while the chat is on screen). */
+  async markRead(chat: ChatId): Promise<void> {
+    const unread = (await this.store.chat(chat, { limit: 500 })).filter((x) => x.from !== this.me && x.kind === 'text' && x.reported !== 'read');
+    if (unread.length === 0) return;
+    for (const x of unread) await this.store.put({ ...x, reported: 'read' });
+    this.outbox.receipt(chat, unread.map((x) => x.id), 'read');
+  }
+
+  /** The person pressed Retry on "Not sent". */
+  retry(id: string): Promise<void> {
+    return this.outbox.retry(id);
+  }
+
+  /** The connection is back, or a key change was accepted: what waits goes now. */
+  online(): void {
+    this.outbox.online();
+  }
+
+  /** The status one's own message shows ("Sending", "Not sent", "Sent", "Delivered", "Read"). */
+  status(m: ChatMessage): DeliveryStatus {
+    return deliveryStatus(m, this.members(m.chat).filter((n) => n !== this.me));
+  }
+
+  /** For a message waiting in the outbox: milliseconds until it is expected to go, else null. */
+  waitMs(id: string): number | null {
+    return this.outbox.waitMs(id);
+  }
+
+  /** An action of this account: applied here at once, then sent. */
+  private async act(chat: ChatId, plain: PlainInput): Promise<void> {
+    const id = this.m.api.newId();
+    const r = await applyOwn(this.rules, id, chat, this.m.api.now(), { v: 1, ...plain } as never);
+    this.emit({ changed: r.changed });
+    await this.outbox.add(chat, plain, { id });
+  }
+
+  /** Changes the plaintext of a message still in the outbox; false when it has gone already. */
+  private async rewriteQueued(id: string, f: (p: PlainInput) => PlainInput): Promise<boolean> {
+    const item = this.outbox.pending.find((i) => i.id === id);
+    if (!item) return false;
+    item.plain = f(item.plain);
+    await this.store.outboxPut(item);
+    return true;
+  }
+
+  private async sent(item: OutboxItem, ts: number): Promise<void> {
+    if (item.plain.type !== 'text') return;
+    const m = await this.store.get(item.id);
+    if (!m) return;
+    const done: ChatMessage = { ...m, ts, state: 'sent' };
+    delete done.note;
+    await this.store.put(done);
+    this.emit({ changed: [done] });
+  }
+
+  private async outboxChanged(item: OutboxItem): Promise<void> {
+    if (item.plain.type !== 'text') return;
+    const m = await this.store.get(item.id);
+    if (!m) return;
+    const next: ChatMessage = { ...m, state: item.state === 'failed' ? 'failed' : 'queued' };
+    if (item.note && item.state !== 'waiting') next.note = item.note;
+    else delete next.note;
+    await this.store.put(next);
+    this.emit({ changed: [next] });
+  }
+
+  private async renamed(old: string, item: OutboxItem): Promise<void> {
+    if (item.plain.type !== 'text') return;
+    const m = await this.store.get(old);
+    if (!m) return;
+    await this.store.remove(old);
+    const moved: ChatMessage = { ...m, id: item.id };
+    await this.store.put(moved);
+    this.emit({ removed: [old], changed: [moved] });
+  }
+}

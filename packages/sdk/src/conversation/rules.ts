@@ -1,0 +1,156 @@
+/**
+ * What every receiving client enforces, whatever the sender's client did:
+ * - only a message's own sender (the envelope's authenticated `from`) can edit or delete it, and
+ *   only in the chat it was sent to; a deleted message takes no further edits or reactions;
+ * - a reaction or receipt from someone who is not in the chat is ignored;
+ * - an edit, deletion, reaction or receipt that arrives before its target waits for it;
+ * - a second copy of a message (same sender, same plaintext id) is dropped;
+ * - a type from a newer client is kept as a placeholder, and an envelope that does not open (or
+ *   whose plaintext is malformed) as a decryption error, never as text.
+ */
+import type { DecryptedMessage } from '../messages.js';
+import type { ChatMessage, PendingAction } from './model.js';
+import type { Plain } from './plaintext.js';
+import type { ConversationStore } from './store.js';
+
+export const FAILURE_TEXT: Record<string, string> = {
+  decrypt_failed: 'This message could not be decrypted: it was altered, forged, or sealed with a key this device does not have.',
+  no_room_key: 'This message could not be decrypted: this device has no key for it.',
+  unknown_sender: 'This message could not be decrypted: the sender’s account no longer exists.',
+  untrusted_key: 'This message could not be decrypted: the sender’s key is not trusted.',
+  malformed: 'This message could not be decrypted: it is not in a form this app knows.',
+};
+
+export const UNKNOWN_TEXT = 'This message needs a newer version of the app.';
+
+export interface RuleContext {
+  store: ConversationStore;
+  /** This account's nick. */
+  me: string;
+  /** Whether `nick` is in the chat now (a DM: oneself and the peer; a room: its members). */
+  isMember(chat: string, nick: string): boolean;
+}
+
+/** What one envelope changed: a new record to show (and count as unread when from another), and records it changed. */
+export interface Ingested {
+  added?: ChatMessage;
+  changed: ChatMessage[];
+  /** Dropped on purpose (a duplicate, a refused action): for tests and logs. */
+  ignored?: string;
+}
+
+/** Takes one decrypted envelope into the store, applying the rules above. */
+export async function ingest(c: RuleContext, d: DecryptedMessage): Promise<Ingested> {
+  if (await c.store.get(d.id)) return { changed: [], ignored: 'already stored' };
+  if (!d.ok) {
+    const m: ChatMessage = { id: d.id, chat: d.chat, ts: d.ts, from: d.from, sentAt: d.ts, kind: 'undecryptable', note: FAILURE_TEXT[d.reason] ?? FAILURE_TEXT.decrypt_failed! };
+    await c.store.put(m);
+    return { added: m, changed: [] };
+  }
+  const p = d.plain;
+  if (p.mid !== undefined && (await c.store.idForMid(d.from, p.mid)) !== undefined) return { changed: [], ignored: 'second copy' };
+  if (p.type === 'text' || p.type === 'unknown') {
+    const m: ChatMessage =
+      p.type === 'text'
+        ? { id: d.id, chat: d.chat, ts: d.ts, from: d.from, sentAt: p.sentAt, kind: 'text', body: p.body, ...(p.replyTo ? { replyTo: p.replyTo } : {}) }
+        : { id: d.id, chat: d.chat, ts: d.ts, from: d.from, sentAt: p.sentAt, kind: 'unknown', note: UNKNOWN_TEXT };
+    if (p.mid) m.mid = p.mid;
+    if (d.from === c.me) m.state = 'sent';
+    const changed = await applyWaiting(c, m);
+    await c.store.put(m);
+    return { added: m, changed };
+  }
+  if (p.type === 'members') return { changed: [], ignored: 'members' };
+  return applyAction(c, { id: d.id, chat: d.chat, from: d.from, ts: d.ts, plain: p });
+}
+
+type Action = Omit<PendingAction, 'target'>;
+
+/** An edit, deletion, reaction or receipt: applied to its target(s), or kept until they arrive. */
+export async function applyAction(c: RuleContext, a: Action): Promise<Ingested> {
+  const p = a.plain;
+  if ((p.type === 'reaction' || p.type === 'receipt') && !c.isMember(a.chat, a.from)) return { changed: [], ignored: 'not a member' };
+  const targets = p.type === 'receipt' ? [...new Set(p.ids)] : 'target' in p ? [p.target] : [];
+  const changed: ChatMessage[] = [];
+  let ignored: string | undefined;
+  for (const target of targets) {
+    const m = await c.store.get(target);
+    if (!m) {
+      await c.store.addPending({ ...a, id: targets.length > 1 ? `${a.id}#${target}` : a.id, target });
+      continue;
+    }
+    const why = apply(c, m, a.from, a.chat, p);
+    if (why) ignored = why;
+    else {
+      await c.store.put(m);
+      changed.push(m);
+    }
+  }
+  return ignored !== undefined ? { changed, ignored } : { changed };
+}
+
+/** Applies the actions that waited for `m` (it is being stored now); returns nothing new to show. */
+async function applyWaiting(c: RuleContext, m: ChatMessage): Promise<ChatMessage[]> {
+  const waiting = await c.store.takePending(m.id);
+  for (const w of waiting) apply(c, m, w.from, w.chat, w.plain);
+  return [];
+}
+
+/**
+ * Changes `m` in place for an action of `from` in `chat`; returns why it was refused, or
+ * undefined when applied.
+ */
+function apply(c: RuleContext, m: ChatMessage, from: string, chat: string, p: Plain): string | undefined {
+  if (m.chat !== chat) return 'target in another chat';
+  switch (p.type) {
+    case 'edit':
+      if (m.from !== from) return 'edit by someone else';
+      if (m.kind !== 'text' || m.deleted) return 'not an editable message';
+      if ((m.editedAt ?? -1) > p.sentAt) return 'older edit';
+      m.body = p.body;
+      m.editedAt = p.sentAt;
+      return undefined;
+    case 'delete':
+      if (m.from !== from) return 'delete by someone else';
+      m.deleted = true;
+      delete m.body;
+      delete m.replyTo;
+      delete m.reactions;
+      delete m.reactedAt;
+      return undefined;
+    case 'reaction': {
+      if (m.deleted || m.kind !== 'text') return 'not a reactable message';
+      const key = `${from} ${p.emoji}`;
+      const at = m.reactedAt?.[key] ?? -1;
+      if (at > p.sentAt) return 'older reaction';
+      const reactions = { ...(m.reactions ?? {}) };
+      const who = new Set(reactions[p.emoji] ?? []);
+      if (p.op === 'add') who.add(from);
+      else who.delete(from);
+      if (who.size > 0) reactions[p.emoji] = [...who].sort();
+      else delete reactions[p.emoji];
+      m.reactions = reactions;
+      m.reactedAt = { ...(m.reactedAt ?? {}), [key]: p.sentAt };
+      return undefined;
+    }
+    case 'receipt': {
+      if (m.from !== c.me || from === c.me) return 'receipt for a message not mine';
+      const field = p.status === 'read' ? 'read' : 'delivered';
+      const set = new Set(m[field] ?? []);
+      if (set.has(from)) return 'already reported';
+      set.add(from);
+      m[field] = [...set].sort();
+      return undefined;
+    }
+    default:
+      return 'not an action';
+  }
+}
+
+/**
+ * Applies one of this account's own actions at once (the sending device does not get its own
+ * envelope back), with the same rules as a receiver.
+ */
+export async function applyOwn(c: RuleContext, id: string, chat: PendingAction['chat'], ts: number, plain: Plain): Promise<Ingested> {
+  return applyAction(c, { id, chat, from: c.me, ts, plain });
+}

@@ -1,0 +1,106 @@
+/**
+ * The storage a conversation needs, as a small interface: the web app implements it over
+ * IndexedDB (sealed at rest under the history key), and MemoryStore here serves Node programs and
+ * the tests. Every method resolves once the change is durable, so a caller may acknowledge an
+ * envelope after the store took it.
+ */
+import type { ChatId } from '../messages.js';
+import type { ChatMessage, OutboxItem, PendingAction } from './model.js';
+
+export interface ConversationStore {
+  get(id: string): Promise<ChatMessage | undefined>;
+  /** Inserts or replaces the record with this id. */
+  put(m: ChatMessage): Promise<void>;
+  remove(id: string): Promise<void>;
+  /** The id of the record that carries plaintext id `mid` from `from`, if any (the duplicate check). */
+  idForMid(from: string, mid: string): Promise<string | undefined>;
+  /** A chat's records in time order (ts, then id): the newest `limit` before `before` when given. */
+  chat(chat: ChatId, o?: { limit?: number; before?: { ts: number; id: string } }): Promise<ChatMessage[]>;
+  /** Every record of every chat (export, search). */
+  all(): Promise<ChatMessage[]>;
+  /** Drops a chat's records (and its pending actions). */
+  forgetChat(chat: ChatId): Promise<void>;
+
+  addPending(p: PendingAction): Promise<void>;
+  /** Removes and returns the actions waiting for `target`, oldest first. */
+  takePending(target: string): Promise<PendingAction[]>;
+
+  outboxList(): Promise<OutboxItem[]>;
+  outboxPut(item: OutboxItem): Promise<void>;
+  outboxRemove(id: string): Promise<void>;
+}
+
+export const byTime = (a: { ts: number; id: string }, b: { ts: number; id: string }): number => a.ts - b.ts || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+
+/** A ConversationStore in memory (Node programs, tests); structured copies keep callers from sharing objects. */
+export class MemoryStore implements ConversationStore {
+  private readonly messages = new Map<string, ChatMessage>();
+  private readonly mids = new Map<string, string>();
+  private readonly pending = new Map<string, PendingAction[]>();
+  private readonly outbox = new Map<string, OutboxItem>();
+
+  async get(id: string): Promise<ChatMessage | undefined> {
+    const m = this.messages.get(id);
+    return m ? structuredClone(m) : undefined;
+  }
+
+  async put(m: ChatMessage): Promise<void> {
+    this.messages.set(m.id, structuredClone(m));
+    if (m.mid) this.mids.set(`${m.from} ${m.mid}`, m.id);
+  }
+
+  async remove(id: string): Promise<void> {
+    const m = this.messages.get(id);
+    if (m?.mid && this.mids.get(`${m.from} ${m.mid}`) === id) this.mids.delete(`${m.from} ${m.mid}`);
+    this.messages.delete(id);
+  }
+
+  async idForMid(from: string, mid: string): Promise<string | undefined> {
+    return this.mids.get(`${from} ${mid}`);
+  }
+
+  async chat(chat: ChatId, o: { limit?: number; before?: { ts: number; id: string } } = {}): Promise<ChatMessage[]> {
+    let list = [...this.messages.values()].filter((m) => m.chat === chat).sort(byTime);
+    const before = o.before;
+    if (before) list = list.filter((m) => byTime(m, before) < 0);
+    if (o.limit !== undefined) list = list.slice(Math.max(0, list.length - o.limit));
+    return list.map((m) => structuredClone(m));
+  }
+
+  async all(): Promise<ChatMessage[]> {
+    return [...this.messages.values()].sort(byTime).map((m) => structuredClone(m));
+  }
+
+  async forgetChat(chat: ChatId): Promise<void> {
+    for (const m of [...this.messages.values()]) if (m.chat === chat) await this.remove(m.id);
+    for (const [target, list] of this.pending) {
+      const keep = list.filter((p) => p.chat !== chat);
+      if (keep.length) this.pending.set(target, keep);
+      else this.pending.delete(target);
+    }
+  }
+
+  async addPending(p: PendingAction): Promise<void> {
+    const list = this.pending.get(p.target) ?? [];
+    if (!list.some((x) => x.id === p.id)) list.push(structuredClone(p));
+    this.pending.set(p.target, list);
+  }
+
+  async takePending(target: string): Promise<PendingAction[]> {
+    const list = this.pending.get(target) ?? [];
+    this.pending.delete(target);
+    return list.sort(byTime);
+  }
+
+  async outboxList(): Promise<OutboxItem[]> {
+    return [...this.outbox.values()].sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1)).map((i) => structuredClone(i));
+  }
+
+  async outboxPut(item: OutboxItem): Promise<void> {
+    this.outbox.set(item.id, structuredClone(item));
+  }
+
+  async outboxRemove(id: string): Promise<void> {
+    this.outbox.delete(id);
+  }
+}
