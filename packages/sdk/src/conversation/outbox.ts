@@ -55,12 +55,15 @@ export class Outbox {
   private timer: ReturnType<typeof setTimeout> | null = null;
   private failures = 0;
   private stopped = false;
+  /** createdAt orders the outbox across reloads, so no two items share one. */
+  private lastCreated = 0;
 
   constructor(private readonly d: OutboxDeps) {}
 
   /** Reads the persisted outbox (after a reload) and starts sending. */
   async load(): Promise<void> {
     this.items = await this.d.store.outboxList();
+    for (const i of this.items) this.lastCreated = Math.max(this.lastCreated, i.createdAt);
     this.kick();
   }
 
@@ -70,7 +73,8 @@ export class Outbox {
   }
 
   async add(chat: ChatId, plain: PlainInput, o: { id?: string; priority?: Priority } = {}): Promise<OutboxItem> {
-    const item: OutboxItem = { id: o.id ?? this.d.newId(), chat, plain, createdAt: this.d.now(), priority: o.priority ?? 'user', state: 'waiting', attempts: 0 };
+    this.lastCreated = Math.max(this.d.now(), this.lastCreated + 1);
+    const item: OutboxItem = { id: o.id ?? this.d.newId(), chat, plain, createdAt: this.lastCreated, priority: o.priority ?? 'user', state: 'waiting', attempts: 0 };
     await this.d.store.outboxPut(item);
     this.items.push(item);
     this.kick();

@@ -22,9 +22,13 @@ export class Pacer {
   constructor(
     private limit = DEFAULT_MESSAGE_LIMIT,
     private readonly now: () => number = Date.now,
-    /** Slots kept free of receipts and bulk sends for the person's own messages. */
-    private readonly reserve = Math.ceil(DEFAULT_MESSAGE_LIMIT / 3),
+    /** Slots kept free of receipts and bulk sends for the person's own messages; a third of the limit by default. */
+    private readonly reserveSlots?: number,
   ) {}
+
+  private get reserve(): number {
+    return this.reserveSlots ?? Math.ceil(this.limit / 3);
+  }
 
   private prune(): void {
     const cut = this.now() - WINDOW_MS - MARGIN_MS;
