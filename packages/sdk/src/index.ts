@@ -117,3 +117,4 @@ export { MemoryStore, byTime, type ConversationStore } from './conversation/stor
 export { ingest, applyAction, FAILURE_TEXT, UNKNOWN_TEXT, type Ingested, type RuleContext } from './conversation/rules.js';
 export { Outbox, RECEIPT_DELAY_MS, type OutboxDeps } from './conversation/outbox.js';
 export { Pacer, DEFAULT_MESSAGE_LIMIT, WINDOW_MS } from './conversation/pacer.js';
+export { SearchIndex, fold, type SearchHit } from './conversation/search.js';
