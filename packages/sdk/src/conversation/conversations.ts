@@ -168,17 +168,36 @@ export class Conversations {
     await this.act(m.chat, { type: 'reaction', target: m.id, emoji, op: mine ? 'remove' : 'add', sentAt: this.m.api.now(), mid: newMid() });
   }
 
-  /** Reports the chat's messages from others as read (batched; call while the chat is on screen). */
-  async markRead(chat: ChatId): Promise<void> {
-    const unread = (await this.store.chat(chat, { limit: 500 })).filter((x) => x.from !== this.me && x.kind === 'text' && x.reported !== 'read');
+  /**
+   * Reports the chat's messages from others as read (batched; call while the chat is on screen).
+   * `among`: the records the caller has on screen, so the store is not read again for each message.
+   */
+  async markRead(chat: ChatId, among?: ChatMessage[]): Promise<void> {
+    const candidates = among ?? (await this.store.chat(chat, { limit: 500 }));
+    const unread = candidates.filter((x) => x.chat === chat && x.from !== this.me && x.kind === 'text' && !x.deleted && x.reported !== 'read');
     if (unread.length === 0) return;
-    for (const x of unread) await this.store.put({ ...x, reported: 'read' });
+    for (const x of unread) {
+      x.reported = 'read';
+      const cur = await this.store.get(x.id);
+      if (cur) await this.store.put({ ...cur, reported: 'read' });
+    }
     this.outbox.receipt(chat, unread.map((x) => x.id), 'read');
   }
 
-  /** The person pressed Retry on "Not sent". */
-  retry(id: string): Promise<void> {
-    return this.outbox.retry(id);
+  /**
+   * The person pressed Retry on "Not sent". A record that is not in the outbox (written by an
+   * older version of the app, or a crash between the two writes) goes into it again.
+   */
+  async retry(id: string): Promise<void> {
+    if (this.outbox.pending.some((i) => i.id === id)) return this.outbox.retry(id);
+    const m = await this.store.get(id);
+    if (!m || m.from !== this.me || m.kind !== 'text' || m.state !== 'failed' || m.body === undefined) return;
+    const plain: PlainInput = { type: 'text', body: m.body, sentAt: m.sentAt, mid: m.mid ?? newMid(), ...(m.replyTo ? { replyTo: m.replyTo } : {}) };
+    const next: ChatMessage = { ...m, state: 'queued', mid: plain.mid! };
+    delete next.note;
+    await this.store.put(next);
+    this.emit({ changed: [next] });
+    await this.outbox.add(m.chat, plain, { id: m.id });
   }
 
   /** The connection is back, or a key change was accepted: what waits goes now. */
