@@ -37,6 +37,7 @@ function showAuth(notice: string | null = null, nick: string | null = null): voi
 async function end(s: Session, reason: EndReason): Promise<void> {
   await stopSync?.().catch(() => undefined);
   stopSync = null;
+  s.close();
   if (reason === 'signed_out') await signOut(s).catch(() => forgetLocalKeys(s));
   else if (reason === 'device_removed') await deviceGone(s);
   else if (reason === 'session_ended') await forgetLocalKeys(s);

@@ -1,11 +1,26 @@
 /**
  * The chat list model: one entry per DM peer (contacts and anyone who wrote) and per room this
- * account is in, ordered by last activity, with unread counts kept in the local history meta.
+ * account is in, ordered by last activity, with unread counts and the last message's text kept
+ * per chat in IndexedDB, sealed under the history key like the messages.
  */
 import type { Contact } from '@svc/protocol';
-import type { Messenger } from '@svc/sdk';
-import type { ChatMeta, History } from './history.js';
+import { openAtRest, sealAtRest, type Messenger, type Sealed } from '@svc/sdk';
+import { STORES, type Db } from './idb.js';
 import { splitChat } from './route.js';
+
+/** Per-chat bookkeeping for the chat list. */
+export interface ChatMeta {
+  chat: string;
+  lastTs: number;
+  unread: number;
+  /** The last message as the list shows it ("bob: hello"), decrypted locally. */
+  preview?: string;
+}
+
+/** The row: the chat id names it; everything else is sealed. Rows of older versions held it all in the clear. */
+type MetaRow = { chat: string; sealed: Sealed } | ChatMeta;
+
+const metaCtx = (chat: string) => `chat|${chat}`;
 
 export interface ChatSummary {
   chat: string;
@@ -14,6 +29,7 @@ export interface ChatSummary {
   title: string;
   lastTs: number;
   unread: number;
+  preview?: string;
 }
 
 export class ChatList {
@@ -22,11 +38,33 @@ export class ChatList {
 
   constructor(
     private readonly m: Messenger,
-    private readonly history: History,
+    private readonly db: Db,
   ) {}
 
   async load(): Promise<void> {
-    for (const meta of await this.history.metas()) this.metas.set(meta.chat, meta);
+    for (const row of await this.db.all<MetaRow>(STORES.chats)) {
+      if (!('sealed' in row)) {
+        this.metas.set(row.chat, { chat: row.chat, lastTs: row.lastTs, unread: row.unread });
+        continue;
+      }
+      try {
+        this.metas.set(row.chat, { chat: row.chat, ...((await openAtRest(this.m.historyKey, row.sealed, metaCtx(row.chat))) as Omit<ChatMeta, 'chat'>) });
+      } catch {
+        // a row that does not open starts afresh
+      }
+    }
+  }
+
+  private async save(meta: ChatMeta): Promise<void> {
+    const { chat, ...rest } = meta;
+    await this.db.put(STORES.chats, { chat, sealed: await sealAtRest(this.m.historyKey, rest, metaCtx(chat)) } satisfies MetaRow);
+  }
+
+  /** Total unread messages over every chat (the tab title shows it). */
+  unreadTotal(): number {
+    let n = 0;
+    for (const m of this.metas.values()) n += m.unread;
+    return n;
   }
 
   setContacts(list: Contact[]): void {
@@ -47,38 +85,55 @@ export class ChatList {
     for (const c of this.contacts.values()) {
       const chat = `dm:${c.nick}`;
       const meta = metaOf(chat);
-      out.set(chat, { chat, kind: 'dm', title: c.nick, lastTs: Math.max(meta?.lastTs ?? 0, c.createdAt), unread: meta?.unread ?? 0 });
+      out.set(chat, { chat, kind: 'dm', title: c.nick, lastTs: Math.max(meta?.lastTs ?? 0, c.createdAt), unread: meta?.unread ?? 0, ...withPreview(meta) });
     }
     for (const meta of this.metas.values()) {
       const { kind, id } = splitChat(meta.chat);
-      if (kind === 'dm' && !out.has(meta.chat)) out.set(meta.chat, { chat: meta.chat, kind, title: id, lastTs: meta.lastTs, unread: meta.unread });
+      if (kind === 'dm' && !out.has(meta.chat)) out.set(meta.chat, { chat: meta.chat, kind, title: id, lastTs: meta.lastTs, unread: meta.unread, ...withPreview(meta) });
     }
     for (const r of this.m.rooms) {
       const chat = `room:${r.id}`;
       const meta = metaOf(chat);
-      out.set(chat, { chat, kind: 'room', title: r.name, lastTs: Math.max(meta?.lastTs ?? 0, r.createdAt), unread: meta?.unread ?? 0 });
+      out.set(chat, { chat, kind: 'room', title: r.name, lastTs: Math.max(meta?.lastTs ?? 0, r.createdAt), unread: meta?.unread ?? 0, ...withPreview(meta) });
     }
     return [...out.values()].sort((a, b) => b.lastTs - a.lastTs || a.title.localeCompare(b.title));
   }
 
-  /** A message arrived or was sent: the chat moves up; `unread` counts one more when not being read. */
-  async touch(chat: string, ts: number, unread: boolean): Promise<void> {
+  /**
+   * A message arrived or was sent: the chat moves up; `unread` counts one more when not being
+   * read; `preview` becomes the list's last-message line when this is the newest message.
+   */
+  async touch(chat: string, ts: number, unread: boolean, preview?: string): Promise<void> {
     const meta = this.metas.get(chat) ?? { chat, lastTs: 0, unread: 0 };
+    if (preview !== undefined && ts >= meta.lastTs) meta.preview = preview;
     meta.lastTs = Math.max(meta.lastTs, ts);
     if (unread) meta.unread += 1;
     this.metas.set(chat, meta);
-    await this.history.putMeta(meta);
+    await this.save(meta);
+  }
+
+  /** The last message changed (edited or deleted): its line in the list follows. */
+  async setPreview(chat: string, ts: number, preview: string): Promise<void> {
+    const meta = this.metas.get(chat);
+    if (!meta || ts < meta.lastTs) return;
+    meta.preview = preview;
+    await this.save(meta);
   }
 
   async markRead(chat: string): Promise<void> {
     const meta = this.metas.get(chat);
     if (!meta || meta.unread === 0) return;
     meta.unread = 0;
-    await this.history.putMeta(meta);
+    await this.save(meta);
   }
 
+  /** Drops the chat's entry (its messages are dropped by the conversation store). */
   async forget(chat: string): Promise<void> {
     this.metas.delete(chat);
-    await this.history.forget(chat);
+    await this.db.delete(STORES.chats, chat);
   }
+}
+
+function withPreview(meta: ChatMeta | undefined): { preview?: string } {
+  return meta?.preview !== undefined ? { preview: meta.preview } : {};
 }

@@ -9,10 +9,15 @@ export const STORES = {
   messages: 'messages',
   chats: 'chats',
   pins: 'pins',
+  /** Edits, reactions and receipts waiting for their target (index `target`). */
+  pending: 'pending',
+  /** Messages not yet accepted by the service. */
+  outbox: 'outbox',
 } as const;
 export type StoreName = (typeof STORES)[keyof typeof STORES];
 
-const VERSION = 1;
+/** 2: the conversation layer (pending, outbox, the `mid` index for the duplicate check). */
+const VERSION = 2;
 
 function done<T>(req: IDBRequest<T>): Promise<T> {
   return new Promise((resolve, reject) => {
@@ -21,14 +26,16 @@ function done<T>(req: IDBRequest<T>): Promise<T> {
   });
 }
 
-function upgrade(db: IDBDatabase): void {
+function upgrade(db: IDBDatabase, tx: IDBTransaction): void {
   if (!db.objectStoreNames.contains(STORES.kv)) db.createObjectStore(STORES.kv);
-  if (!db.objectStoreNames.contains(STORES.messages)) {
-    const s = db.createObjectStore(STORES.messages, { keyPath: 'id' });
-    s.createIndex('chat_ts', ['chat', 'ts']);
-  }
+  const messages = db.objectStoreNames.contains(STORES.messages) ? tx.objectStore(STORES.messages) : db.createObjectStore(STORES.messages, { keyPath: 'id' });
+  if (!messages.indexNames.contains('chat_ts')) messages.createIndex('chat_ts', ['chat', 'ts']);
+  // The plaintext's random id (never the sender): the duplicate check looks it up.
+  if (!messages.indexNames.contains('mid')) messages.createIndex('mid', 'mid');
   if (!db.objectStoreNames.contains(STORES.chats)) db.createObjectStore(STORES.chats, { keyPath: 'chat' });
   if (!db.objectStoreNames.contains(STORES.pins)) db.createObjectStore(STORES.pins, { keyPath: 'nick' });
+  if (!db.objectStoreNames.contains(STORES.pending)) db.createObjectStore(STORES.pending, { keyPath: 'id' }).createIndex('target', 'target');
+  if (!db.objectStoreNames.contains(STORES.outbox)) db.createObjectStore(STORES.outbox, { keyPath: 'id' });
 }
 
 export function dbName(nick: string): string {
@@ -43,7 +50,7 @@ export class Db {
 
   static async open(nick: string): Promise<Db> {
     const req = indexedDB.open(dbName(nick), VERSION);
-    req.onupgradeneeded = () => upgrade(req.result);
+    req.onupgradeneeded = () => upgrade(req.result, req.transaction!);
     return new Db(await done(req));
   }
 
@@ -87,6 +94,32 @@ export class Db {
     const idx = this.store(STORES.messages, 'readonly').index('chat_ts');
     const range = IDBKeyRange.bound([chat, -Infinity], [chat, Infinity]);
     return done(idx.getAll(range)) as Promise<T[]>;
+  }
+
+  /** Records whose index `index` equals `key`. */
+  byIndex<T>(name: StoreName, index: string, key: IDBValidKey): Promise<T[]> {
+    return done(this.store(name, 'readonly').index(index).getAll(key)) as Promise<T[]>;
+  }
+
+  /**
+   * The newest `limit` records of a chat (index chat_ts) strictly before `before` (ts, then id),
+   * oldest first: opening a long chat reads one page, not the whole history.
+   */
+  newestOfChat<T extends { id: string; ts: number }>(chat: string, limit: number, before?: { ts: number; id: string }): Promise<T[]> {
+    const idx = this.store(STORES.messages, 'readonly').index('chat_ts');
+    const upper = before ? before.ts : Infinity;
+    const req = idx.openCursor(IDBKeyRange.bound([chat, -Infinity], [chat, upper]), 'prev');
+    const out: T[] = [];
+    return new Promise((resolve, reject) => {
+      req.onerror = () => reject(req.error ?? new Error('IndexedDB read failed'));
+      req.onsuccess = () => {
+        const cur = req.result;
+        if (!cur || out.length >= limit) return resolve(out.reverse());
+        const v = cur.value as T;
+        if (!before || v.ts < before.ts || (v.ts === before.ts && v.id < before.id)) out.push(v);
+        cur.continue();
+      };
+    });
   }
 
   async deleteChat(chat: string): Promise<void> {

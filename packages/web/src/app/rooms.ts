@@ -5,6 +5,7 @@
  */
 import { isNick, isRoomName } from '@svc/protocol';
 import type { Room } from '@svc/protocol';
+import type { ChatId } from '@svc/sdk';
 import type { Session } from './session.js';
 import { describeError } from './errors.js';
 
@@ -59,8 +60,8 @@ export async function removeMember(s: Session, roomId: string, nick: string): Pr
 }
 
 async function dropRoom(s: Session, roomId: string): Promise<void> {
-  const chat = `room:${roomId}`;
-  await s.chats.forget(chat);
+  const chat: ChatId = `room:${roomId}`;
+  await s.forgetChat(chat);
   s.emit('gone', chat);
   s.emit('rooms', undefined);
   s.publishChats();

@@ -1,22 +1,21 @@
 /**
- * A signed-in account on this device: the SDK Messenger plus what this browser keeps for it
- * (history, pins, chat list) and the event stream. Views hold one Session and listen to it.
+ * A signed-in account on this device: the SDK Messenger and its conversation layer (Conversations
+ * over the sealed IndexedDB store), plus what this browser keeps for the views (pins, chat list)
+ * and the event stream. Views hold one Session and listen to it.
  */
-import type { ConnectionState, Messenger } from '@svc/sdk';
+import { Conversations, SearchIndex, isShown, type Change, type ChatId, type ChatMessage, type ConnectionState, type Messenger } from '@svc/sdk';
 import { ChatList, type ChatSummary } from './chats.js';
 import { Emitter } from './emitter.js';
-import type { Message } from './history.js';
-import { History } from './history.js';
 import { Db } from './idb.js';
+import { IdbConversationStore } from './store.js';
 import { Trust } from './trust.js';
 
 export type EndReason = 'signed_out' | 'session_ended' | 'device_removed' | 'account_deleted';
 
 export interface SessionEvents extends Record<string, unknown> {
   chats: ChatSummary[];
-  message: Message;
-  /** A stored message was replaced (a late retry gets a new id). */
-  removed: string;
+  /** Records of the conversation store that are new, changed or gone. */
+  change: Change;
   conn: ConnectionState;
   trust: undefined;
   rooms: undefined;
@@ -27,11 +26,24 @@ export interface SessionEvents extends Record<string, unknown> {
   problem: string;
 }
 
+/** The line a chat list shows for its last message. */
+export function previewOf(m: ChatMessage, me: string): string {
+  const who = m.from === me ? 'You' : m.from;
+  if (m.deleted) return `${who}: Message deleted`;
+  if (m.kind === 'text') return `${who}: ${(m.body ?? '').replace(/\s+/g, ' ').slice(0, 80)}`;
+  if (m.kind === 'event') return m.note ?? '';
+  return `${who}: ${m.kind === 'unknown' ? 'Message for a newer version of the app' : 'Message that could not be decrypted'}`;
+}
+
 export class Session extends Emitter<SessionEvents> {
   readonly nick: string;
-  readonly history: History;
+  readonly store: IdbConversationStore;
+  readonly conv: Conversations;
   readonly trust: Trust;
   readonly chats: ChatList;
+  /** The search index, in memory only; filled from the store the first time a search runs. */
+  readonly search = new SearchIndex();
+  private searchLoaded: Promise<void> | null = null;
   conn: ConnectionState = 'connecting';
   /** The chat on screen, so arriving messages there do not count as unread. */
   openChat: string | null = null;
@@ -43,15 +55,56 @@ export class Session extends Emitter<SessionEvents> {
   ) {
     super();
     this.nick = m.nick;
-    this.history = new History(db, m.historyKey);
+    this.store = new IdbConversationStore(db, m.historyKey);
+    this.conv = new Conversations({ messenger: m, store: this.store });
     this.trust = new Trust(db, m.historyKey, { nick: m.nick, publicKey: m.publicKey });
     this.trust.onChange = () => this.emit('trust', undefined);
-    this.chats = new ChatList(m, this.history);
+    this.chats = new ChatList(m, db);
+    this.conv.on((c) => {
+      for (const id of c.removed ?? []) this.search.remove(id);
+      for (const m of [...c.changed, ...(c.added ? [c.added] : [])]) this.search.put(m);
+      this.emit('change', c);
+      void this.book(c).catch((e: unknown) => console.warn('chat list:', e));
+    });
+  }
+
+  /** Keeps the chat list's order, unread counts and last-message lines in step with the records. */
+  private async book(c: Change): Promise<void> {
+    let touched = false;
+    const a = c.added;
+    if (a && isShown(a)) {
+      const incoming = a.from !== this.nick;
+      await this.chats.touch(a.chat, a.ts, incoming && !this.isReading(a.chat), previewOf(a, this.nick));
+      touched = true;
+    }
+    for (const m of c.changed) {
+      if (!isShown(m)) continue;
+      if (m.from === this.nick && m.state === 'sent') await this.chats.touch(m.chat, m.ts, false, previewOf(m, this.nick));
+      else await this.chats.setPreview(m.chat, m.ts, previewOf(m, this.nick));
+      touched = true;
+    }
+    if (touched) this.publishChats();
+  }
+
+  /** Reads and decrypts the whole history once, for search. */
+  searchIndex(): Promise<SearchIndex> {
+    this.searchLoaded ??= this.store.all().then((all) => {
+      for (const m of all) this.search.put(m);
+    });
+    return this.searchLoaded.then(() => this.search);
   }
 
   async load(): Promise<void> {
     await this.trust.load();
     await this.chats.load();
+    await this.conv.load();
+  }
+
+  /** Drops a chat from the list, the store and the search index (the room was left or deleted). */
+  async forgetChat(chat: ChatId): Promise<void> {
+    await this.chats.forget(chat);
+    await this.store.forgetChat(chat);
+    this.search.forgetChat(chat);
   }
 
   publishChats(): void {
@@ -61,5 +114,10 @@ export class Session extends Emitter<SessionEvents> {
   /** Whether a message in `chat` is being read right now. */
   isReading(chat: string): boolean {
     return this.openChat === chat && document.visibilityState === 'visible';
+  }
+
+  /** Stops sending (sign-out, the session ended). */
+  close(): void {
+    this.conv.outbox.stop();
   }
 }

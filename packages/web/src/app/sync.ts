@@ -5,33 +5,17 @@
  * that) and the contacts too, and owed room keys are rotated.
  */
 import type { Envelope, Room } from '@svc/protocol';
-import { isSdkError, type DecryptedMessage, type EventStream } from '@svc/sdk';
-import type { Message } from './history.js';
+import { isSdkError, type ChatId, type EventStream } from '@svc/sdk';
 import { rekeyOwedRooms } from './rooms.js';
 import type { Session } from './session.js';
 
-const FAILURE_TEXT: Record<string, string> = {
-  decrypt_failed: 'This message could not be decrypted: it was altered, forged, or sealed with a key this device does not have.',
-  no_room_key: 'This message could not be decrypted: this device has no key for it.',
-  unknown_sender: 'This message could not be decrypted: the sender’s account no longer exists.',
-  untrusted_key: 'This message could not be decrypted: the sender’s key is not trusted.',
-  malformed: 'This message could not be decrypted: it is not in a form this app knows.',
-};
-
-export function toMessage(d: DecryptedMessage, me: string): Message {
-  if (d.ok) return { id: d.id, chat: d.chat, ts: d.ts, from: d.from, body: d.body, sentAt: d.sentAt, state: d.from === me ? 'sent' : 'received' };
-  return { id: d.id, chat: d.chat, ts: d.ts, from: d.from, state: 'undecryptable', note: FAILURE_TEXT[d.reason] ?? FAILURE_TEXT.decrypt_failed! };
-}
-
+/**
+ * One envelope into the conversation store (decrypted, with the receiving rules of the SDK); it
+ * resolves once stored, so the stream acknowledges only what IndexedDB holds. A replay of what is
+ * already stored is just acknowledged.
+ */
 async function onMsg(s: Session, env: Envelope): Promise<void> {
-  if (await s.history.has(env.id)) return; // a replay of what is already stored: just acknowledge it
-  const d = await s.m.decryptEnvelope(env); // throws only for passing trouble: then it comes again
-  const msg = toMessage(d, s.nick);
-  await s.history.put(msg);
-  const incoming = msg.from !== s.nick;
-  await s.chats.touch(msg.chat, msg.ts, incoming && !s.isReading(msg.chat));
-  s.emit('message', msg);
-  s.publishChats();
+  await s.conv.receive(env);
 }
 
 export async function refreshContacts(s: Session): Promise<void> {
@@ -41,6 +25,8 @@ export async function refreshContacts(s: Session): Promise<void> {
 }
 
 async function onReady(s: Session): Promise<void> {
+  // The connection is back: what waits in the outbox goes now.
+  s.conv.online();
   await refreshContacts(s).catch((e: unknown) => s.emit('problem', String(e)));
   s.emit('rooms', undefined);
   s.publishChats();
@@ -54,8 +40,8 @@ async function onRoom(s: Session, room: Room): Promise<void> {
 }
 
 async function onRoomLeft(s: Session, id: string): Promise<void> {
-  const chat = `room:${id}`;
-  await s.chats.forget(chat);
+  const chat: ChatId = `room:${id}`;
+  await s.forgetChat(chat);
   s.emit('gone', chat);
   s.emit('rooms', undefined);
   s.publishChats();

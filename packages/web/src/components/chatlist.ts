@@ -11,6 +11,8 @@ import type { Session } from '../app/session.js';
 import { addContact } from '../app/contacts.js';
 import { clear, field, h, uid } from './dom.js';
 import { shortTime, fullTime } from './format.js';
+import { searchView } from './search.js';
+import type { SearchHit } from '@svc/sdk';
 
 export interface ChatListView {
   el: HTMLElement;
@@ -68,20 +70,20 @@ function newRoomForm(s: Session, close: () => void): HTMLFormElement {
 function entry(c: ChatSummary, current: string | null): HTMLLIElement {
   const descId = uid('chatdesc');
   const when = c.lastTs > 0 ? shortTime(c.lastTs) : '';
-  const desc = [c.kind === 'room' ? 'Room' : 'Direct chat', c.unread > 0 ? `${c.unread} unread` : '', c.lastTs > 0 ? `last activity ${fullTime(c.lastTs)}` : '']
+  const desc = [c.kind === 'room' ? 'Room' : 'Direct chat', c.unread > 0 ? `${c.unread} unread` : '', c.preview ? `last message ${c.preview}` : '', c.lastTs > 0 ? `last activity ${fullTime(c.lastTs)}` : '']
     .filter(Boolean)
     .join(', ');
   const link = h(
     'a',
     { href: routeHash({ name: 'chat', chat: c.chat }), 'aria-current': c.chat === current ? 'page' : null, 'aria-describedby': descId, 'data-chat': c.chat },
     h('span', { class: c.kind === 'room' ? 'avatar room' : 'avatar', 'aria-hidden': 'true' }, c.kind === 'room' ? '#' : c.title.slice(0, 1)),
-    h('span', { class: 'chat-name' }, c.title),
+    h('span', { class: 'chat-text' }, h('span', { class: 'chat-name' }, c.title), c.preview ? h('span', { class: 'chat-preview', 'aria-hidden': 'true' }, c.preview) : null),
     h('span', { class: 'chat-meta', 'aria-hidden': 'true' }, h('span', {}, when), c.unread > 0 ? h('span', { class: 'badge' }, String(c.unread)) : null),
   );
   return h('li', {}, link, h('span', { id: descId, hidden: true }, desc));
 }
 
-export function chatListView(s: Session): ChatListView {
+export function chatListView(s: Session, openHit: (hit: SearchHit) => void): ChatListView {
   const formSlot = h('div');
   const newChatBtn = h('button', { type: 'button', 'aria-expanded': 'false' }, 'New chat');
   const newRoomBtn = h('button', { type: 'button', 'aria-expanded': 'false' }, 'New room');
@@ -106,7 +108,7 @@ export function chatListView(s: Session): ChatListView {
   const list = h('ul');
   const empty = h('p', { class: 'empty' }, 'No chats yet. Start one with “New chat” or “New room”.');
   const nav = h('nav', { 'aria-label': 'Chats', class: 'chats' }, list, empty);
-  const el = h('aside', { class: 'sidebar' }, h('div', { class: 'sidebar-actions' }, newChatBtn, newRoomBtn), formSlot, nav);
+  const el = h('aside', { class: 'sidebar' }, h('div', { class: 'sidebar-actions' }, newChatBtn, newRoomBtn), formSlot, searchView(s, openHit), nav);
 
   return {
     el,

@@ -1,20 +1,24 @@
 /**
  * The open chat: header, key-change warning (role alert), room settings or safety number, the
- * message log (role log) and the composer (textbox "Message", Enter sends, Shift+Enter is a new
- * line). It listens to the session and keeps its own list of the chat's messages.
+ * message log (components/messagelog.ts) and the composer (components/composer.ts). Records come
+ * from the session's conversation layer; a change re-renders only the rows it touched, and one's
+ * own messages waiting in the outbox count down every second.
  */
+import type { ChatId, ChatMessage } from '@svc/sdk';
 import { describeError } from '../app/errors.js';
-import type { Message } from '../app/history.js';
-import { heldPeers, retry, send } from '../app/outbox.js';
+import { heldPeers } from '../app/held.js';
 import { splitChat } from '../app/route.js';
 import type { Session } from '../app/session.js';
+import { closePopups, openActionMenu, openEmojiPicker, type MenuItem } from './actionmenu.js';
+import { composerView } from './composer.js';
 import { clear, h } from './dom.js';
-import { dayKey, dayLabel } from './format.js';
-import { messageItem } from './messages.js';
+import { messageLog, PAGE } from './messagelog.js';
 import { roomSettings } from './roomsettings.js';
 
 export interface ConversationView {
   el: HTMLElement;
+  /** Scrolls to a message (a search result). */
+  reveal(id: string): void;
   destroy(): void;
 }
 
@@ -33,7 +37,7 @@ function safetyPanel(s: Session, peer: string): HTMLElement {
   );
 }
 
-export function conversationView(s: Session, chat: string): ConversationView {
+export function conversationView(s: Session, chat: ChatId): ConversationView {
   const { kind, id } = splitChat(chat);
   const title = h('h2', { id: 'conv-title' });
   const back = h('a', { href: '#/', class: 'back' }, '← Chats');
@@ -48,14 +52,56 @@ export function conversationView(s: Session, chat: string): ConversationView {
   });
   const head = h('div', { class: 'conv-head' }, back, title, panelBtn);
 
-  const log = h('div', { class: 'log', role: 'log', 'aria-label': 'Messages', 'aria-live': 'polite', tabindex: '0' });
-  const text = h('textarea', { id: 'composer-text', rows: '1', placeholder: 'Write a message', autocomplete: 'off' });
-  const sendBtn = h('button', { type: 'submit', class: 'primary' }, 'Send');
-  const composer = h('form', { class: 'composer', 'aria-label': 'Write a message' }, h('label', { for: 'composer-text', class: 'sr-only' }, 'Message'), text, sendBtn);
-  const note = h('p', { class: 'composer-note hint' });
-  note.hidden = true;
+  const fail = (e: unknown) => (problem.textContent = describeError(e));
+  const composer = composerView({
+    send: (body, replyTo) => {
+      problem.textContent = '';
+      s.conv.sendText(chat, body, replyTo ? { replyTo } : {}).catch(fail);
+    },
+    saveEdit: (m, body) => void s.conv.edit(m, body).catch(fail),
+  });
 
-  const messages = new Map<string, Message>();
+  /** Own records in the outbox, whose status counts down. */
+  const waiting = new Set<string>();
+  const log = messageLog({
+    chat,
+    label: 'Messages',
+    empty: kind === 'room' ? 'No messages yet. Say hello to the room.' : `No messages yet. Say hello to ${id}.`,
+    load: (before) => s.store.chat(chat, { limit: PAGE, ...(before ? { before } : {}) }),
+    fetch: (mid) => s.store.get(mid),
+    item: {
+      me: s.nick,
+      status: (m) => {
+        if (m.state === 'queued' || m.state === 'sending') {
+          waiting.add(m.id);
+          const ms = s.conv.waitMs(m.id);
+          return ms !== null && ms >= 1_000 ? `Waiting to send, ${Math.ceil(ms / 1000)} s` : 'Sending';
+        }
+        waiting.delete(m.id);
+        return s.conv.status(m);
+      },
+      onActions: (m, button) => openActionMenu(button, actionsFor(m, button)),
+      onReact: (m, emoji) => void s.conv.react(m, emoji).catch(fail),
+      onRetry: (m) => void s.conv.retry(m.id).catch(fail),
+      onQuote: (target) => void log.reveal(target),
+    },
+  });
+
+  function actionsFor(m: ChatMessage, button: HTMLButtonElement): MenuItem[] {
+    const items: MenuItem[] = [];
+    if (m.kind === 'text' && !m.deleted) {
+      items.push({ label: 'Reply', run: () => composer.replyTo(m, m.from === s.nick ? 'yourself' : m.from) });
+      items.push({ label: 'React', run: () => openEmojiPicker(button, (emoji) => void s.conv.react(log.get(m.id) ?? m, emoji).catch(fail)) });
+    }
+    if (s.conv.canEdit(m)) items.push({ label: 'Edit', run: () => composer.edit(m) });
+    if (s.conv.canDelete(m)) items.push({ label: 'Delete for everyone', run: () => void s.conv.deleteForEveryone(log.get(m.id) ?? m).catch(fail) });
+    if (items.length === 0) items.push({ label: 'Copy text', run: () => void navigator.clipboard?.writeText(m.note ?? '') });
+    return items;
+  }
+
+  const tick = setInterval(() => {
+    if (waiting.size > 0) log.refresh([...waiting]);
+  }, 1_000);
 
   function room() {
     return kind === 'room' ? s.m.room(id) : undefined;
@@ -82,6 +128,8 @@ export function conversationView(s: Session, chat: string): ConversationView {
         void s.trust.accept(nick).then(() => {
           s.m.forgetPeer(nick);
           renderTrust();
+          // What waited for the decision goes now.
+          s.conv.online();
         });
       });
       const showSafety = kind === 'dm' ? h('button', { type: 'button', onclick: () => { panel = 'safety'; renderPanel(); } }, 'Show safety number') : null;
@@ -94,58 +142,23 @@ export function conversationView(s: Session, chat: string): ConversationView {
         ),
       );
     }
-    const blocked = held.length > 0;
-    sendBtn.disabled = blocked;
-    note.hidden = !blocked;
-    note.textContent = blocked ? 'Sending is held until you review the key change above.' : '';
+    composer.block(held.length > 0 ? 'Sending is held until you review the key change above.' : null);
   }
 
-  function renderLog(): void {
-    const atBottom = log.scrollHeight - log.scrollTop - log.clientHeight < 40;
-    clear(log);
-    const sorted = [...messages.values()].sort((a, b) => a.ts - b.ts || a.id.localeCompare(b.id));
-    let day = '';
-    for (const m of sorted) {
-      const k = dayKey(m.ts);
-      if (k !== day) {
-        day = k;
-        log.append(h('div', { class: 'day', 'aria-hidden': 'true' }, dayLabel(m.ts)));
-      }
-      log.append(messageItem(m, s.nick, (msg) => void retry(s, msg)));
-    }
-    if (sorted.length === 0) log.append(h('p', { class: 'empty' }, kind === 'room' ? 'No messages yet. Say hello to the room.' : `No messages yet. Say hello to ${id}.`));
-    if (atBottom || sorted.length < 2) log.scrollTop = log.scrollHeight;
+  function markRead(): void {
+    if (s.isReading(chat)) void s.conv.markRead(chat, log.records()).catch(() => undefined);
+    void s.chats.markRead(chat).then(() => s.publishChats());
   }
-
-  function submit(): void {
-    const body = text.value;
-    if (body.trim() === '' || sendBtn.disabled) return;
-    if (heldPeers(s, chat).length > 0) return;
-    text.value = '';
-    problem.textContent = '';
-    send(s, chat, body).catch((e: unknown) => (problem.textContent = describeError(e)));
-  }
-  composer.addEventListener('submit', (e) => {
-    e.preventDefault();
-    submit();
-    text.focus();
-  });
-  text.addEventListener('keydown', (e) => {
-    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
-      e.preventDefault();
-      submit();
-    }
-  });
 
   const offs = [
-    s.on('message', (m) => {
-      if (m.chat !== chat) return;
-      messages.set(m.id, m);
-      renderLog();
-      if (m.from !== s.nick && s.isReading(chat)) void s.chats.markRead(chat).then(() => s.publishChats());
-    }),
-    s.on('removed', (mid) => {
-      if (messages.delete(mid)) renderLog();
+    s.on('change', (c) => {
+      for (const gone of c.removed ?? []) log.remove(gone);
+      for (const m of c.changed) log.upsert(m);
+      const a = c.added;
+      if (a && a.chat === chat) {
+        log.upsert(a);
+        if (a.from !== s.nick) markRead();
+      }
     }),
     s.on('trust', renderTrust),
     s.on('rooms', () => {
@@ -155,25 +168,23 @@ export function conversationView(s: Session, chat: string): ConversationView {
     }),
   ];
   const onVisible = () => {
-    if (document.visibilityState === 'visible') void s.chats.markRead(chat).then(() => s.publishChats());
+    if (document.visibilityState === 'visible') markRead();
   };
   document.addEventListener('visibilitychange', onVisible);
 
   renderHead();
   renderTrust();
-  renderLog();
-  void s.history.list(chat).then((list) => {
-    for (const m of list) if (!messages.has(m.id)) messages.set(m.id, m);
-    renderLog();
-  });
-  void s.chats.markRead(chat).then(() => s.publishChats());
+  void log.open().then(markRead);
   // A DM peer's key is checked (and pinned on first use) as soon as the chat opens.
   if (kind === 'dm') void s.m.peerKey(id, 'receive').catch(() => undefined);
 
-  const el = h('section', { class: 'main', 'aria-labelledby': 'conv-title' }, head, alertSlot, panelSlot, problem, log, composer, note);
+  const el = h('section', { class: 'main', 'aria-labelledby': 'conv-title' }, head, alertSlot, panelSlot, problem, log.el, composer.el);
   return {
     el,
+    reveal: (mid) => void log.reveal(mid),
     destroy() {
+      closePopups();
+      clearInterval(tick);
       for (const off of offs) off();
       document.removeEventListener('visibilitychange', onVisible);
     },

@@ -1,22 +1,96 @@
-/** One message in the log: sender, time, text; or an error state that never shows as text. */
-import type { Message } from '../app/history.js';
+/**
+ * One record of the log as a `listitem`: sender, time, the quoted message of a reply, the text
+ * (links clickable, nothing else ever markup), "(edited)", "Message deleted", reactions as
+ * buttons ("👍 2"), one's own message's status ("Sending", "Waiting to send, 12 s", "Not sent"
+ * with Retry, "Sent", "Delivered", "Read"), and the "Message actions" button. A record that did
+ * not open, or is of a newer client's type, shows its note and never text.
+ */
+import type { ChatMessage } from '@svc/sdk';
 import { h } from './dom.js';
 import { clockTime, fullTime } from './format.js';
+import { linkify } from './linkify.js';
 
-export function messageItem(m: Message, me: string, onRetry: (m: Message) => void): HTMLElement {
-  const mine = m.from === me;
+export interface ItemContext {
+  me: string;
+  /** The record a reply quotes, when loaded. */
+  quoted(id: string): ChatMessage | undefined;
+  /** The status words of one's own message (the outbox's countdown included). */
+  status(m: ChatMessage): string;
+  onActions(m: ChatMessage, button: HTMLButtonElement): void;
+  onReact(m: ChatMessage, emoji: string): void;
+  onRetry(m: ChatMessage): void;
+  onQuote(id: string): void;
+}
+
+export const DELETED_TEXT = 'Message deleted';
+
+function quoteOf(c: ItemContext, id: string): HTMLElement {
+  const q = c.quoted(id);
+  const who = q ? (q.from === c.me ? 'You' : q.from) : '';
+  const text = !q ? 'Original message not loaded' : q.deleted ? DELETED_TEXT : q.kind === 'text' ? (q.body ?? '') : 'Message';
+  const el = h('button', { type: 'button', class: 'quote', 'aria-label': `Reply to ${who || 'a message'}: ${text.slice(0, 120)}` }, who ? h('span', { class: 'quote-from' }, who) : null, h('span', { class: 'quote-text' }, text.slice(0, 200)));
+  el.addEventListener('click', () => c.onQuote(id));
+  return el;
+}
+
+function reactionsOf(c: ItemContext, m: ChatMessage): HTMLElement | null {
+  const entries = Object.entries(m.reactions ?? {}).filter(([, who]) => who.length > 0);
+  if (entries.length === 0) return null;
+  const group = h('div', { class: 'reactions', role: 'group', 'aria-label': 'Reactions' });
+  for (const [emoji, who] of entries) {
+    const mine = who.includes(c.me);
+    const names = who.map((n) => (n === c.me ? 'you' : n)).join(', ');
+    const b = h('button', { type: 'button', class: mine ? 'reaction mine' : 'reaction', 'aria-pressed': String(mine), 'aria-label': `${emoji} ${who.length}`, title: `${emoji} by ${names}` }, `${emoji} ${who.length}`);
+    b.addEventListener('click', () => c.onReact(m, emoji));
+    group.append(b);
+  }
+  return group;
+}
+
+/** The status element of one's own message; its words are its accessible name. */
+export function statusEl(words: string): HTMLElement {
+  const cls = words === 'Not sent' ? 'state failed' : words.startsWith('Waiting') || words === 'Sending' ? 'state pending' : 'state';
+  return h('span', { class: cls, role: 'status', 'aria-label': words }, words);
+}
+
+export function messageItem(c: ItemContext, m: ChatMessage): HTMLLIElement {
+  const mine = m.from === c.me;
   const time = h('time', { datetime: new Date(m.ts).toISOString(), title: fullTime(m.ts) }, clockTime(m.ts));
   const meta = h('div', { class: 'meta' }, h('span', { class: 'from' }, mine ? `${m.from} (you)` : m.from), time);
-  if (m.state === 'undecryptable') {
-    return h('div', { class: 'msg undecryptable', 'data-id': m.id }, meta, h('p', { class: 'text' }, m.note ?? 'This message could not be decrypted.'));
+  const li = h('li', { class: mine ? 'msg mine' : 'msg', 'data-id': m.id });
+  if (m.kind === 'event') {
+    li.className = 'msg event';
+    li.append(h('p', { class: 'text' }, m.note ?? ''));
+    return li;
   }
-  const el = h('div', { class: mine ? 'msg mine' : 'msg', 'data-id': m.id }, meta, h('p', { class: 'text' }, m.body ?? ''));
-  if (m.state === 'sending') el.append(h('div', { class: 'state' }, 'Sending…'));
-  if (m.state === 'failed') {
-    el.append(
-      h('div', { class: 'state failed' }, `Not sent: ${m.note ?? 'unknown error'} `),
-      h('button', { type: 'button', class: 'link', onclick: () => onRetry(m) }, 'Retry'),
-    );
+  if (m.kind !== 'text') {
+    li.classList.add(m.kind === 'unknown' ? 'unknown' : 'undecryptable');
+    li.append(meta, h('p', { class: 'text' }, m.note ?? 'This message could not be decrypted.'));
+    return li;
   }
-  return el;
+  li.append(meta);
+  if (m.deleted) {
+    li.classList.add('deleted');
+    li.append(h('p', { class: 'text' }, DELETED_TEXT));
+    return li;
+  }
+  if (m.replyTo) li.append(quoteOf(c, m.replyTo));
+  li.append(h('p', { class: 'text' }, ...linkify(m.body ?? '')));
+  if (m.editedAt !== undefined) meta.append(h('span', { class: 'edited' }, '(edited)'));
+  const reactions = reactionsOf(c, m);
+  if (reactions) li.append(reactions);
+  const foot = h('div', { class: 'foot' });
+  if (mine) {
+    const words = c.status(m);
+    foot.append(statusEl(words));
+    if (words === 'Not sent') {
+      if (m.note) foot.append(h('span', { class: 'hint' }, m.note));
+      foot.append(h('button', { type: 'button', class: 'link', onclick: () => c.onRetry(m) }, 'Retry'));
+    }
+  }
+  const actions = h('button', { type: 'button', class: 'actions', 'aria-haspopup': 'menu', 'aria-expanded': 'false', 'aria-label': 'Message actions', title: 'Message actions' }, '⋯');
+  actions.addEventListener('click', () => c.onActions(m, actions));
+  foot.append(actions);
+  li.append(foot);
+  return li;
 }

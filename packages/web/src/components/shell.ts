@@ -2,7 +2,7 @@
  * The signed-in screen: a header (app name, connection state, "Settings", "Sign out"), the chat
  * list beside the open chat or the settings. At phone width only one of the two shows.
  */
-import type { ConnectionState } from '@svc/sdk';
+import type { ChatId, ConnectionState } from '@svc/sdk';
 import { parseRoute, go, type Route } from '../app/route.js';
 import type { EndReason, Session } from '../app/session.js';
 import { chatListView } from './chatlist.js';
@@ -43,7 +43,13 @@ export function shellView(s: Session, o: ShellOptions): ShellView {
     settingsBtn,
     signOutBtn,
   );
-  const list = chatListView(s);
+  /** A search result to scroll to once its chat is open. */
+  let revealNext: string | null = null;
+  const list = chatListView(s, (hit) => {
+    if (currentChat() === hit.chat && conv) return conv.reveal(hit.id);
+    revealNext = hit.id;
+    go({ name: 'chat', chat: hit.chat });
+  });
   const mainSlot = h('div', { class: 'main', id: 'main' });
   const banner = h('p', { role: 'status', class: 'banner' });
   const shell = h('div', { class: 'shell' }, top, banner, h('div', { class: 'body' }, list.el, mainSlot));
@@ -63,8 +69,10 @@ export function shellView(s: Session, o: ShellOptions): ShellView {
     shell.classList.toggle('has-main', r.name !== 'home');
     settingsBtn.setAttribute('aria-pressed', String(r.name === 'settings'));
     if (r.name === 'chat') {
-      conv = conversationView(s, r.chat);
+      conv = conversationView(s, r.chat as ChatId);
       swapMain(conv.el);
+      if (revealNext) conv.reveal(revealNext);
+      revealNext = null;
     } else if (r.name === 'settings') {
       swapMain(
         settingsView(s, {

@@ -1,0 +1,140 @@
+/**
+ * The composer: textbox "Message" (Enter sends, Shift+Enter is a new line) and "Send"; above it,
+ * while replying, "Replying to <nick>" with "Cancel reply", or while editing, "Editing your
+ * message" with "Cancel edit". Past 90 % of what one message can hold after encryption and
+ * padding it says how much room is left, and past 100 % it disables Send and says why; the count
+ * runs once per frame, so pasting a megabyte does not freeze the page.
+ */
+import { textRoom, type ChatMessage } from '@svc/sdk';
+import { h } from './dom.js';
+
+export interface Composer {
+  el: HTMLElement;
+  focus(): void;
+  replyTo(m: ChatMessage, who: string): void;
+  edit(m: ChatMessage): void;
+  /** Disables Send (and with `whole` the textbox too) and says why; null enables it again. */
+  block(reason: string | null, whole?: boolean): void;
+}
+
+export interface ComposerActions {
+  send(body: string, replyTo: string | undefined): void;
+  saveEdit(m: ChatMessage, body: string): void;
+}
+
+export function composerView(a: ComposerActions): Composer {
+  const text = h('textarea', { id: 'composer-text', rows: '1', placeholder: 'Write a message', autocomplete: 'off' });
+  const sendBtn = h('button', { type: 'submit', class: 'primary' }, 'Send');
+  const modeText = h('span', { class: 'mode-text' });
+  const cancel = h('button', { type: 'button', class: 'link' });
+  const mode = h('div', { class: 'composer-mode' }, modeText, cancel);
+  mode.hidden = true;
+  const room = h('p', { class: 'composer-room hint', id: 'composer-room', 'aria-live': 'polite' });
+  room.hidden = true;
+  const note = h('p', { class: 'composer-note hint', role: 'status' });
+  note.hidden = true;
+  const form = h(
+    'form',
+    { class: 'composer', 'aria-label': 'Write a message' },
+    mode,
+    h('div', { class: 'composer-row' }, h('label', { for: 'composer-text', class: 'sr-only' }, 'Message'), text, sendBtn),
+    room,
+  );
+  text.setAttribute('aria-describedby', 'composer-room');
+
+  let replying: ChatMessage | null = null;
+  let editing: ChatMessage | null = null;
+  let blocked: string | null = null;
+  let tooLong = false;
+
+  function setMode(kind: 'reply' | 'edit' | null, label = ''): void {
+    mode.hidden = kind === null;
+    modeText.textContent = label;
+    cancel.textContent = kind === 'edit' ? 'Cancel edit' : 'Cancel reply';
+  }
+
+  function reset(): void {
+    replying = null;
+    editing = null;
+    setMode(null);
+  }
+
+  cancel.addEventListener('click', () => {
+    if (editing) text.value = '';
+    reset();
+    measure();
+    text.focus();
+  });
+
+  function measure(): void {
+    const { used, max } = textRoom(text.value, replying?.id);
+    const left = max - used;
+    tooLong = left < 0;
+    room.hidden = used <= max * 0.9;
+    room.classList.toggle('error', tooLong);
+    room.textContent = tooLong ? `Too long to send: shorten it by ${-left} characters.` : `${left} characters left in this message.`;
+    sendBtn.disabled = tooLong || blocked !== null;
+  }
+
+  let scheduled = false;
+  text.addEventListener('input', () => {
+    if (scheduled) return;
+    scheduled = true;
+    requestAnimationFrame(() => {
+      scheduled = false;
+      measure();
+    });
+  });
+
+  function submit(): void {
+    measure();
+    const body = text.value;
+    if (body.trim() === '' || sendBtn.disabled) return;
+    text.value = '';
+    if (editing) a.saveEdit(editing, body);
+    else a.send(body, replying?.id);
+    reset();
+    measure();
+  }
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    submit();
+    text.focus();
+  });
+  text.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      submit();
+    } else if (e.key === 'Escape' && (replying || editing)) {
+      e.preventDefault();
+      cancel.click();
+    }
+  });
+
+  return {
+    el: h('div', { class: 'composer-wrap' }, form, note),
+    focus: () => text.focus(),
+    replyTo(m, who) {
+      editing = null;
+      replying = m;
+      setMode('reply', `Replying to ${who}`);
+      measure();
+      text.focus();
+    },
+    edit(m) {
+      replying = null;
+      editing = m;
+      setMode('edit', 'Editing your message');
+      text.value = m.body ?? '';
+      measure();
+      text.focus();
+    },
+    block(reason, whole = false) {
+      blocked = reason;
+      text.disabled = reason !== null && whole;
+      note.hidden = reason === null;
+      note.textContent = reason ?? '';
+      measure();
+    },
+  };
+}

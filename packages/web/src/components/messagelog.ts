@@ -1,0 +1,177 @@
+/**
+ * The message log of the open chat (role `log`, a list of `listitem`s), rendered incrementally and
+ * keyed by record id: opening a chat reads and decrypts one page of the newest records; a new
+ * record appends its row; a changed record replaces only its own row (and the rows quoting it); an
+ * older page is read when asked for. Nothing else is rendered or decrypted again.
+ */
+import type { ChatId, ChatMessage } from '@svc/sdk';
+import { byTime } from '@svc/sdk';
+import { clear, h } from './dom.js';
+import { dayKey, dayLabel } from './format.js';
+import { messageItem, type ItemContext } from './messages.js';
+
+/** Records read when a chat opens and per "Show older messages". */
+export const PAGE = 100;
+
+export interface MessageLog {
+  el: HTMLElement;
+  /** Reads the newest page; resolves when it is on screen. */
+  open(): Promise<void>;
+  upsert(m: ChatMessage): void;
+  remove(id: string): void;
+  get(id: string): ChatMessage | undefined;
+  /** What is on screen, oldest first. */
+  records(): ChatMessage[];
+  /** Re-renders the rows of these ids (a countdown ticked, a member list changed). */
+  refresh(ids: Iterable<string>): void;
+  /** Scrolls to a message and marks it for a moment; reads older pages until it is found. */
+  reveal(id: string): Promise<boolean>;
+}
+
+export function messageLog(o: { chat: ChatId; label: string; empty: string; load: (before?: { ts: number; id: string }) => Promise<ChatMessage[]>; fetch: (id: string) => Promise<ChatMessage | undefined>; item: Omit<ItemContext, 'quoted'> }): MessageLog {
+  const list = h('ul', { class: 'messages' });
+  const older = h('button', { type: 'button', class: 'link older' }, 'Show older messages');
+  older.hidden = true;
+  const emptyNote = h('p', { class: 'empty' }, o.empty);
+  const el = h('div', { class: 'log', role: 'log', 'aria-label': o.label, 'aria-live': 'polite', tabindex: '0' }, older, list, emptyNote);
+
+  /** Records on screen in time order, and each one's row. */
+  let order: ChatMessage[] = [];
+  const rows = new Map<string, HTMLLIElement>();
+  /** Quoted records that are not on screen, read once. */
+  const quotes = new Map<string, ChatMessage | null>();
+  const ctx: ItemContext = {
+    ...o.item,
+    quoted: (id) => rows.has(id) ? order.find((x) => x.id === id) : (quotes.get(id) ?? undefined),
+  };
+
+  function atBottom(): boolean {
+    return el.scrollHeight - el.scrollTop - el.clientHeight < 60;
+  }
+
+  function render(m: ChatMessage): HTMLLIElement {
+    const li = messageItem(ctx, m);
+    if (m.replyTo && !rows.has(m.replyTo) && !quotes.has(m.replyTo)) {
+      const target = m.replyTo;
+      quotes.set(target, null);
+      void o.fetch(target).then((q) => {
+        if (!q) return;
+        quotes.set(target, q);
+        refreshQuoting(target);
+      });
+    }
+    return li;
+  }
+
+  function daySep(ts: number): HTMLLIElement {
+    return h('li', { class: 'day', 'aria-hidden': 'true', 'data-day': dayKey(ts) }, dayLabel(ts));
+  }
+
+  /** Builds the list again from the rows (kept, not rendered again), with day separators. */
+  function rebuild(): void {
+    clear(list);
+    let day = '';
+    for (const m of order) {
+      const k = dayKey(m.ts);
+      if (k !== day) {
+        day = k;
+        list.append(daySep(m.ts));
+      }
+      list.append(rows.get(m.id)!);
+    }
+    emptyNote.hidden = order.length > 0;
+  }
+
+  function refreshQuoting(id: string): void {
+    for (const m of order) if (m.replyTo === id) replaceRow(m);
+  }
+
+  function replaceRow(m: ChatMessage): void {
+    const old = rows.get(m.id);
+    const li = render(m);
+    rows.set(m.id, li);
+    if (old?.isConnected) old.replaceWith(li);
+  }
+
+  async function loadOlder(): Promise<number> {
+    const first = order[0];
+    const page = await o.load(first ? { ts: first.ts, id: first.id } : undefined);
+    const fresh = page.filter((m) => !rows.has(m.id));
+    for (const m of fresh) rows.set(m.id, render(m));
+    order = [...fresh, ...order].sort(byTime);
+    older.hidden = page.length < PAGE;
+    const keep = el.scrollHeight - el.scrollTop;
+    rebuild();
+    el.scrollTop = el.scrollHeight - keep;
+    return fresh.length;
+  }
+  older.addEventListener('click', () => void loadOlder());
+  let opened: Promise<void> | null = null;
+
+  return {
+    el,
+    open() {
+      opened ??= loadOlder().then(() => {
+        el.scrollTop = el.scrollHeight;
+      });
+      return opened;
+    },
+    upsert(m) {
+      if (m.chat !== o.chat) return;
+      const follow = atBottom();
+      const i = order.findIndex((x) => x.id === m.id);
+      if (i >= 0) {
+        const moved = order[i]!.ts !== m.ts;
+        order[i] = m;
+        replaceRow(m);
+        if (quotes.has(m.id)) quotes.set(m.id, m);
+        refreshQuoting(m.id);
+        if (moved) {
+          order.sort(byTime);
+          rebuild();
+        }
+      } else {
+        rows.set(m.id, render(m));
+        const last = order.at(-1);
+        order.push(m);
+        if (!last || byTime(last, m) < 0) {
+          // The usual case: the newest record, appended without touching the others.
+          if (!last || dayKey(last.ts) !== dayKey(m.ts)) list.append(daySep(m.ts));
+          list.append(rows.get(m.id)!);
+          emptyNote.hidden = true;
+        } else {
+          order.sort(byTime);
+          rebuild();
+        }
+      }
+      if (follow || m.from === o.item.me) el.scrollTop = el.scrollHeight;
+    },
+    remove(id) {
+      const i = order.findIndex((x) => x.id === id);
+      if (i < 0) return;
+      order.splice(i, 1);
+      rows.delete(id);
+      rebuild();
+    },
+    get: (id) => order.find((x) => x.id === id),
+    records: () => order,
+    refresh(ids) {
+      for (const id of ids) {
+        const m = order.find((x) => x.id === id);
+        if (m) replaceRow(m);
+      }
+    },
+    async reveal(id) {
+      await opened;
+      for (let guard = 0; !rows.has(id) && guard < 200; guard++) {
+        if ((await loadOlder()) === 0) break;
+      }
+      const li = rows.get(id);
+      if (!li) return false;
+      li.scrollIntoView({ block: 'center' });
+      li.classList.add('found');
+      setTimeout(() => li.classList.remove('found'), 2_000);
+      return true;
+    },
+  };
+}
