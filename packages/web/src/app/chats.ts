@@ -14,6 +14,10 @@ export interface ChatSummary {
   title: string;
   lastTs: number;
   unread: number;
+  /** DMs only, set by Trust.annotate: the peer's pinned key is marked verified. */
+  verified?: boolean;
+  /** DMs only, set by Trust.annotate: the peer's key changed and the change is not accepted yet. */
+  keyChanged?: boolean;
 }
 
 export class ChatList {

@@ -45,7 +45,10 @@ export class Session extends Emitter<SessionEvents> {
     this.nick = m.nick;
     this.history = new History(db, m.historyKey);
     this.trust = new Trust(db, m.historyKey, { nick: m.nick, publicKey: m.publicKey });
-    this.trust.onChange = () => this.emit('trust', undefined);
+    this.trust.onChange = () => {
+      this.emit('trust', undefined);
+      this.publishChats();
+    };
     this.chats = new ChatList(m, this.history);
   }
 
@@ -55,7 +58,7 @@ export class Session extends Emitter<SessionEvents> {
   }
 
   publishChats(): void {
-    this.emit('chats', this.chats.list());
+    this.emit('chats', this.trust.annotate(this.chats.list()));
   }
 
   /** Whether a message in `chat` is being read right now. */
