@@ -12,25 +12,11 @@ import { clear, h } from './dom.js';
 import { dayKey, dayLabel } from './format.js';
 import { messageItem } from './messages.js';
 import { roomSettings } from './roomsettings.js';
+import { keyChangeAlert, safetyPanel } from './safety.js';
 
 export interface ConversationView {
   el: HTMLElement;
   destroy(): void;
-}
-
-function safetyPanel(s: Session, peer: string): HTMLElement {
-  const number = h('p', { class: 'safety' }, 'Computing…');
-  s.m.safetyNumber(peer).then(
-    (n) => (number.textContent = n),
-    (e: unknown) => (number.textContent = describeError(e)),
-  );
-  return h(
-    'section',
-    { class: 'panel', 'aria-label': 'Safety number' },
-    h('h3', {}, `Safety number with ${peer}`),
-    number,
-    h('p', { class: 'hint' }, `Compare these digits with ${peer} in person or over another channel. If they match, nobody is in the middle.`),
-  );
 }
 
 export function conversationView(s: Session, chat: string): ConversationView {
@@ -77,22 +63,8 @@ export function conversationView(s: Session, chat: string): ConversationView {
     clear(alertSlot);
     const held = heldPeers(s, chat);
     for (const nick of held) {
-      const accept = h('button', { type: 'button', class: 'primary' }, 'Accept new key');
-      accept.addEventListener('click', () => {
-        void s.trust.accept(nick).then(() => {
-          s.m.forgetPeer(nick);
-          renderTrust();
-        });
-      });
-      const showSafety = kind === 'dm' ? h('button', { type: 'button', onclick: () => { panel = 'safety'; renderPanel(); } }, 'Show safety number') : null;
-      alertSlot.append(
-        h(
-          'div',
-          { class: 'alert', role: 'alert' },
-          h('p', {}, h('strong', {}, `The key of ${nick} has changed. `), `An account keeps its key for life, so this may mean that the service, or someone who controls it, is trying to read your messages. Sending to ${nick} is held until you accept the new key. Compare the safety number with ${nick} in person or over another channel first.`),
-          h('div', { class: 'row' }, accept, showSafety),
-        ),
-      );
+      const showSafety = kind === 'dm' ? () => { panel = 'safety'; renderPanel(); } : null;
+      alertSlot.append(keyChangeAlert(s, nick, showSafety, renderTrust));
     }
     const blocked = held.length > 0;
     sendBtn.disabled = blocked;
