@@ -30,6 +30,10 @@ export interface ChatSummary {
   lastTs: number;
   unread: number;
   preview?: string;
+  /** DMs only, set by Trust.annotate: the peer's pinned key is marked verified. */
+  verified?: boolean;
+  /** DMs only, set by Trust.annotate: the peer's key changed and the change is not accepted yet. */
+  keyChanged?: boolean;
 }
 
 export class ChatList {

@@ -58,7 +58,10 @@ export class Session extends Emitter<SessionEvents> {
     this.store = new IdbConversationStore(db, m.historyKey);
     this.conv = new Conversations({ messenger: m, store: this.store });
     this.trust = new Trust(db, m.historyKey, { nick: m.nick, publicKey: m.publicKey });
-    this.trust.onChange = () => this.emit('trust', undefined);
+    this.trust.onChange = () => {
+      this.emit('trust', undefined);
+      this.publishChats();
+    };
     this.chats = new ChatList(m, db);
     this.conv.on((c) => {
       for (const id of c.removed ?? []) this.search.remove(id);
@@ -108,7 +111,7 @@ export class Session extends Emitter<SessionEvents> {
   }
 
   publishChats(): void {
-    this.emit('chats', this.chats.list());
+    this.emit('chats', this.trust.annotate(this.chats.list()));
   }
 
   /** Whether a message in `chat` is being read right now. */

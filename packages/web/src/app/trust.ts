@@ -4,9 +4,17 @@
  * peer (and wrapping room keys for them) until the user accepts it. Reading stays possible: a
  * message under the new key is authentic for whoever holds it, and the warning says so.
  * Pins are kept sealed at rest like the history, so they cannot be swapped unnoticed.
+ *
+ * "Verified" (the user compared safety numbers) belongs to the pinned key and lives in the same
+ * sealed row: it can only be set on the key that is pinned, and a key change clears it when the
+ * new key is accepted, leaving `wasVerified` so the app can say the contact was verified before.
+ * While the change waits for the user, the old pin (and its mark) stays, and the contact counts
+ * as changed, not verified.
  */
 import { SdkError, openAtRest, sealAtRest, type KeyCheck, type Sealed } from '@svc/sdk';
+import type { ChatSummary } from './chats.js';
 import { Db, STORES } from './idb.js';
+import { splitChat } from './route.js';
 
 interface PinRow {
   nick: string;
@@ -16,6 +24,20 @@ interface PinRow {
 interface Pin {
   publicKey: string;
   pinnedAt: number;
+  /** When the user marked this key as verified; absent when it is not. */
+  verifiedAt?: number;
+  /** An earlier key of this contact was verified, and a key change replaced it. */
+  wasVerified?: boolean;
+}
+
+/** What the app shows about a contact's key. */
+export interface TrustStatus {
+  /** The pinned key is marked verified and no change is waiting. */
+  verified: boolean;
+  /** A different key was seen and waits for the user to accept it. */
+  changed: boolean;
+  /** The contact was verified under an earlier key (the pinned one, if a change waits). */
+  wasVerified: boolean;
 }
 
 export interface KeyChange {
@@ -52,8 +74,50 @@ export class Trust {
     return this.pins.get(nick)?.publicKey;
   }
 
-  private async pin(nick: string, publicKey: string): Promise<void> {
-    const pin: Pin = { publicKey, pinnedAt: Date.now() };
+  status(nick: string): TrustStatus {
+    const pin = this.pins.get(nick);
+    const changed = this.changes.has(nick);
+    const marked = pin?.verifiedAt !== undefined;
+    return { verified: marked && !changed, changed, wasVerified: (changed && marked) || pin?.wasVerified === true };
+  }
+
+  /** Adds each DM entry's trust state to the chat list (rooms are left as they are). */
+  annotate(list: ChatSummary[]): ChatSummary[] {
+    return list.map((c) => {
+      if (c.kind !== 'dm') return c;
+      const st = this.status(splitChat(c.chat).id);
+      return { ...c, verified: st.verified, keyChanged: st.changed };
+    });
+  }
+
+  /**
+   * The user compared the safety number made from `publicKey` and it matched. Only the pinned key
+   * can be marked: a number computed from another key (the pin changed meanwhile, or a change
+   * waits) is refused and nothing is stored.
+   */
+  async verify(nick: string, publicKey: string): Promise<void> {
+    const pin = this.pins.get(nick);
+    if (this.changes.has(nick)) throw new Error(`The key of ${nick} changed. Accept the new key first, then compare the new safety number.`);
+    if (!pin || pin.publicKey !== publicKey) throw new Error(`This safety number is not for the key of ${nick} this device knows. Open it again and compare once more.`);
+    await this.store(nick, { ...pin, verifiedAt: Date.now() });
+    this.onChange();
+  }
+
+  /** Takes the "verified" mark off the pinned key. */
+  async unverify(nick: string): Promise<void> {
+    const pin = this.pins.get(nick);
+    if (!pin || pin.verifiedAt === undefined) return;
+    const next = { ...pin };
+    delete next.verifiedAt;
+    await this.store(nick, next);
+    this.onChange();
+  }
+
+  private async pin(nick: string, publicKey: string, wasVerified = false): Promise<void> {
+    await this.store(nick, wasVerified ? { publicKey, pinnedAt: Date.now(), wasVerified } : { publicKey, pinnedAt: Date.now() });
+  }
+
+  private async store(nick: string, pin: Pin): Promise<void> {
     this.pins.set(nick, pin);
     await this.db.put(STORES.pins, { nick, sealed: await sealAtRest(this.key, pin, ctx(nick)) } satisfies PinRow);
   }
@@ -78,11 +142,15 @@ export class Trust {
     return 'changed';
   }
 
-  /** The user compared the new key (safety number) and accepts it: it becomes the pin. */
+  /**
+   * The user accepts the new key: it becomes the pin, not verified (it was never compared), and
+   * remembers whether the contact was verified before.
+   */
   async accept(nick: string): Promise<void> {
     const c = this.changes.get(nick);
     if (!c) return;
-    await this.pin(nick, c.seen);
+    const old = this.pins.get(nick);
+    await this.pin(nick, c.seen, old?.verifiedAt !== undefined || old?.wasVerified === true);
     this.changes.delete(nick);
     this.onChange();
   }

@@ -1,7 +1,8 @@
 /**
  * The sidebar: "New chat" and "New room" forms and the chat list, a navigation landmark named
- * "Chats" whose links are named exactly by the peer's nick or the room's name (time and unread
- * count are aria-hidden and given as the link's description instead).
+ * "Chats" whose links are named exactly by the peer's nick or the room's name (time, unread
+ * count and "Verified" / "Safety number changed" are aria-hidden and given as the link's
+ * description instead).
  */
 import type { ChatSummary } from '../app/chats.js';
 import { describeError } from '../app/errors.js';
@@ -67,10 +68,18 @@ function newRoomForm(s: Session, close: () => void): HTMLFormElement {
   return form;
 }
 
+/** A DM's key state, shown beside the entry and read as part of its description (not its name). */
+function trustLabel(c: ChatSummary): { text: string; class: string } | undefined {
+  if (c.keyChanged) return { text: 'Safety number changed', class: 'trust-tag changed' };
+  if (c.verified) return { text: 'Verified', class: 'trust-tag verified' };
+  return undefined;
+}
+
 function entry(c: ChatSummary, current: string | null): HTMLLIElement {
   const descId = uid('chatdesc');
   const when = c.lastTs > 0 ? shortTime(c.lastTs) : '';
-  const desc = [c.kind === 'room' ? 'Room' : 'Direct chat', c.unread > 0 ? `${c.unread} unread` : '', c.preview ? `last message ${c.preview}` : '', c.lastTs > 0 ? `last activity ${fullTime(c.lastTs)}` : '']
+  const trust = trustLabel(c);
+  const desc = [c.kind === 'room' ? 'Room' : 'Direct chat', trust?.text, c.unread > 0 ? `${c.unread} unread` : '', c.preview ? `last message ${c.preview}` : '', c.lastTs > 0 ? `last activity ${fullTime(c.lastTs)}` : '']
     .filter(Boolean)
     .join(', ');
   const link = h(
@@ -78,7 +87,7 @@ function entry(c: ChatSummary, current: string | null): HTMLLIElement {
     { href: routeHash({ name: 'chat', chat: c.chat }), 'aria-current': c.chat === current ? 'page' : null, 'aria-describedby': descId, 'data-chat': c.chat },
     h('span', { class: c.kind === 'room' ? 'avatar room' : 'avatar', 'aria-hidden': 'true' }, c.kind === 'room' ? '#' : c.title.slice(0, 1)),
     h('span', { class: 'chat-text' }, h('span', { class: 'chat-name' }, c.title), c.preview ? h('span', { class: 'chat-preview', 'aria-hidden': 'true' }, c.preview) : null),
-    h('span', { class: 'chat-meta', 'aria-hidden': 'true' }, h('span', {}, when), c.unread > 0 ? h('span', { class: 'badge' }, String(c.unread)) : null),
+    h('span', { class: 'chat-meta', 'aria-hidden': 'true' }, h('span', {}, when), c.unread > 0 ? h('span', { class: 'badge' }, String(c.unread)) : null, trust ? h('span', { class: trust.class }, trust.text) : null),
   );
   return h('li', {}, link, h('span', { id: descId, hidden: true }, desc));
 }

@@ -14,27 +14,13 @@ import { composerView } from './composer.js';
 import { clear, h } from './dom.js';
 import { messageLog, PAGE } from './messagelog.js';
 import { roomSettings } from './roomsettings.js';
+import { keyChangeAlert, safetyPanel } from './safety.js';
 
 export interface ConversationView {
   el: HTMLElement;
   /** Scrolls to a message (a search result). */
   reveal(id: string): void;
   destroy(): void;
-}
-
-function safetyPanel(s: Session, peer: string): HTMLElement {
-  const number = h('p', { class: 'safety' }, 'Computing…');
-  s.m.safetyNumber(peer).then(
-    (n) => (number.textContent = n),
-    (e: unknown) => (number.textContent = describeError(e)),
-  );
-  return h(
-    'section',
-    { class: 'panel', 'aria-label': 'Safety number' },
-    h('h3', {}, `Safety number with ${peer}`),
-    number,
-    h('p', { class: 'hint' }, `Compare these digits with ${peer} in person or over another channel. If they match, nobody is in the middle.`),
-  );
 }
 
 export function conversationView(s: Session, chat: ChatId): ConversationView {
@@ -123,24 +109,12 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
     clear(alertSlot);
     const held = heldPeers(s, chat);
     for (const nick of held) {
-      const accept = h('button', { type: 'button', class: 'primary' }, 'Accept new key');
-      accept.addEventListener('click', () => {
-        void s.trust.accept(nick).then(() => {
-          s.m.forgetPeer(nick);
-          renderTrust();
-          // What waited for the decision goes now.
-          s.conv.online();
-        });
-      });
-      const showSafety = kind === 'dm' ? h('button', { type: 'button', onclick: () => { panel = 'safety'; renderPanel(); } }, 'Show safety number') : null;
-      alertSlot.append(
-        h(
-          'div',
-          { class: 'alert', role: 'alert' },
-          h('p', {}, h('strong', {}, `The key of ${nick} has changed. `), `An account keeps its key for life, so this may mean that the service, or someone who controls it, is trying to read your messages. Sending to ${nick} is held until you accept the new key. Compare the safety number with ${nick} in person or over another channel first.`),
-          h('div', { class: 'row' }, accept, showSafety),
-        ),
-      );
+      const showSafety = kind === 'dm' ? () => { panel = 'safety'; renderPanel(); } : null;
+      alertSlot.append(keyChangeAlert(s, nick, showSafety, () => {
+        renderTrust();
+        // What waited for the decision goes now.
+        s.conv.online();
+      }));
     }
     composer.block(held.length > 0 ? 'Sending is held until you review the key change above.' : null);
   }
