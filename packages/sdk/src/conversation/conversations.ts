@@ -10,7 +10,7 @@ import { b64, randomBytes } from '../bytes.js';
 import type { Messenger } from '../client.js';
 import { SdkError } from '../errors.js';
 import { splitChatId, type ChatId } from '../messages.js';
-import { deliveryStatus, type ChatMessage, type DeliveryStatus, type OutboxItem } from './model.js';
+import { deliveryStatus, type ChatMessage, type DeliveryStatus, type MembershipEvent, type OutboxItem } from './model.js';
 import { Outbox } from './outbox.js';
 import { Pacer } from './pacer.js';
 import type { PlainInput } from './plaintext.js';
@@ -127,6 +127,18 @@ export class Conversations {
     this.emit({ added: msg, changed: [] });
     await this.outbox.add(chat, plain, { id: msg.id });
     return msg;
+  }
+
+  /**
+   * A line of the chat's own log that no envelope carried ("carol joined", "You were removed from
+   * …"): stored like a message, never counted as unread, never sent.
+   */
+  async note(chat: ChatId, event: MembershipEvent, text: string): Promise<ChatMessage> {
+    const now = this.m.api.now();
+    const m: ChatMessage = { id: `event-${this.m.api.newId()}`, chat, ts: now, from: '', sentAt: now, kind: 'event', event, note: text };
+    await this.store.put(m);
+    this.emit({ added: m, changed: [] });
+    return m;
   }
 
   /** Whether this account may edit `m` now (its own text, not deleted, within 24 hours). */

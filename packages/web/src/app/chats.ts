@@ -15,6 +15,12 @@ export interface ChatMeta {
   unread: number;
   /** The last message as the list shows it ("bob: hello"), decrypted locally. */
   preview?: string;
+  /** A room this account is no longer in, kept read-only with its history until deleted from the list. */
+  left?: boolean;
+  /** The room's name, remembered for when it is left. */
+  title?: string;
+  /** A DM peer who deleted their account. */
+  gone?: boolean;
 }
 
 /** The row: the chat id names it; everything else is sealed. Rows of older versions held it all in the clear. */
@@ -30,6 +36,8 @@ export interface ChatSummary {
   lastTs: number;
   unread: number;
   preview?: string;
+  /** Why the chat is read-only: a room one was removed from, a peer who deleted their account. */
+  closed?: string;
   /** DMs only, set by Trust.annotate: the peer's pinned key is marked verified. */
   verified?: boolean;
   /** DMs only, set by Trust.annotate: the peer's key changed and the change is not accepted yet. */
@@ -94,6 +102,11 @@ export class ChatList {
     for (const meta of this.metas.values()) {
       const { kind, id } = splitChat(meta.chat);
       if (kind === 'dm' && !out.has(meta.chat)) out.set(meta.chat, { chat: meta.chat, kind, title: id, lastTs: meta.lastTs, unread: meta.unread, ...withPreview(meta) });
+      if (kind === 'dm' && meta.gone) out.get(meta.chat)!.closed = `${id} deleted their account`;
+      if (kind === 'room' && meta.left && !this.m.room(id)) {
+        const title = meta.title ?? 'Room';
+        out.set(meta.chat, { chat: meta.chat, kind, title, lastTs: meta.lastTs, unread: meta.unread, ...withPreview(meta), closed: `You were removed from ${title}` });
+      }
     }
     for (const r of this.m.rooms) {
       const chat = `room:${r.id}`;
@@ -122,6 +135,20 @@ export class ChatList {
     if (!meta || ts < meta.lastTs) return;
     meta.preview = preview;
     await this.save(meta);
+  }
+
+  meta(chat: string): ChatMeta | undefined {
+    return this.metas.get(chat);
+  }
+
+  /** Changes a chat's flags (left, gone, the remembered room name); saved sealed. */
+  async flag(chat: string, f: Pick<ChatMeta, 'left' | 'title' | 'gone'>): Promise<void> {
+    const meta = this.metas.get(chat) ?? { chat, lastTs: 0, unread: 0 };
+    const next = { ...meta, ...f };
+    for (const k of ['left', 'gone'] as const) if (!next[k]) delete next[k];
+    if (JSON.stringify(next) === JSON.stringify(meta) && this.metas.has(chat)) return;
+    this.metas.set(chat, next);
+    await this.save(next);
   }
 
   async markRead(chat: string): Promise<void> {

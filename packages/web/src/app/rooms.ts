@@ -61,6 +61,7 @@ export async function removeMember(s: Session, roomId: string, nick: string): Pr
 
 async function dropRoom(s: Session, roomId: string): Promise<void> {
   const chat: ChatId = `room:${roomId}`;
+  await s.membership.forget(roomId);
   await s.forgetChat(chat);
   s.emit('gone', chat);
   s.emit('rooms', undefined);

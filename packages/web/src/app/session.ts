@@ -7,6 +7,7 @@ import { Conversations, SearchIndex, isShown, type Change, type ChatId, type Cha
 import { ChatList, type ChatSummary } from './chats.js';
 import { Emitter } from './emitter.js';
 import { Db } from './idb.js';
+import { Membership } from './membership.js';
 import { IdbConversationStore } from './store.js';
 import { Trust } from './trust.js';
 
@@ -41,6 +42,7 @@ export class Session extends Emitter<SessionEvents> {
   readonly conv: Conversations;
   readonly trust: Trust;
   readonly chats: ChatList;
+  readonly membership: Membership;
   /** The search index, in memory only; filled from the store the first time a search runs. */
   readonly search = new SearchIndex();
   private searchLoaded: Promise<void> | null = null;
@@ -63,6 +65,7 @@ export class Session extends Emitter<SessionEvents> {
       this.publishChats();
     };
     this.chats = new ChatList(m, db);
+    this.membership = new Membership(this);
     this.conv.on((c) => {
       for (const id of c.removed ?? []) this.search.remove(id);
       for (const m of [...c.changed, ...(c.added ? [c.added] : [])]) this.search.put(m);
@@ -101,6 +104,8 @@ export class Session extends Emitter<SessionEvents> {
     await this.trust.load();
     await this.chats.load();
     await this.conv.load();
+    await this.membership.load();
+    await this.membership.update();
   }
 
   /** Drops a chat from the list, the store and the search index (the room was left or deleted). */

@@ -22,27 +22,31 @@ export async function refreshContacts(s: Session): Promise<void> {
   const contacts = await s.m.api.contacts();
   s.chats.setContacts(contacts);
   for (const c of contacts) await s.trust.observe(c.nick, c.publicKey);
+  // A peer who deleted their account is no longer a contact: say so before anyone tries to send.
+  await s.membership.checkPeers(new Set(contacts.map((c) => c.nick)));
 }
 
 async function onReady(s: Session): Promise<void> {
   // The connection is back: what waits in the outbox goes now.
   s.conv.online();
   await refreshContacts(s).catch((e: unknown) => s.emit('problem', String(e)));
+  await s.membership.update(true);
   s.emit('rooms', undefined);
   s.publishChats();
   await rekeyOwedRooms(s);
 }
 
 async function onRoom(s: Session, room: Room): Promise<void> {
+  await s.membership.update();
   s.emit('rooms', undefined);
   s.publishChats();
   if (room.needsRekey) await rekeyOwedRooms(s);
 }
 
+/** Removed from a room (or it was deleted): it stays in the list, read-only, with its history. */
 async function onRoomLeft(s: Session, id: string): Promise<void> {
   const chat: ChatId = `room:${id}`;
-  await s.forgetChat(chat);
-  s.emit('gone', chat);
+  await s.membership.removed(id, s.chats.meta(chat)?.title ?? 'a room');
   s.emit('rooms', undefined);
   s.publishChats();
 }

@@ -79,14 +79,14 @@ function entry(c: ChatSummary, current: string | null): HTMLLIElement {
   const descId = uid('chatdesc');
   const when = c.lastTs > 0 ? shortTime(c.lastTs) : '';
   const trust = trustLabel(c);
-  const desc = [c.kind === 'room' ? 'Room' : 'Direct chat', trust?.text, c.unread > 0 ? `${c.unread} unread` : '', c.preview ? `last message ${c.preview}` : '', c.lastTs > 0 ? `last activity ${fullTime(c.lastTs)}` : '']
+  const desc = [c.kind === 'room' ? 'Room' : 'Direct chat', c.closed, trust?.text, c.unread > 0 ? `${c.unread} unread` : '', c.preview ? `last message ${c.preview}` : '', c.lastTs > 0 ? `last activity ${fullTime(c.lastTs)}` : '']
     .filter(Boolean)
     .join(', ');
   const link = h(
     'a',
     { href: routeHash({ name: 'chat', chat: c.chat }), 'aria-current': c.chat === current ? 'page' : null, 'aria-describedby': descId, 'data-chat': c.chat },
     h('span', { class: c.kind === 'room' ? 'avatar room' : 'avatar', 'aria-hidden': 'true' }, c.kind === 'room' ? '#' : c.title.slice(0, 1)),
-    h('span', { class: 'chat-text' }, h('span', { class: 'chat-name' }, c.title), c.preview ? h('span', { class: 'chat-preview', 'aria-hidden': 'true' }, c.preview) : null),
+    h('span', { class: 'chat-text' }, h('span', { class: 'chat-name' }, c.title), c.closed || c.preview ? h('span', { class: 'chat-preview', 'aria-hidden': 'true' }, c.closed ?? c.preview) : null),
     h('span', { class: 'chat-meta', 'aria-hidden': 'true' }, h('span', {}, when), c.unread > 0 ? h('span', { class: 'badge' }, String(c.unread)) : null, trust ? h('span', { class: trust.class }, trust.text) : null),
   );
   return h('li', {}, link, h('span', { id: descId, hidden: true }, desc));

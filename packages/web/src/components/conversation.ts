@@ -7,7 +7,7 @@
 import type { ChatId, ChatMessage } from '@svc/sdk';
 import { describeError } from '../app/errors.js';
 import { heldPeers } from '../app/held.js';
-import { splitChat } from '../app/route.js';
+import { go, splitChat } from '../app/route.js';
 import type { Session } from '../app/session.js';
 import { closePopups, openActionMenu, openEmojiPicker, type MenuItem } from './actionmenu.js';
 import { composerView } from './composer.js';
@@ -36,7 +36,15 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
     panel = panel === 'none' ? (kind === 'room' ? 'settings' : 'safety') : 'none';
     renderPanel();
   });
-  const head = h('div', { class: 'conv-head' }, back, title, panelBtn);
+  const dropBtn = h('button', { type: 'button', class: 'danger' }, 'Delete chat');
+  dropBtn.hidden = true;
+  dropBtn.addEventListener('click', () => {
+    void s.forgetChat(chat).then(() => {
+      s.publishChats();
+      go({ name: 'home' });
+    });
+  });
+  const head = h('div', { class: 'conv-head' }, back, title, panelBtn, dropBtn);
 
   const fail = (e: unknown) => (problem.textContent = describeError(e));
   const composer = composerView({
@@ -93,8 +101,19 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
     return kind === 'room' ? s.m.room(id) : undefined;
   }
 
+  /** Why this chat is read-only now, or null. */
+  function closed(): string | null {
+    const meta = s.chats.meta(chat);
+    if (kind === 'room' && !room() && meta?.left) return `You were removed from ${meta.title ?? 'this room'}. Its history stays here until you delete the chat.`;
+    if (kind === 'dm' && meta?.gone) return `${id} deleted their account. Messages can no longer be sent to ${id}.`;
+    return null;
+  }
+
   function renderHead(): void {
-    title.textContent = kind === 'room' ? (room()?.name ?? 'Room') : id;
+    title.textContent = kind === 'room' ? (room()?.name ?? s.chats.meta(chat)?.title ?? 'Room') : id;
+    const why = closed();
+    dropBtn.hidden = why === null;
+    panelBtn.hidden = why !== null && kind === 'room';
   }
 
   function renderPanel(): void {
@@ -116,7 +135,9 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
         s.conv.online();
       }));
     }
-    composer.block(held.length > 0 ? 'Sending is held until you review the key change above.' : null);
+    const why = closed();
+    if (why) composer.block(why, true);
+    else composer.block(held.length > 0 ? 'Sending is held until you review the key change above.' : null);
   }
 
   function markRead(): void {
@@ -135,6 +156,10 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
       }
     }),
     s.on('trust', renderTrust),
+    s.on('chats', () => {
+      renderHead();
+      renderTrust();
+    }),
     s.on('rooms', () => {
       renderHead();
       if (panel === 'settings') renderPanel();
@@ -150,7 +175,11 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
   renderTrust();
   void log.open().then(markRead);
   // A DM peer's key is checked (and pinned on first use) as soon as the chat opens.
-  if (kind === 'dm') void s.m.peerKey(id, 'receive').catch(() => undefined);
+  // A peer who deleted their account is found out now, before the person tries to send.
+  if (kind === 'dm') {
+    void s.m.peerKey(id, 'receive').catch(() => undefined);
+    void s.membership.checkPeer(id).then((gone) => gone && s.publishChats());
+  }
 
   const el = h('section', { class: 'main', 'aria-labelledby': 'conv-title' }, head, alertSlot, panelSlot, problem, log.el, composer.el);
   return {

@@ -1,0 +1,108 @@
+/**
+ * Membership lines in a room's log ("carol joined", "dave left", "You were removed from …") and
+ * chats that became read-only: a room this account was removed from stays in the list with its
+ * history until the person deletes it; a DM peer who deleted their account is found out when the
+ * app loads or the chat opens, before the person tries to send.
+ *
+ * The last membership seen per room is kept sealed in IndexedDB, so changes that happened while
+ * this device was away still show as lines when it comes back.
+ */
+import { isSdkError, openAtRest, sealAtRest, type ChatId, type Sealed } from '@svc/sdk';
+import { STORES } from './idb.js';
+import type { Session } from './session.js';
+
+const KEY = 'members';
+const CTX = 'kv|members';
+
+export class Membership {
+  private known = new Map<string, string[]>();
+  private loaded = false;
+
+  constructor(private readonly s: Session) {}
+
+  async load(): Promise<void> {
+    try {
+      const row = await this.s.db.get<Sealed>(STORES.kv, KEY);
+      if (row) this.known = new Map(Object.entries((await openAtRest(this.s.m.historyKey, row, CTX)) as Record<string, string[]>));
+    } catch {
+      this.known = new Map();
+    }
+    this.loaded = true;
+  }
+
+  private async save(): Promise<void> {
+    await this.s.db.put(STORES.kv, await sealAtRest(this.s.m.historyKey, Object.fromEntries(this.known), CTX), KEY);
+  }
+
+  /**
+   * Compares every room's members with the last seen and writes a line per change. `afterSync`:
+   * the room list was just read from the service, so a known room missing from it is one this
+   * account was removed from while away.
+   */
+  async update(afterSync = false): Promise<void> {
+    if (!this.loaded) return;
+    let dirty = false;
+    if (afterSync) {
+      const listed = new Set(this.s.m.rooms.map((r) => r.id));
+      for (const id of [...this.known.keys()]) {
+        if (!listed.has(id)) await this.removed(id, this.s.chats.meta(`room:${id}`)?.title ?? 'a room');
+      }
+    }
+    for (const room of this.s.m.rooms) {
+      const chat: ChatId = `room:${room.id}`;
+      const now = [...room.members].sort();
+      const before = this.known.get(room.id);
+      if (this.s.chats.meta(chat)?.left) await this.s.chats.flag(chat, { left: false, title: room.name });
+      if (before && before.join() !== now.join()) {
+        const joined = now.filter((n) => !before.includes(n) && n !== this.s.nick);
+        const left = before.filter((n) => !now.includes(n) && n !== this.s.nick);
+        for (const n of joined) await this.s.conv.note(chat, { what: 'joined', nicks: [n] }, `${n} joined`);
+        for (const n of left) await this.s.conv.note(chat, { what: 'left', nicks: [n] }, `${n} left`);
+      }
+      if (!before || before.join() !== now.join()) {
+        this.known.set(room.id, now);
+        dirty = true;
+      }
+      if (this.s.chats.meta(chat)?.title !== room.name) await this.s.chats.flag(chat, { title: room.name });
+    }
+    if (dirty) await this.save();
+  }
+
+  /** The service says this account is out of the room (removed, or the room was deleted). */
+  async removed(roomId: string, name: string): Promise<void> {
+    const chat: ChatId = `room:${roomId}`;
+    // A room this device never saw (made and gone while it was away) leaves nothing behind.
+    if (!this.known.delete(roomId) && !this.s.chats.meta(chat)) return;
+    await this.save();
+    await this.s.chats.flag(chat, { left: true, title: name });
+    await this.s.conv.note(chat, { what: 'removed', nicks: [this.s.nick] }, `You were removed from ${name}`);
+  }
+
+  /** This device left the room on purpose: nothing to keep. */
+  async forget(roomId: string): Promise<void> {
+    if (this.known.delete(roomId)) await this.save();
+  }
+
+  /** Marks a DM read-only when its peer's account is gone; true if it is. */
+  async checkPeer(nick: string): Promise<boolean> {
+    const chat: ChatId = `dm:${nick}`;
+    try {
+      await this.s.m.api.user(nick);
+      if (this.s.chats.meta(chat)?.gone) await this.s.chats.flag(chat, { gone: false });
+      return false;
+    } catch (e) {
+      if (!isSdkError(e, 'unknown_user')) return false;
+      await this.s.chats.flag(chat, { gone: true });
+      return true;
+    }
+  }
+
+  /** DM peers who are no longer contacts (the service drops a deleted account's rows) are checked. */
+  async checkPeers(contacts: Set<string>): Promise<void> {
+    for (const c of this.s.chats.list()) {
+      if (c.kind !== 'dm' || c.closed) continue;
+      const nick = c.chat.slice(3);
+      if (!contacts.has(nick)) await this.checkPeer(nick);
+    }
+  }
+}
