@@ -1,0 +1,70 @@
+/**
+ * `npm run bench:client`: the client-side figures of the conversation layer, in Node over the
+ * SDK's own code (WebCrypto AES-GCM, the same as in the browser; IndexedDB's own time is not in
+ * them). With 10,000 sealed records in one chat:
+ * - opening the chat: reading and opening (decrypting) its newest page of 100 records;
+ * - the first search: opening all 10,000 records and indexing them;
+ * - a search: one query over the 10,000 indexed records.
+ * Prints a markdown table of min / median / max over the runs (docs/BENCHMARKS.md, "Client").
+ */
+import { webcrypto } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import { openAtRest, sealAtRest, SearchIndex, type ChatMessage, type Sealed } from '@svc/sdk';
+
+const N = Number(process.env.BENCH_RECORDS ?? 10_000);
+const PAGE = 100;
+const RUNS = Number(process.env.BENCH_RUNS ?? 7);
+const WORDS = ['meet', 'lunch', 'tomorrow', 'project', 'deadline', 'coffee', 'train', 'late', 'photo', 'plan', 'weekend', 'call'];
+
+function stats(xs: number[]): { min: number; median: number; max: number } {
+  const s = [...xs].sort((a, b) => a - b);
+  return { min: s[0]!, median: s[Math.floor(s.length / 2)]!, max: s.at(-1)! };
+}
+
+async function main(): Promise<void> {
+  const key = await webcrypto.subtle.importKey('raw', webcrypto.getRandomValues(new Uint8Array(32)), 'AES-GCM', false, ['encrypt', 'decrypt']);
+  const rows: { id: string; ts: number; sealed: Sealed }[] = [];
+  const t0 = 1_800_000_000_000;
+  for (let i = 0; i < N; i++) {
+    const body = Array.from({ length: 8 + (i % 12) }, (_, j) => WORDS[(i * 7 + j * 3) % WORDS.length]).join(' ') + ` #${i}`;
+    const id = `m${String(i).padStart(8, '0')}`;
+    const m: Omit<ChatMessage, 'id' | 'chat' | 'ts'> = { from: i % 2 ? 'alice' : 'bob', sentAt: t0 + i * 1000, kind: 'text', body };
+    rows.push({ id, ts: t0 + i * 1000, sealed: await sealAtRest(key, m, `msg|dm:bob|${id}`) });
+  }
+  const open = (r: (typeof rows)[number]) => openAtRest(key, r.sealed, `msg|dm:bob|${r.id}`);
+
+  const openChat: number[] = [];
+  const firstSearch: number[] = [];
+  const search: number[] = [];
+  let index = new SearchIndex();
+  for (let run = 0; run < RUNS; run++) {
+    let t = performance.now();
+    const page = await Promise.all(rows.slice(-PAGE).map(open));
+    openChat.push(performance.now() - t);
+    if (page.length !== PAGE) throw new Error('page');
+
+    t = performance.now();
+    index = new SearchIndex();
+    const all = await Promise.all(rows.map(async (r) => ({ ...((await open(r)) as object), id: r.id, chat: 'dm:bob', ts: r.ts }) as unknown as ChatMessage));
+    for (const m of all) index.put(m);
+    firstSearch.push(performance.now() - t);
+
+    for (const q of ['coffee tomorrow', 'deadline', 'weekend call #99', 'nothing matches this']) {
+      t = performance.now();
+      index.search(q, 50);
+      search.push(performance.now() - t);
+    }
+  }
+  const row = (name: string, xs: number[], target: string) => {
+    const s = stats(xs);
+    return `| ${name} | ${s.min.toFixed(1)} | ${s.median.toFixed(1)} | ${s.max.toFixed(1)} | ${target} |`;
+  };
+  console.log(`Client figures, ${N} records in one chat, ${RUNS} runs, Node ${process.version}\n`);
+  console.log('| Figure | min ms | median ms | max ms | target |');
+  console.log('|---|---|---|---|---|');
+  console.log(row(`open a chat: newest ${PAGE} of ${N} records opened`, openChat, '< 200 ms'));
+  console.log(row(`first search: all ${N} records opened and indexed`, firstSearch, 'once per session'));
+  console.log(row(`one search over ${N} records`, search, '< 100 ms'));
+}
+
+await main();
