@@ -49,6 +49,7 @@ async function startService(o: Options, backend: Backend): Promise<Child> {
     LIMIT_WRITES_PER_MIN: RAISED_LIMIT,
     LIMIT_REGISTER_PER_HOUR: RAISED_LIMIT,
     LIMIT_LOGIN_PER_10MIN: RAISED_LIMIT,
+    LIMIT_LOGIN_PER_IP_PER_10MIN: RAISED_LIMIT,
     LOG_LEVEL: 'warn',
   }, port);
 }

@@ -24,6 +24,8 @@ export const DEFAULT_RATES = {
   writesPerMin: 60,
   registerPerHour: 5,
   loginPer10Min: 10,
+  /** decisions.md §1: a second login bucket per client IP, across all nicks. */
+  loginPerIpPer10Min: 100,
 } as const;
 
 /** KDF parameter bounds (decisions §2) and the defaults for new accounts (§12). */

@@ -25,6 +25,7 @@ import { registerRoutes } from './routes/index.js';
 import { encodeB64url } from '@svc/protocol';
 import { randomSecret } from './crypto.js';
 import { registerMetrics } from './ops/metrics.js';
+import { errorForLog } from './log-error.js';
 
 export interface AppOptions {
   store?: Store;
@@ -81,7 +82,9 @@ async function loadSecrets(config: Config, store: Store): Promise<Secrets> {
 export async function createApp(config: Config, opts: AppOptions = {}): Promise<App> {
   const timeouts: Timeouts = { ...DEFAULT_TIMEOUTS, ...opts.timeouts };
   const fastify = Fastify({
-    logger: { level: config.logLevel, base: null, ...(opts.logStream ? { stream: opts.logStream } : {}) },
+    // Every error logged anywhere (`{ err }`, by this code or by the framework) keeps only its
+    // message, code and stack (log-error.ts): decisions.md §11 keeps row values out of the log.
+    logger: { level: config.logLevel, base: null, serializers: { err: errorForLog as never }, ...(opts.logStream ? { stream: opts.logStream } : {}) },
     logController: new LogController({ disableRequestLogging: true }),
     // No per-request child logger: nothing logs through request.log, and decisions.md §11 keeps
     // request data (a request id included) out of the log. Building a pino child for every

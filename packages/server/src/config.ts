@@ -16,7 +16,7 @@ export interface Config {
   redisPrefix: string;
   registration: 'open' | 'invite';
   vapid: { subject: string; publicKey: string | null; privateKey: string | null };
-  rates: { messagesPerMin: number; writesPerMin: number; registerPerHour: number; loginPer10Min: number };
+  rates: { messagesPerMin: number; writesPerMin: number; registerPerHour: number; loginPer10Min: number; loginPerIpPer10Min: number };
   pushAllowPrivateTargets: boolean;
   /** Port of the Prometheus endpoint on 127.0.0.1 (0: any free port), or null: no metrics. */
   metricsPort: number | null;
@@ -104,6 +104,7 @@ export function parseConfig(env: Env, defaults: { webRoot: string; build: Config
       writesPerMin: intVar(env, 'LIMIT_WRITES_PER_MIN', DEFAULT_RATES.writesPerMin, 1, 10_000_000),
       registerPerHour: intVar(env, 'LIMIT_REGISTER_PER_HOUR', DEFAULT_RATES.registerPerHour, 1, 10_000_000),
       loginPer10Min: intVar(env, 'LIMIT_LOGIN_PER_10MIN', DEFAULT_RATES.loginPer10Min, 1, 10_000_000),
+      loginPerIpPer10Min: intVar(env, 'LIMIT_LOGIN_PER_IP_PER_10MIN', DEFAULT_RATES.loginPerIpPer10Min, 1, 10_000_000),
     },
     pushAllowPrivateTargets: allowPrivate === '1',
     metricsPort: env.METRICS_PORT ? intVar(env, 'METRICS_PORT', 0, 0, 65535) : null,

@@ -48,6 +48,7 @@ const TEST_RATES = {
   LIMIT_WRITES_PER_MIN: '100000',
   LIMIT_REGISTER_PER_HOUR: '100000',
   LIMIT_LOGIN_PER_10MIN: '100000',
+  LIMIT_LOGIN_PER_IP_PER_10MIN: '100000',
 };
 
 function logCollector(logs: Record<string, unknown>[]): Writable {

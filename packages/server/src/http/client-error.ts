@@ -4,8 +4,17 @@
  * and clients too slow to send their headers or body in time (slowloris). Node hands these to one
  * callback with the raw socket; the answer keeps the service's form, `{error, message}` with a
  * code of the catalog and the headers every response carries, and the connection is closed.
+ *
+ * Answers keep the order of the requests (RFC 9112 §9.3.2). Bytes that are not HTTP after a
+ * request that was read whole (trailing garbage after a chunked body, the rest of a body longer
+ * than its Content-Length) are a second, broken request: the first one still runs, so its own
+ * answer must go out first. Writing the 400 at once used to put it ahead of that answer, and
+ * the client read "400 bad_json" for a request whose handler then ran (a leave that answered an
+ * error yet left the room). A request whose own body is still incomplete never reaches its
+ * handler, so its error is answered at once.
  */
 import type { Socket } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ApiError, type ErrorCode } from '@svc/protocol';
 import { JSON_CONTENT_TYPE, SECURITY_HEADERS } from './headers.js';
 
@@ -17,11 +26,18 @@ function codeFor(err: { code?: unknown }): ErrorCode {
   return err.code === 'HPE_HEADER_OVERFLOW' ? 'too_large' : 'bad_json';
 }
 
-export function clientErrorHandler(err: Error & { code?: unknown }, socket: Socket): void {
-  // A reset connection has nobody left to answer.
-  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+/** Sockets whose error is answered or waiting for earlier answers: Node reports a dead parser again on every later read. */
+const handled = new WeakSet<Socket>();
+
+/** The response Node is writing on this socket now (pipelined ones queue behind it); Node keeps it on the socket. */
+function inFlight(socket: Socket): ServerResponse | null {
+  const res = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+  return res && !res.writableFinished ? res : null;
+}
+
+function answer(socket: Socket, code: ErrorCode): void {
   if (socket.writable) {
-    const api = new ApiError(codeFor(err));
+    const api = new ApiError(code);
     const body = JSON.stringify(api.toBody());
     const headers: Record<string, string> = {
       ...SECURITY_HEADERS,
@@ -37,4 +53,29 @@ export function clientErrorHandler(err: Error & { code?: unknown }, socket: Sock
   }
   // Whatever happens to the write, the socket goes within a second.
   setTimeout(() => socket.destroy(), 1000).unref();
+}
+
+/** Answers once every request read whole before the broken bytes has had its own answer. */
+function answerInOrder(socket: Socket, code: ErrorCode): void {
+  if (socket.destroyed) return;
+  const res = inFlight(socket);
+  const req = (res as (ServerResponse & { req?: IncomingMessage }) | null)?.req;
+  if (!res || !req?.complete) {
+    answer(socket, code);
+    return;
+  }
+  // Node hands the socket to the next queued response when this one finishes; look again then.
+  const next = (): void => {
+    res.off('finish', next).off('close', next);
+    setImmediate(() => answerInOrder(socket, code));
+  };
+  res.on('finish', next).on('close', next);
+}
+
+export function clientErrorHandler(err: Error & { code?: unknown }, socket: Socket): void {
+  // A reset connection has nobody left to answer.
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  if (handled.has(socket)) return;
+  handled.add(socket);
+  answerInOrder(socket, codeFor(err));
 }

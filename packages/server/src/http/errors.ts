@@ -1,11 +1,13 @@
 /**
  * The one place that turns a failure into an HTTP answer `{error, message, field?}`. ApiErrors
  * map through the protocol's catalog; framework errors map to the nearest spec code; anything
- * else is a 500 `internal` whose cause goes to the log with its stack and no request data.
+ * else is a 500 `internal` whose cause goes to the log with its stack and no request data, nor
+ * any value the error carries (log-error.ts).
  */
 import { ApiError, type ErrorCode } from '@svc/protocol';
 import type { FastifyBaseLogger, FastifyReply } from 'fastify';
 import { JSON_CONTENT_TYPE, SECURITY_HEADERS } from './headers.js';
+import { errorForLog } from '../log-error.js';
 
 /** Fastify's own error codes that can reach us, and the spec code each means. */
 const FRAMEWORK_CODES: Record<string, ErrorCode> = {
@@ -31,7 +33,8 @@ export function toApiError(err: unknown): ApiError | null {
 export function sendError(reply: FastifyReply, err: unknown, log: FastifyBaseLogger): FastifyReply {
   let api = toApiError(err);
   if (!api) {
-    log.error({ err }, 'internal error');
+    // Message, code and stack only: a PostgreSQL error's detail holds row values such as nicks.
+    log.error({ err: errorForLog(err) }, 'internal error');
     api = new ApiError('internal');
   }
   if (api.code === 'rate_limited') reply.header('retry-after', String(Math.max(1, api.retryAfter ?? 1)));

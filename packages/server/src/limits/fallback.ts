@@ -6,7 +6,7 @@
  * the next hit that it answers.
  */
 import type { FastifyBaseLogger } from 'fastify';
-import type { RateLimiter } from './types.js';
+import type { Bucket, RateLimiter } from './types.js';
 
 /** An outage is logged at most this often, not once per request. */
 const WARN_EVERY_MS = 10_000;
@@ -20,16 +20,20 @@ export class FallbackLimiter implements RateLimiter {
     private readonly log: FastifyBaseLogger,
   ) {}
 
-  async hit(key: string, limit: number, windowMs: number): Promise<number> {
+  hit(key: string, limit: number, windowMs: number): Promise<number> {
+    return this.hitAll([{ key, limit, windowMs }]);
+  }
+
+  async hitAll(buckets: readonly Bucket[]): Promise<number> {
     try {
-      return await this.shared.hit(key, limit, windowMs);
+      return await this.shared.hitAll(buckets);
     } catch (err) {
       const now = Date.now();
       if (now - this.lastWarn >= WARN_EVERY_MS) {
         this.lastWarn = now;
         this.log.warn({ err: { message: (err as Error).message } }, 'shared rate limits unreachable; counting on this instance');
       }
-      return this.local.hit(key, limit, windowMs);
+      return this.local.hitAll(buckets);
     }
   }
 

@@ -8,23 +8,31 @@
  */
 import { createHmac, randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import type { RateLimiter } from './types.js';
+import type { Bucket, RateLimiter } from './types.js';
 
-// KEYS[1] the log; ARGV limit, window ms, a unique member suffix.
-// Returns 0 when the hit was counted, else the milliseconds until one would be allowed.
+// KEYS the logs of one attempt's buckets; ARGV a unique member suffix, then limit and window ms
+// per key. Returns 0 when the hit was counted in every log, else the milliseconds until each full
+// log would allow one (the longest), and then counts nothing: a refused flood creates no keys.
 const HIT_SCRIPT = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local limit = tonumber(ARGV[1])
-local window = tonumber(ARGV[2])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
-local n = redis.call('ZCARD', KEYS[1])
-if n >= limit then
-  local oldest = redis.call('ZRANGE', KEYS[1], n - limit, n - limit, 'WITHSCORES')
-  return tonumber(oldest[2]) + window - now
+local wait = 0
+for i = 1, #KEYS do
+  local limit = tonumber(ARGV[2 * i])
+  local window = tonumber(ARGV[2 * i + 1])
+  redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now - window)
+  local n = redis.call('ZCARD', KEYS[i])
+  if n >= limit then
+    local oldest = redis.call('ZRANGE', KEYS[i], n - limit, n - limit, 'WITHSCORES')
+    local w = tonumber(oldest[2]) + window - now
+    if w > wait then wait = w end
+  end
 end
-redis.call('ZADD', KEYS[1], now, now .. ':' .. ARGV[3])
-redis.call('PEXPIRE', KEYS[1], window)
+if wait > 0 then return wait end
+for i = 1, #KEYS do
+  redis.call('ZADD', KEYS[i], now, now .. ':' .. ARGV[1])
+  redis.call('PEXPIRE', KEYS[i], tonumber(ARGV[2 * i + 1]))
+end
 return 0
 `;
 
@@ -38,10 +46,15 @@ export class RedisLimiter implements RateLimiter {
     private readonly secret: string,
   ) {}
 
-  async hit(key: string, limit: number, windowMs: number): Promise<number> {
+  hit(key: string, limit: number, windowMs: number): Promise<number> {
+    return this.hitAll([{ key, limit, windowMs }]);
+  }
+
+  async hitAll(buckets: readonly Bucket[]): Promise<number> {
     const member = `${this.unique}:${++this.counter}`;
-    const hashed = createHmac('sha256', this.secret).update(key).digest('base64url').slice(0, 32);
-    const waitMs = Number(await this.redis.eval(HIT_SCRIPT, 1, `${this.prefix}rl:${hashed}`, limit, windowMs, member));
+    const keys = buckets.map((b) => `${this.prefix}rl:${createHmac('sha256', this.secret).update(b.key).digest('base64url').slice(0, 32)}`);
+    const args = buckets.flatMap((b) => [b.limit, b.windowMs]);
+    const waitMs = Number(await this.redis.eval(HIT_SCRIPT, keys.length, ...keys, member, ...args));
     return waitMs <= 0 ? 0 : Math.max(1, Math.ceil(waitMs / 1000));
   }
 

@@ -26,6 +26,8 @@ async function limit(ctx: RouteContext, key: string, max: number, windowMs: numb
   if (wait > 0) throw new ApiError('rate_limited', { retryAfter: wait });
 }
 
+const LOGIN_WINDOW_MS = 600_000;
+
 /** The key material fields shared by register and password, checked in this order. */
 function keyMaterial(b: Record<string, unknown>, authField: string): { authKey: string; kdf: Kdf; encryptedKey: EncryptedKey } {
   if (!isAuthKey(b[authField])) throw invalid(authField);
@@ -73,7 +75,9 @@ export const accountRoutes: RouteHandlers = {
 
   'POST /api/login': async (ctx) => {
     const { deps } = ctx;
-    // The (IP, nick) limit counts every attempt and comes first, so the nick is read before the body is judged.
+    // The login limits count every attempt and come first, so the nick is read before the body is
+    // judged: per (IP, nick) against guessing one password, per IP against trying many accounts.
+    // Both are one step, so an attempt refused by either is counted by neither.
     let body: unknown;
     let parseError: unknown = null;
     try {
@@ -83,7 +87,11 @@ export const accountRoutes: RouteHandlers = {
     }
     const b = isPlainObject(body) ? body : {};
     const nickKey = typeof b.nick === 'string' ? b.nick.slice(0, 64) : '';
-    await limit(ctx, `login:${ctx.ip}\0${nickKey}`, deps.config.rates.loginPer10Min, 600_000);
+    const wait = await deps.limiter.hitAll([
+      { key: `login:${ctx.ip}\0${nickKey}`, limit: deps.config.rates.loginPer10Min, windowMs: LOGIN_WINDOW_MS },
+      { key: `login-ip:${ctx.ip}`, limit: deps.config.rates.loginPerIpPer10Min, windowMs: LOGIN_WINDOW_MS },
+    ]);
+    if (wait > 0) throw new ApiError('rate_limited', { retryAfter: wait });
     if (parseError) throw parseError;
     if (!isNick(b.nick)) throw invalid('nick');
     if (!isAuthKey(b.authKey)) throw invalid('authKey');

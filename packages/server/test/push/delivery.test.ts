@@ -60,9 +60,11 @@ describe('push delivery', () => {
     const d = await addDevice(c);
     const keys = push.subscription('/literal').keys;
     for (const h of NON_PUBLIC_LITERAL_HOSTS) {
-      const r = await c.put(`/api/devices/${d}/push`, { subscription: { endpoint: `https://${h}:${push.port}/literal`, keys } }, { device: d });
-      assert.equal(r.status, 400, h);
-      assert.deepEqual([r.json.error, r.json.field], ['invalid', 'subscription'], h);
+      for (const endpoint of [`https://${h}/`, `https://${h}:${push.port}/literal`]) {
+        const r = await c.put(`/api/devices/${d}/push`, { subscription: { endpoint, keys } }, { device: d });
+        assert.equal(r.status, 400, endpoint);
+        assert.deepEqual([r.json.error, r.json.field], ['invalid', 'subscription'], endpoint);
+      }
     }
     assert.equal((await c.get('/api/devices')).json[0].push, false, 'no refused endpoint was stored');
     assert.equal((await c.put(`/api/devices/${d}/push`, { subscription: { endpoint: `https://localhost:${push.port}/literal`, keys } }, { device: d })).status, 204);

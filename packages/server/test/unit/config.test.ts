@@ -16,7 +16,7 @@ test('defaults match decisions §1', () => {
   assert.equal(c.redisPrefix, 'svc:');
   assert.equal(c.registration, 'open');
   assert.equal(c.vapid.subject, 'mailto:admin@localhost');
-  assert.deepEqual(c.rates, { messagesPerMin: 30, writesPerMin: 60, registerPerHour: 5, loginPer10Min: 10 });
+  assert.deepEqual(c.rates, { messagesPerMin: 30, writesPerMin: 60, registerPerHour: 5, loginPer10Min: 10, loginPerIpPer10Min: 100 });
   assert.equal(c.pushAllowPrivateTargets, false);
   assert.equal(c.logLevel, 'info');
   assert.equal(c.secureCookies, false);
@@ -33,7 +33,7 @@ test('overrides are read for every variable', () => {
   const c = parseConfig(
     {
       PORT: '1234', HOST: '0.0.0.0', DATABASE_URL: 'sqlite:/var/lib/svc/x.db', REGISTRATION: 'invite',
-      LIMIT_MESSAGES_PER_MIN: '1', LIMIT_WRITES_PER_MIN: '2', LIMIT_REGISTER_PER_HOUR: '3', LIMIT_LOGIN_PER_10MIN: '4',
+      LIMIT_MESSAGES_PER_MIN: '1', LIMIT_WRITES_PER_MIN: '2', LIMIT_REGISTER_PER_HOUR: '3', LIMIT_LOGIN_PER_10MIN: '4', LIMIT_LOGIN_PER_IP_PER_10MIN: '5',
       PUSH_ALLOW_PRIVATE_TARGETS: '1', LOG_LEVEL: 'warn', VAPID_SUBJECT: 'https://example.org',
       VAPID_PUBLIC_KEY: 'pub', VAPID_PRIVATE_KEY: 'priv', REDIS_URL: 'redis://127.0.0.1:6379',
       REDIS_PREFIX: 'chat:',
@@ -44,7 +44,7 @@ test('overrides are read for every variable', () => {
   assert.equal(c.host, '0.0.0.0');
   assert.deepEqual(c.database, { kind: 'sqlite', path: '/var/lib/svc/x.db' });
   assert.equal(c.registration, 'invite');
-  assert.deepEqual(c.rates, { messagesPerMin: 1, writesPerMin: 2, registerPerHour: 3, loginPer10Min: 4 });
+  assert.deepEqual(c.rates, { messagesPerMin: 1, writesPerMin: 2, registerPerHour: 3, loginPer10Min: 4, loginPerIpPer10Min: 5 });
   assert.equal(c.pushAllowPrivateTargets, true);
   assert.equal(c.logLevel, 'warn');
   assert.deepEqual(c.vapid, { subject: 'https://example.org', publicKey: 'pub', privateKey: 'priv' });

@@ -74,6 +74,7 @@ export async function startServer(): Promise<RunningServer> {
       LIMIT_WRITES_PER_MIN: '100000',
       LIMIT_REGISTER_PER_HOUR: '100000',
       LIMIT_LOGIN_PER_10MIN: '100000',
+      LIMIT_LOGIN_PER_IP_PER_10MIN: '100000',
       LOG_LEVEL: 'warn',
     },
     stdio: ['ignore', 'pipe', 'pipe'],

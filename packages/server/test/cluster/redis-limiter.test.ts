@@ -1,0 +1,62 @@
+/**
+ * The shared limiter on Redis (limits/redis.ts) with several buckets per attempt, as login uses
+ * them (decisions.md §1): a refused attempt counts in no bucket, so a flood of random nicks from
+ * one address stops creating keys once that address's bucket is full.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { RedisLimiter } from '../../src/limits/redis.js';
+import type { Bucket } from '../../src/limits/types.js';
+import { dropRedisPrefix, testRedisUrl } from '../modes.js';
+
+const login = (ip: string, nick: string): Bucket[] => [
+  { key: `login:${ip}\0${nick}`, limit: 10, windowMs: 600_000 },
+  { key: `login-ip:${ip}`, limit: 100, windowMs: 600_000 },
+];
+
+async function keysUnder(prefix: string): Promise<number> {
+  const r = new Redis(testRedisUrl);
+  try {
+    return (await r.keys(`${prefix}*`)).length;
+  } finally {
+    await r.quit();
+  }
+}
+
+test('Redis limiter: 1,000 random nicks from one address, the per-IP bucket refuses after 100 and the refused attempts add no key', async () => {
+  const prefix = `test:${randomBytes(6).toString('hex')}:`;
+  const l = new RedisLimiter(new Redis(testRedisUrl), prefix, 'secret');
+  try {
+    for (let i = 0; i < 100; i++) assert.equal(await l.hitAll(login('203.0.113.9', `guess${i}`)), 0, `attempt ${i + 1}`);
+    for (let i = 100; i < 1000; i++) {
+      const wait = await l.hitAll(login('203.0.113.9', `guess${i}`));
+      assert.ok(wait >= 1 && wait <= 600, `wait ${wait}`);
+    }
+    assert.equal(await keysUnder(prefix), 101);
+    assert.equal(await l.hitAll(login('203.0.113.10', 'guess0')), 0, 'another address has its own bucket');
+  } finally {
+    await l.close();
+    await dropRedisPrefix(prefix);
+  }
+});
+
+test('Redis limiter: an attempt refused by one bucket is counted in none, and the wait is the longest among the full buckets', async () => {
+  const prefix = `test:${randomBytes(6).toString('hex')}:`;
+  const l = new RedisLimiter(new Redis(testRedisUrl), prefix, 'secret');
+  try {
+    const a: Bucket = { key: 'a', limit: 1, windowMs: 10_000 };
+    const b: Bucket = { key: 'b', limit: 3, windowMs: 60_000 };
+    assert.equal(await l.hitAll([a, b]), 0);
+    const w = await l.hitAll([a, b]);
+    assert.ok(w >= 9 && w <= 10, `a is full for about 10 s, got ${w}`);
+    assert.equal(await l.hit('b', 3, 60_000), 0);
+    assert.equal(await l.hit('b', 3, 60_000), 0, 'the refused attempt did not count in b');
+    const both = await l.hitAll([a, b]);
+    assert.ok(both >= 59 && both <= 60, `both full: the longer wait, got ${both}`);
+  } finally {
+    await l.close();
+    await dropRedisPrefix(prefix);
+  }
+});
