@@ -34,9 +34,15 @@ function newMessenger(): { m: Messenger; bindTrust: (s: Session) => void } {
   return { m: new Messenger(opts), bindTrust };
 }
 
+/** Whether a failed request says only that the service is out of reach (or down) for now. */
+function unreachable(e: unknown): boolean {
+  return isSdkError(e, 'network') || isSdkError(e, 'internal') || isSdkError(e, 'bad_response') || isSdkError(e, 'rate_limited');
+}
+
 /**
  * Registers this browser's device (idempotent). With `mayWait` (a resume) an unreachable service
- * does not stop the start: the device is only named, and registered later. Returns whether it is.
+ * does not stop the start: the device is only named, and registered later (connection.ts).
+ * Returns whether it is registered.
  */
 async function registerDevice(m: Messenger, deviceId: string, mayWait: boolean): Promise<boolean> {
   if (!mayWait) {
@@ -49,7 +55,7 @@ async function registerDevice(m: Messenger, deviceId: string, mayWait: boolean):
       return true;
     }
   } catch (e) {
-    if (!isSdkError(e, 'network')) throw e;
+    if (!unreachable(e)) throw e;
   }
   m.api.setDevice(deviceId);
   return false;
@@ -107,9 +113,11 @@ export async function resume(): Promise<Resumed> {
     try {
       // Local only (no request); the SDK's test session.test.ts holds it to that.
       m = await Messenger.resume(opts, saved);
-      if (navigator.onLine) await m.api.me().catch((e: unknown) => {
-        if (!isSdkError(e, 'network')) throw e;
-      });
+      if (navigator.onLine) {
+        await m.api.me().catch((e: unknown) => {
+          if (!unreachable(e)) throw e;
+        });
+      }
     } catch (e) {
       // The service ended the session, or the saved one is not usable: ask for the password.
       if (isSdkError(e, 'unauthenticated') || isSdkError(e, 'bad_session')) {
