@@ -99,6 +99,19 @@ export class EventStream {
     return this;
   }
 
+  /**
+   * While `offline` (a retry is scheduled): connects now instead of waiting out the backoff, with
+   * the backoff started over. For when the app learns the network is back (the browser's `online`
+   * event). Does nothing in any other state.
+   */
+  reconnectNow(): void {
+    if (this.stopped || this.st !== 'offline' || !this.retryTimer) return;
+    clearTimeout(this.retryTimer);
+    this.retryTimer = null;
+    this.attempt = 0;
+    this.running = this.connect();
+  }
+
   /** Stops for good: aborts the connection, flushes pending acks (best effort), reports `closed`. */
   async close(): Promise<void> {
     if (this.stopped) return;

@@ -1,6 +1,7 @@
 /**
  * Entry point: register the service worker, read the service's configuration, reopen the account
- * this browser is signed in to (or show the sign-in screen), and follow the hash route.
+ * this browser is signed in to (or show the sign-in screen), and follow the hash route. Offline,
+ * the service worker serves the app and the account opens from what this browser stores.
  */
 import './styles.css';
 import { ApiClient } from '@svc/sdk';
@@ -9,7 +10,9 @@ import { describeError } from './app/errors.js';
 import { onOpenChatRequest, registerServiceWorker } from './app/push.js';
 import { go, isChatId, parseRoute } from './app/route.js';
 import type { EndReason, Session } from './app/session.js';
-import { startSync } from './app/sync.js';
+import { keepChats } from './app/chatcache.js';
+import { connect } from './app/connection.js';
+import { SIGN_IN_TITLE, trackTitle } from './app/title.js';
 import { authView } from './components/auth.js';
 import { clear, h } from './components/dom.js';
 import { shellView, type ShellView } from './components/shell.js';
@@ -31,7 +34,7 @@ function showAuth(notice: string | null = null, nick: string | null = null): voi
   shell = null;
   clear(root);
   root.append(authView({ registration, notice, nick, onSession: showMain }));
-  document.title = 'Sign in · svc messenger';
+  document.title = SIGN_IN_TITLE;
 }
 
 async function end(s: Session, reason: EndReason): Promise<void> {
@@ -44,7 +47,7 @@ async function end(s: Session, reason: EndReason): Promise<void> {
   showAuth(END_NOTICE[reason], reason === 'account_deleted' ? null : s.nick);
 }
 
-function showMain(s: Session): void {
+function showMain(s: Session, deviceReady = true): void {
   let ended = false;
   const finish = (reason: EndReason) => {
     if (ended) return;
@@ -54,11 +57,16 @@ function showMain(s: Session): void {
   clear(root);
   shell = shellView(s, { onSignOut: () => finish('signed_out'), onEnded: finish });
   root.append(shell.el);
-  const stream = startSync(s);
-  stopSync = () => stream.close();
+  const connection = connect(s, { deviceReady });
+  const stopTitle = trackTitle(s);
+  const stopKeeping = keepChats(s);
+  stopSync = () => {
+    stopTitle();
+    stopKeeping();
+    return connection.close();
+  };
   shell.show(parseRoute(location.hash));
   s.publishChats();
-  document.title = 'svc messenger';
 }
 
 window.addEventListener('hashchange', () => shell?.show(parseRoute(location.hash)));
@@ -75,7 +83,7 @@ async function boot(): Promise<void> {
   }
   try {
     const r = await resume();
-    if (r.session) return showMain(r.session);
+    if (r.session) return showMain(r.session, r.deviceReady);
     showAuth(r.ended ? END_NOTICE.session_ended : null, r.nick);
   } catch (e) {
     showAuth(`Could not reopen your account: ${describeError(e)}`);

@@ -1,12 +1,81 @@
 /**
- * The service worker, served as /sw.js so its scope is the whole app. It only shows push
- * notifications and opens the right chat when one is clicked: the push payload never carries
- * message text (the service sends `{title, body, chat}` with a fixed body), and the worker keeps
- * no keys, so it decrypts nothing. It caches nothing either: the app needs the service to work.
+ * The service worker, served as /sw.js so its scope is the whole app. It keeps this build's app
+ * shell so the app opens offline, shows push notifications, and opens the right chat when one is
+ * clicked: the push payload never carries message text (the service sends `{title, body, chat}`
+ * with a fixed body), and the worker keeps no keys, so it decrypts nothing.
  * Self-contained on purpose (no imports), so the build emits it as one classic script.
  */
 export type {};
 const sw = globalThis as unknown as ServiceWorkerGlobalScope;
+
+/**
+ * The build's files, put here by the build (vite.config.ts, swShell): index.html, every file under
+ * /assets/ and the static icons and manifest, with a version that changes with any of them.
+ */
+declare const __SVC_SHELL__: { version: string; files: string[] };
+const SHELL = __SVC_SHELL__;
+const CACHE_PREFIX = 'svc-shell-';
+const CACHE = CACHE_PREFIX + SHELL.version;
+
+/** The service's own answers: never cached, never answered from a cache (interface.md). */
+function isService(path: string): boolean {
+  return path.startsWith('/api/') || path === '/api' || path === '/healthz' || path.startsWith('/healthz/');
+}
+
+async function installShell(): Promise<void> {
+  const cache = await caches.open(CACHE);
+  // "reload": straight from the service, not from the HTTP cache of an older build.
+  await cache.addAll(SHELL.files.map((f) => new Request(f, { cache: 'reload' })));
+}
+
+async function dropOldShells(): Promise<void> {
+  for (const name of await caches.keys()) {
+    if (name.startsWith(CACHE_PREFIX) && name !== CACHE) await caches.delete(name);
+  }
+}
+
+async function fromShell(req: Request | string): Promise<Response | undefined> {
+  const cache = await caches.open(CACHE);
+  return cache.match(req);
+}
+
+/** Pages: the service's index.html when it answers (a newer build shows at once), else this build's. */
+async function navigate(req: Request): Promise<Response> {
+  try {
+    return await fetch(req);
+  } catch (e) {
+    const shell = await fromShell('/index.html');
+    if (shell) return shell;
+    throw e;
+  }
+}
+
+/** Hashed assets never change under their name: the cached copy is the right one. */
+async function cacheFirst(req: Request): Promise<Response> {
+  return (await fromShell(req)) ?? fetch(req);
+}
+
+/** Icons and manifest are not hashed: fresh when online, this build's when not. */
+async function networkFirst(req: Request): Promise<Response> {
+  try {
+    return await fetch(req);
+  } catch (e) {
+    const hit = await fromShell(req);
+    if (hit) return hit;
+    throw e;
+  }
+}
+
+/** How the worker answers a request, or null to leave it to the browser. */
+function answer(req: Request): Promise<Response> | null {
+  if (req.method !== 'GET') return null;
+  const url = new URL(req.url);
+  if (url.origin !== sw.location.origin || isService(url.pathname)) return null;
+  if (req.mode === 'navigate') return navigate(req);
+  if (url.pathname.startsWith('/assets/')) return cacheFirst(req);
+  if (SHELL.files.includes(url.pathname)) return networkFirst(req);
+  return null;
+}
 
 interface PushPayload {
   title?: unknown;
@@ -34,12 +103,18 @@ function chatUrl(chat: string | null): string {
   return new URL(chat ? `/#/chat/${chat}` : '/', sw.location.origin).href;
 }
 
-sw.addEventListener('install', () => {
-  void sw.skipWaiting();
+sw.addEventListener('install', (event) => {
+  // This build's shell is complete before the worker takes over; then it replaces the old one at once.
+  event.waitUntil(installShell().then(() => sw.skipWaiting()));
 });
 
 sw.addEventListener('activate', (event) => {
-  event.waitUntil(sw.clients.claim());
+  event.waitUntil(dropOldShells().then(() => sw.clients.claim()));
+});
+
+sw.addEventListener('fetch', (event) => {
+  const res = answer(event.request);
+  if (res) event.respondWith(res);
 });
 
 sw.addEventListener('push', (event) => {

@@ -4,8 +4,11 @@
  * the identity key as a non-extractable CryptoKey, nick, KDF parameters, device id) is kept in the
  * account's IndexedDB so a reload needs no password; signing out removes it, so the history stored
  * here (sealed under a key derived from the identity) needs the password again.
+ * Resuming works offline: the saved session and the history are local, so the app opens with the
+ * stored chats and registers the device once the service answers (connection.ts).
  */
 import { ApiClient, Messenger, isSdkError, type KeyCheck, type MessengerOptions, type OnProgress } from '@svc/sdk';
+import { restoreChats } from './chatcache.js';
 import { currentAccount, deviceIdFor, forgetDeviceId, setCurrentAccount } from './device.js';
 import { Db, STORES } from './idb.js';
 import { workerArgon2 } from './kdf/worker-argon2.js';
@@ -31,56 +34,102 @@ function newMessenger(): { m: Messenger; bindTrust: (s: Session) => void } {
   return { m: new Messenger(opts), bindTrust };
 }
 
-async function open(m: Messenger, bindTrust: (s: Session) => void): Promise<Session> {
+/** Whether a failed request says only that the service is out of reach (or down) for now. */
+function unreachable(e: unknown): boolean {
+  return isSdkError(e, 'network') || isSdkError(e, 'internal') || isSdkError(e, 'bad_response') || isSdkError(e, 'rate_limited');
+}
+
+/**
+ * Registers this browser's device (idempotent). With `mayWait` (a resume) an unreachable service
+ * does not stop the start: the device is only named, and registered later (connection.ts).
+ * Returns whether it is registered.
+ */
+async function registerDevice(m: Messenger, deviceId: string, mayWait: boolean): Promise<boolean> {
+  if (!mayWait) {
+    await m.ensureDevice(deviceId);
+    return true;
+  }
+  try {
+    if (navigator.onLine) {
+      await m.ensureDevice(deviceId);
+      return true;
+    }
+  } catch (e) {
+    if (!unreachable(e)) throw e;
+  }
+  m.api.setDevice(deviceId);
+  return false;
+}
+
+async function open(m: Messenger, bindTrust: (s: Session) => void, mayWait = false): Promise<{ session: Session; deviceReady: boolean }> {
   const db = await Db.open(m.nick);
   const deviceId = deviceIdFor(m.nick);
-  await m.ensureDevice(deviceId);
+  const deviceReady = await registerDevice(m, deviceId, mayWait);
   const s = new Session(m, db, deviceId);
   bindTrust(s);
   await s.load();
   await db.put(STORES.kv, m.exportSession(), SAVED);
   setCurrentAccount(m.nick);
-  return s;
+  return { session: s, deviceReady };
 }
 
 export async function signUp(o: { nick: string; password: string; invite?: string }, onProgress: OnProgress): Promise<Session> {
   const { m, bindTrust } = newMessenger();
   await m.register(o.invite ? o : { nick: o.nick, password: o.password }, onProgress);
-  return open(m, bindTrust);
+  return (await open(m, bindTrust)).session;
 }
 
 export async function signIn(o: { nick: string; password: string }, onProgress: OnProgress): Promise<Session> {
   const { m, bindTrust } = newMessenger();
   await m.login(o, onProgress);
-  return open(m, bindTrust);
+  return (await open(m, bindTrust)).session;
+}
+
+export interface Resumed {
+  session: Session | null;
+  /** The service said the session ended: ask for the password, saying why. */
+  ended: boolean;
+  nick: string | null;
+  /** False after an offline start: the device is registered once the service answers. */
+  deviceReady: boolean;
 }
 
 /**
  * Reopens the account this browser was signed in to, if its session is still valid.
  * Returns null (and forgets the saved identity) when the service no longer knows the session.
+ * Offline (the browser says so, or the service cannot be reached) it opens from what is stored;
+ * the service checks the session when it is reached again.
  */
-export async function resume(): Promise<{ session: Session | null; ended: boolean; nick: string | null }> {
+export async function resume(): Promise<Resumed> {
   const nick = currentAccount();
-  if (!nick) return { session: null, ended: false, nick: null };
+  const none = { session: null, ended: false, nick, deviceReady: false };
+  if (!nick) return none;
   const db = await Db.open(nick);
   try {
     const saved = await db.get<{ nick?: unknown }>(STORES.kv, SAVED);
-    if (!saved || saved.nick !== nick) return { session: null, ended: false, nick };
+    if (!saved || saved.nick !== nick) return none;
     const { opts, bindTrust } = messengerOptions();
     let m: Messenger;
     try {
+      // Local only (no request); the SDK's test session.test.ts holds it to that.
       m = await Messenger.resume(opts, saved);
-      await m.api.me();
+      if (navigator.onLine) {
+        await m.api.me().catch((e: unknown) => {
+          if (!unreachable(e)) throw e;
+        });
+      }
     } catch (e) {
       // The service ended the session, or the saved one is not usable: ask for the password.
       if (isSdkError(e, 'unauthenticated') || isSdkError(e, 'bad_session')) {
         await db.delete(STORES.kv, SAVED);
         setCurrentAccount(null);
-        return { session: null, ended: isSdkError(e, 'unauthenticated'), nick };
+        return { ...none, ended: isSdkError(e, 'unauthenticated') };
       }
       throw e;
     }
-    return { session: await open(m, bindTrust), ended: false, nick };
+    const { session, deviceReady } = await open(m, bindTrust, true);
+    await restoreChats(session);
+    return { session, ended: false, nick, deviceReady };
   } finally {
     db.close();
   }

@@ -2,9 +2,22 @@
  * Notifications for this device: the service worker (/sw.js) shows a push as "@nick" or
  * "#room" with a fixed body (the push carries no message text) and opens the chat on click.
  * Turning them on subscribes with the service's VAPID key (GET /api/config) and registers the
- * subscription for this device; turning them off removes both.
+ * subscription for this device; turning them off removes both. Once permission is given, the
+ * rest (the browser's push service, then the service) must finish within PUSH_TIMEOUT_MS, so a
+ * push service that never answers ends in an error the user can act on, not an endless wait.
  */
 import type { Session } from './session.js';
+
+export const PUSH_TIMEOUT_MS = 10_000;
+
+/** `work`, or a rejection saying what took too long after `ms`. */
+function within<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(what)), ms);
+  });
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
+}
 
 export function pushSupported(): boolean {
   return 'serviceWorker' in navigator && 'PushManager' in window && 'Notification' in window;
@@ -42,8 +55,14 @@ export async function pushEnabled(): Promise<boolean> {
 
 export async function enablePush(s: Session): Promise<void> {
   if (!pushSupported()) throw new Error('This browser does not support push notifications.');
+  // No time limit here: the browser may be asking the person, who takes the time they need.
   const permission = await Notification.requestPermission();
   if (permission !== 'granted') throw new Error('Notifications are blocked for this site in the browser settings.');
+  const seconds = Math.round(PUSH_TIMEOUT_MS / 1000);
+  await within(subscribe(s), PUSH_TIMEOUT_MS, `Notifications could not be turned on: no answer within ${seconds} seconds from the browser’s push service or from the service. Check the connection and try again.`);
+}
+
+async function subscribe(s: Session): Promise<void> {
   const { vapidPublicKey } = await s.m.api.config();
   const reg = await registration();
   await navigator.serviceWorker.ready;

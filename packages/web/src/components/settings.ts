@@ -3,13 +3,12 @@
  * device, deleting the account. Each password field has its own label, distinct from the
  * sign-in screen's "Password".
  */
-import type { Device } from '@svc/protocol';
 import { changePassword, deleteAccount } from '../app/account.js';
 import { describeError } from '../app/errors.js';
-import { disablePush, enablePush, pushEnabled, pushSupported } from '../app/push.js';
 import type { Session } from '../app/session.js';
-import { clear, field, h } from './dom.js';
-import { fullTime } from './format.js';
+import { devicesSection } from './devices.js';
+import { field, h } from './dom.js';
+import { notificationsSection } from './notifications.js';
 import { progressView } from './progress.js';
 
 export interface SettingsActions {
@@ -41,69 +40,6 @@ function passwordSection(s: Session): HTMLElement {
       .finally(() => (btn.disabled = false));
   });
   return h('section', {}, form);
-}
-
-function devicesSection(s: Session, a: SettingsActions): HTMLElement {
-  const list = h('ul', { class: 'devices' });
-  const status = h('p', { class: 'status', role: 'status' });
-  const render = (devices: Device[]) => {
-    clear(list);
-    for (const d of devices) {
-      const self = d.id === s.deviceId;
-      const facts = [`added ${fullTime(d.createdAt)}`, d.lastSeenAt ? `last seen ${fullTime(d.lastSeenAt)}` : '', d.online ? 'online' : '', d.push ? 'notifications on' : ''].filter(Boolean).join(' · ');
-      const remove = h('button', { type: 'button', class: 'danger', 'aria-label': self ? 'Remove this device' : `Remove device ${d.id}` }, 'Remove');
-      remove.addEventListener('click', () => {
-        remove.disabled = true;
-        s.m.api
-          .deleteDevice(d.id)
-          .then(() => (self ? a.onThisDeviceRemoved() : load()))
-          .catch((e: unknown) => {
-            status.textContent = describeError(e);
-            remove.disabled = false;
-          });
-      });
-      list.append(h('li', {}, h('div', {}, h('strong', {}, self ? 'This browser' : 'Device'), ' ', h('code', {}, d.id), h('div', { class: 'hint' }, facts)), remove));
-    }
-  };
-  const load = () =>
-    s.m.api.devices().then(render, (e: unknown) => {
-      status.textContent = describeError(e);
-    });
-  void load();
-  return h('section', { 'aria-labelledby': 'dev-title' }, h('h3', { id: 'dev-title' }, 'Devices'), h('p', { class: 'hint' }, 'Every device has its own queue of messages. Remove a device you no longer use.'), list, status);
-}
-
-function notificationsSection(s: Session): HTMLElement {
-  const box = h('input', { type: 'checkbox', id: 'notif-toggle' });
-  const status = h('p', { class: 'status', role: 'status' });
-  if (!pushSupported()) {
-    box.disabled = true;
-    status.textContent = 'This browser does not support push notifications.';
-  } else {
-    void pushEnabled().then((on) => (box.checked = on));
-  }
-  box.addEventListener('change', () => {
-    const want = box.checked;
-    box.disabled = true;
-    status.classList.remove('error');
-    status.textContent = want ? 'Turning notifications on…' : 'Turning notifications off…';
-    (want ? enablePush(s) : disablePush(s))
-      .then(() => (status.textContent = want ? 'Notifications are on for this device.' : 'Notifications are off for this device.'))
-      .catch((e: unknown) => {
-        box.checked = !want;
-        status.textContent = describeError(e);
-        status.classList.add('error');
-      })
-      .finally(() => (box.disabled = false));
-  });
-  return h(
-    'section',
-    { 'aria-labelledby': 'notif-title' },
-    h('h3', { id: 'notif-title' }, 'Notifications'),
-    h('div', { class: 'check' }, box, h('label', { for: 'notif-toggle' }, 'Notifications')),
-    h('p', { class: 'hint' }, 'A notification says only who wrote (“@nick” or “#room”), never what. It comes when this device is not connected.'),
-    status,
-  );
 }
 
 function deleteSection(s: Session, a: SettingsActions): HTMLElement {
@@ -144,7 +80,7 @@ export function settingsView(s: Session, a: SettingsActions): HTMLElement {
     h('p', {}, 'Signed in as ', h('strong', {}, s.nick), '.'),
     passwordSection(s),
     notificationsSection(s),
-    devicesSection(s, a),
+    devicesSection(s, a.onThisDeviceRemoved),
     deleteSection(s, a),
   );
 }

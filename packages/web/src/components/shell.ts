@@ -1,22 +1,16 @@
 /**
- * The signed-in screen: a header (app name, connection state, "Settings", "Sign out"), the chat
- * list beside the open chat or the settings. At phone width only one of the two shows.
+ * The signed-in screen: a header (app name, connection state, "Settings", "Sign out", and a
+ * banner line for notices), the chat list beside the `main` landmark that holds the open chat or
+ * the settings. At phone width only one of the two shows.
  */
-import type { ChatId, ConnectionState } from '@svc/sdk';
+import type { ChatId } from '@svc/sdk';
 import { parseRoute, go, type Route } from '../app/route.js';
 import type { EndReason, Session } from '../app/session.js';
 import { chatListView } from './chatlist.js';
+import { connStatus } from './connstatus.js';
 import { conversationView, type ConversationView } from './conversation.js';
 import { h } from './dom.js';
 import { settingsView } from './settings.js';
-
-const CONN_TEXT: Record<ConnectionState, string> = {
-  connecting: 'Connecting…',
-  replaying: 'Catching up…',
-  live: 'Connected',
-  offline: 'Offline, retrying…',
-  closed: 'Disconnected',
-};
 
 export interface ShellOptions {
   onSignOut: () => void;
@@ -30,15 +24,15 @@ export interface ShellView {
 }
 
 export function shellView(s: Session, o: ShellOptions): ShellView {
-  const conn = h('span', { class: 'conn', role: 'status' }, CONN_TEXT[s.conn]);
+  const conn = connStatus(s);
   const settingsBtn = h('button', { type: 'button' }, 'Settings');
   settingsBtn.addEventListener('click', () => go(parseRoute(location.hash).name === 'settings' ? { name: 'home' } : { name: 'settings' }));
   const signOutBtn = h('button', { type: 'button', onclick: () => o.onSignOut() }, 'Sign out');
-  const top = h(
-    'header',
+  const bar = h(
+    'div',
     { class: 'topbar' },
     h('h1', {}, h('img', { src: '/icon.svg', alt: '' }), h('span', {}, 'svc', h('span', { class: 'brand-long' }, ' messenger'))),
-    conn,
+    conn.el,
     h('span', { class: 'sr-only' }, `Signed in as ${s.nick}`),
     settingsBtn,
     signOutBtn,
@@ -50,9 +44,10 @@ export function shellView(s: Session, o: ShellOptions): ShellView {
     revealNext = hit.id;
     go({ name: 'chat', chat: hit.chat });
   });
-  const mainSlot = h('div', { class: 'main', id: 'main' });
+  // Every screen has one `main` landmark; the open chat or the settings go inside it.
+  const mainSlot = h('main', { class: 'content', id: 'main' });
   const banner = h('p', { role: 'status', class: 'banner' });
-  const shell = h('div', { class: 'shell' }, top, banner, h('div', { class: 'body' }, list.el, mainSlot));
+  const shell = h('div', { class: 'shell' }, h('header', {}, bar, banner), h('div', { class: 'body' }, list.el, mainSlot));
 
   let conv: ConversationView | null = null;
   let current: Route = { name: 'home' };
@@ -86,22 +81,13 @@ export function shellView(s: Session, o: ShellOptions): ShellView {
     list.render(s.chats.list(), currentChat());
   }
 
-  let mainEl: HTMLElement = mainSlot;
   function swapMain(el: HTMLElement): void {
-    el.id = 'main';
-    if (mainEl !== el) {
-      if (mainEl.isConnected) mainEl.replaceWith(el);
-      else shell.querySelector('.body')?.append(el);
-    }
-    mainEl = el;
+    mainSlot.replaceChildren(el);
   }
 
   const offs = [
     s.on('chats', (chats) => list.render(chats, currentChat())),
-    s.on('conn', (state) => {
-      conn.textContent = CONN_TEXT[state];
-      conn.classList.toggle('offline', state === 'offline' || state === 'closed');
-    }),
+    () => conn.destroy(),
     s.on('gone', (chat) => {
       if (currentChat() === chat) {
         banner.textContent = 'That room is no longer available to you.';
