@@ -6,6 +6,7 @@ import type { ConnectionState } from '@svc/sdk';
 import { parseRoute, go, type Route } from '../app/route.js';
 import type { EndReason, Session } from '../app/session.js';
 import { chatListView } from './chatlist.js';
+import { confirmAction } from './confirm.js';
 import { conversationView, type ConversationView } from './conversation.js';
 import { h } from './dom.js';
 import { settingsView } from './settings.js';
@@ -33,7 +34,14 @@ export function shellView(s: Session, o: ShellOptions): ShellView {
   const conn = h('span', { class: 'conn', role: 'status' }, CONN_TEXT[s.conn]);
   const settingsBtn = h('button', { type: 'button' }, 'Settings');
   settingsBtn.addEventListener('click', () => go(parseRoute(location.hash).name === 'settings' ? { name: 'home' } : { name: 'settings' }));
-  const signOutBtn = h('button', { type: 'button', onclick: () => o.onSignOut() }, 'Sign out');
+  const signOutBtn = h('button', { type: 'button' }, 'Sign out');
+  signOutBtn.addEventListener('click', () => {
+    void confirmAction(signOutBtn, {
+      question: 'Sign out?',
+      detail: `This browser forgets the keys of ${s.nick}. Your messages stay here, encrypted, and open again when you sign in with your password.`,
+      action: 'Sign out',
+    }).then((yes) => yes && o.onSignOut());
+  });
   const top = h(
     'header',
     { class: 'topbar' },
