@@ -1,11 +1,18 @@
 /**
  * The first screen: one form for both signing in and creating an account ("Nick", "Password",
- * and "Invite code" when the service asks for one), with progress while the key derivation runs.
+ * "Confirm password", and "Invite code" when the service asks for one), with progress while the
+ * key derivation runs.
+ *
+ * "Create account" checks before anything is sent: the confirmation must repeat the password, and
+ * the password must pass the rule in app/strength.ts (the meter shows how it stands while typing).
+ * A password cannot be reset, so a typo or a guessable one would lock the person out or in
+ * someone else's reach for good. "Sign in" ignores the confirmation and the meter.
  */
 import type { Session } from '../app/session.js';
 import { signIn, signUp } from '../app/account.js';
 import { describeError } from '../app/errors.js';
-import { field, h } from './dom.js';
+import { loadChecker, shownScore, verdict, weakness, type Checker } from '../app/strength.js';
+import { field, h, uid } from './dom.js';
 import { progressView } from './progress.js';
 
 export interface AuthOptions {
@@ -15,13 +22,60 @@ export interface AuthOptions {
   onSession: (s: Session) => void;
 }
 
+/** The strength meter under the password: a <meter> named "Password strength" and a text verdict. */
+function strengthView(password: HTMLInputElement, related: () => string[]) {
+  const verdictId = uid('strength');
+  const meter = h('meter', { min: '0', max: '4', low: '2', high: '3', optimum: '4', value: '0', 'aria-label': 'Password strength', 'aria-describedby': verdictId });
+  const text = h('p', { class: 'hint', id: verdictId });
+  const el = h('div', { class: 'strength' }, meter, text);
+  el.hidden = true;
+  let checker: Checker | null = null;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const render = () => {
+    const p = password.value;
+    el.hidden = !p || !checker;
+    if (!p || !checker) return;
+    const s = checker(p, related());
+    meter.value = shownScore(p, s);
+    text.textContent = verdict(p, s);
+  };
+  password.addEventListener('input', () => {
+    // The estimator loads with the first keystroke; later ones wait for a pause in typing.
+    clearTimeout(timer);
+    if (!checker) {
+      loadChecker().then(
+        (c) => {
+          checker = c;
+          render();
+        },
+        () => undefined, // "Create account" says so if it is still missing then
+      );
+    } else {
+      timer = setTimeout(render, 150);
+    }
+  });
+  return { el, render };
+}
+
 export function authView(o: AuthOptions): HTMLElement {
   const nick = field('Nick', { autocomplete: 'username', autocapitalize: 'none', spellcheck: 'false', required: true, value: o.nick ?? '' }, '2 to 32 characters: a–z, 0–9 and _.');
   const password = field('Password', { type: 'password', autocomplete: 'current-password', required: true });
+  const confirm = field('Confirm password', { type: 'password', autocomplete: 'new-password' }, 'Needed only to create an account: type the password again.');
   const invite = o.registration === 'invite' ? field('Invite code', { autocomplete: 'off', spellcheck: 'false' }, 'Needed only to create an account.') : null;
+  const show = h('button', { type: 'button', class: 'reveal', 'aria-pressed': 'false' }, 'Show password');
+  const showRow = h('div', { class: 'with-button' });
+  password.input.replaceWith(showRow);
+  showRow.append(password.input, show);
+  show.addEventListener('click', () => {
+    const visible = show.getAttribute('aria-pressed') !== 'true';
+    show.setAttribute('aria-pressed', String(visible));
+    for (const input of [password.input, confirm.input]) input.type = visible ? 'text' : 'password';
+  });
+  const strength = strengthView(password.input, () => [nick.input.value.trim().toLowerCase()]);
   const signInBtn = h('button', { type: 'submit', class: 'primary', 'data-action': 'signin' }, 'Sign in');
   const signUpBtn = h('button', { type: 'submit', 'data-action': 'signup' }, 'Create account');
   const progress = progressView('Key derivation progress');
+  const refusal = h('p', { class: 'error', role: 'alert' });
   const notice = o.notice ? h('p', { class: 'alert', role: 'status' }, o.notice) : null;
 
   const form = h(
@@ -33,15 +87,44 @@ export function authView(o: AuthOptions): HTMLElement {
     notice,
     nick.wrap,
     password.wrap,
+    strength.el,
+    confirm.wrap,
     invite?.wrap ?? null,
+    h(
+      'p',
+      { class: 'no-reset' },
+      h('strong', {}, 'Your password cannot be reset.'),
+      ' It unlocks the keys to your messages, and nobody else has it, not even this service. If you forget it, the account and its messages are lost.',
+    ),
     h('div', { class: 'row' }, signInBtn, signUpBtn),
+    refusal,
     progress.el,
-    h('p', { class: 'footnote' }, 'There is no password reset: the password is the key to your messages. Creating an account makes a new identity key on this device.'),
+    h('p', { class: 'footnote' }, 'Creating an account makes a new identity key on this device.'),
   );
 
+  const inputs = [nick.input, password.input, confirm.input, invite?.input];
   const setBusy = (busy: boolean) => {
-    for (const el of [signInBtn, signUpBtn, nick.input, password.input, invite?.input]) if (el) el.disabled = busy;
+    for (const el of [signInBtn, signUpBtn, show, ...inputs]) if (el) el.disabled = busy;
   };
+  const refuse = (message: string, focus: HTMLInputElement) => {
+    refusal.textContent = message;
+    focus.setAttribute('aria-invalid', 'true');
+    focus.focus();
+  };
+
+  /** Why a new account with these inputs is refused, or null; the estimator loads if need be. */
+  async function signUpRefusal(n: string, p: string): Promise<[string, HTMLInputElement] | null> {
+    if (confirm.input.value !== p) return ['The passwords do not match.', confirm.input];
+    let check: Checker;
+    try {
+      check = await loadChecker();
+    } catch {
+      return ['The password check could not be loaded. Check the connection and try again.', password.input];
+    }
+    const why = weakness(p, check(p, [n]));
+    strength.render();
+    return why ? [why, password.input] : null;
+  }
 
   form.addEventListener('submit', (e) => {
     e.preventDefault();
@@ -49,26 +132,32 @@ export function authView(o: AuthOptions): HTMLElement {
     const creating = submitter?.dataset.action === 'signup';
     const n = nick.input.value.trim().toLowerCase();
     const p = password.input.value;
-    if (!n || !p) {
-      progress.stop(!n ? 'Enter your nick.' : 'Enter your password.');
-      (!n ? nick.input : password.input).focus();
-      return;
-    }
+    refusal.textContent = '';
+    for (const el of inputs) el?.removeAttribute('aria-invalid');
+    progress.stop();
+    if (!n || !p) return refuse(!n ? 'Enter your nick.' : 'Enter your password.', !n ? nick.input : password.input);
     setBusy(true);
-    progress.start();
-    const code = invite?.input.value.trim();
-    const run = creating ? signUp({ nick: n, password: p, ...(code ? { invite: code } : {}) }, progress.onStage) : signIn({ nick: n, password: p }, progress.onStage);
-    run.then(
-      (s) => {
-        progress.stop();
-        o.onSession(s);
-      },
-      (err: unknown) => {
+    const checked = creating ? signUpRefusal(n, p) : Promise.resolve(null);
+    void checked.then((refused) => {
+      if (refused) {
         setBusy(false);
-        progress.stop(describeError(err));
-        password.input.focus();
-      },
-    );
+        return refuse(...refused);
+      }
+      progress.start();
+      const code = invite?.input.value.trim();
+      const run = creating ? signUp({ nick: n, password: p, ...(code ? { invite: code } : {}) }, progress.onStage) : signIn({ nick: n, password: p }, progress.onStage);
+      run.then(
+        (s) => {
+          progress.stop();
+          o.onSession(s);
+        },
+        (err: unknown) => {
+          setBusy(false);
+          progress.stop(describeError(err));
+          password.input.focus();
+        },
+      );
+    });
   });
   queueMicrotask(() => (o.nick ? password.input : nick.input).focus());
   return h('main', { class: 'auth' }, form);
