@@ -1,6 +1,6 @@
 /**
  * zxcvbn-ts set up for the sign-up form. This module is only ever loaded with a dynamic import()
- * (see strength.ts), so its dictionaries stay out of the main bundle and are fetched on the
+ * in strength.worker.ts, so its dictionaries stay out of the main bundle and are fetched on the
  * sign-in screen once a password is typed.
  *
  * Dictionaries: the common passwords and keyboard layouts of @zxcvbn-ts/language-common; from

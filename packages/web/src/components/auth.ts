@@ -11,7 +11,7 @@
 import type { Session } from '../app/session.js';
 import { signIn, signUp } from '../app/account.js';
 import { describeError } from '../app/errors.js';
-import { loadChecker, shownScore, verdict, weakness, type Checker } from '../app/strength.js';
+import { MIN_LENGTH, rate, shownScore, stopRating, verdict, weakness, type Strength } from '../app/strength.js';
 import { field, h, uid } from './dom.js';
 import { progressView } from './progress.js';
 
@@ -22,39 +22,45 @@ export interface AuthOptions {
   onSession: (s: Session) => void;
 }
 
-/** The strength meter under the password: a <meter> named "Password strength" and a text verdict. */
+const RULE = `To create an account, use ${MIN_LENGTH} or more characters that are hard to guess, such as a few unrelated words.`;
+
+/**
+ * The strength meter under the password: a <meter> named "Password strength" and a text verdict.
+ * Its space is kept from the start (the meter is only invisible until there is a password to
+ * rate), so nothing below it moves when the first rating arrives, under a pointer about to click.
+ */
 function strengthView(password: HTMLInputElement, related: () => string[]) {
   const verdictId = uid('strength');
-  const meter = h('meter', { min: '0', max: '4', low: '2', high: '3', optimum: '4', value: '0', 'aria-label': 'Password strength', 'aria-describedby': verdictId });
-  const text = h('p', { class: 'hint', id: verdictId });
+  const meter = h('meter', { class: 'idle', min: '0', max: '4', low: '2', high: '3', optimum: '4', value: '0', 'aria-label': 'Password strength', 'aria-describedby': verdictId });
+  const text = h('p', { class: 'hint', id: verdictId }, RULE);
   const el = h('div', { class: 'strength' }, meter, text);
-  el.hidden = true;
-  let checker: Checker | null = null;
+  let latest = 0;
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const render = () => {
-    const p = password.value;
-    el.hidden = !p || !checker;
-    if (!p || !checker) return;
-    const s = checker(p, related());
+  const show = (p: string, s: Strength) => {
+    latest += 1; // an older rating still on its way must not overwrite this one
+    meter.classList.remove('idle');
     meter.value = shownScore(p, s);
     text.textContent = verdict(p, s);
   };
-  password.addEventListener('input', () => {
-    // The estimator loads with the first keystroke; later ones wait for a pause in typing.
-    clearTimeout(timer);
-    if (!checker) {
-      loadChecker().then(
-        (c) => {
-          checker = c;
-          render();
-        },
-        () => undefined, // "Create account" says so if it is still missing then
-      );
-    } else {
-      timer = setTimeout(render, 150);
+  const update = () => {
+    const p = password.value;
+    const mine = ++latest;
+    if (!p) {
+      meter.classList.add('idle');
+      text.textContent = RULE;
+      return;
     }
+    rate(p, related()).then(
+      (s) => mine === latest && show(p, s),
+      () => undefined, // "Create account" says so if the check is still missing then
+    );
+  };
+  // Rated after a pause in typing (each rating takes a moment, in a worker).
+  password.addEventListener('input', () => {
+    clearTimeout(timer);
+    timer = setTimeout(update, 150);
   });
-  return { el, render };
+  return { el, show };
 }
 
 export function authView(o: AuthOptions): HTMLElement {
@@ -115,14 +121,14 @@ export function authView(o: AuthOptions): HTMLElement {
   /** Why a new account with these inputs is refused, or null; the estimator loads if need be. */
   async function signUpRefusal(n: string, p: string): Promise<[string, HTMLInputElement] | null> {
     if (confirm.input.value !== p) return ['The passwords do not match.', confirm.input];
-    let check: Checker;
+    let s: Strength;
     try {
-      check = await loadChecker();
+      s = await rate(p, [n]);
     } catch {
       return ['The password check could not be loaded. Check the connection and try again.', password.input];
     }
-    const why = weakness(p, check(p, [n]));
-    strength.render();
+    strength.show(p, s);
+    const why = weakness(p, s);
     return why ? [why, password.input] : null;
   }
 
@@ -149,6 +155,7 @@ export function authView(o: AuthOptions): HTMLElement {
       run.then(
         (s) => {
           progress.stop();
+          stopRating();
           o.onSession(s);
         },
         (err: unknown) => {
