@@ -7,6 +7,7 @@ import { describeError } from '../app/errors.js';
 import { addMembers, deleteRoom, leaveRoom, removeMember } from '../app/rooms.js';
 import { go } from '../app/route.js';
 import type { Session } from '../app/session.js';
+import { confirmAction, type ConfirmOptions } from './confirm.js';
 import { field, h } from './dom.js';
 
 export function roomSettings(s: Session, room: Room): HTMLElement {
@@ -29,7 +30,9 @@ export function roomSettings(s: Session, room: Room): HTMLElement {
     const label = nick === room.owner ? `${nick} (owner)` : nick;
     const li = h('li', {}, nick === s.nick ? `${label} — you` : label);
     if (isOwner && nick !== s.nick) {
-      li.append(h('button', { type: 'button', class: 'danger', 'aria-label': `Remove ${nick}`, onclick: () => busy(removeMember(s, room.id, nick)) }, 'Remove'));
+      const remove = h('button', { type: 'button', class: 'danger', 'aria-label': `Remove ${nick}` }, 'Remove');
+      asking(remove, { question: `Remove ${nick}?`, detail: `${nick} leaves “${room.name}” and cannot read what is sent after. A new room key is made for the others.`, action: 'Remove member' }, () => busy(removeMember(s, room.id, nick)));
+      li.append(remove);
     }
     members.append(li);
   }
@@ -46,10 +49,24 @@ export function roomSettings(s: Session, room: Room): HTMLElement {
   } else {
     parts.push(h('p', { class: 'hint' }, `${room.owner} owns this room and manages its members.`));
   }
-  const actions = h('div', { class: 'row' }, h('button', { type: 'button', onclick: () => busy(leaveRoom(s, room.id), () => go({ name: 'home' })) }, 'Leave room'));
+  const leave = h('button', { type: 'button' }, 'Leave room');
+  const leaveDetail = isOwner ? 'The room passes to the member who joined earliest. ' : '';
+  asking(leave, { question: `Leave “${room.name}”?`, detail: `${leaveDetail}You stop getting its messages, and its history is removed from this browser. Only the owner can add you again.`, action: 'Leave room' }, () =>
+    busy(leaveRoom(s, room.id), () => go({ name: 'home' })),
+  );
+  const actions = h('div', { class: 'row' }, leave);
   if (isOwner) {
-    actions.append(h('button', { type: 'button', class: 'danger', onclick: () => busy(deleteRoom(s, room.id), () => go({ name: 'home' })) }, 'Delete room'));
+    const del = h('button', { type: 'button', class: 'danger' }, 'Delete room');
+    asking(del, { question: `Delete “${room.name}”?`, detail: 'The room is gone for every member. This cannot be undone.', action: 'Delete room' }, () =>
+      busy(deleteRoom(s, room.id), () => go({ name: 'home' })),
+    );
+    actions.append(del);
   }
   parts.push(actions, status);
   return h('section', { class: 'panel', 'aria-label': 'Room settings' }, ...parts);
+}
+
+/** Clicking `button` asks first; `run` runs only when the person confirms. */
+function asking(button: HTMLButtonElement, o: ConfirmOptions, run: () => void): void {
+  button.addEventListener('click', () => void confirmAction(button, o).then((yes) => yes && run()));
 }

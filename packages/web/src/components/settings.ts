@@ -6,6 +6,7 @@
 import { changePassword, deleteAccount } from '../app/account.js';
 import { describeError } from '../app/errors.js';
 import type { Session } from '../app/session.js';
+import { confirmAction } from './confirm.js';
 import { devicesSection } from './devices.js';
 import { field, h } from './dom.js';
 import { notificationsSection } from './notifications.js';
@@ -59,16 +60,24 @@ function deleteSection(s: Session, a: SettingsActions): HTMLElement {
   form.addEventListener('submit', (e) => {
     e.preventDefault();
     if (!pw.input.value) return progress.stop('Enter your password to confirm.');
+    progress.stop();
+    void confirmAction(btn, {
+      question: `Delete ${s.nick} for good?`,
+      detail: 'The account, its devices, queued messages, contacts and room memberships are deleted, and the history in this browser is erased. The nick can never be used again.',
+      action: 'Delete account',
+    }).then((yes) => yes && run(pw.input.value));
+  });
+  const run = (password: string) => {
     btn.disabled = true;
     progress.start();
-    deleteAccount(s, pw.input.value, progress.onStage).then(
+    deleteAccount(s, password, progress.onStage).then(
       () => a.onAccountDeleted(),
       (err: unknown) => {
         btn.disabled = false;
         progress.stop(describeError(err));
       },
     );
-  });
+  };
   return h('section', {}, form);
 }
 

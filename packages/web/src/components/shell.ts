@@ -7,6 +7,7 @@ import type { ChatId } from '@svc/sdk';
 import { parseRoute, go, type Route } from '../app/route.js';
 import type { EndReason, Session } from '../app/session.js';
 import { chatListView } from './chatlist.js';
+import { confirmAction } from './confirm.js';
 import { connStatus } from './connstatus.js';
 import { conversationView, type ConversationView } from './conversation.js';
 import { h } from './dom.js';
@@ -27,7 +28,14 @@ export function shellView(s: Session, o: ShellOptions): ShellView {
   const conn = connStatus(s);
   const settingsBtn = h('button', { type: 'button' }, 'Settings');
   settingsBtn.addEventListener('click', () => go(parseRoute(location.hash).name === 'settings' ? { name: 'home' } : { name: 'settings' }));
-  const signOutBtn = h('button', { type: 'button', onclick: () => o.onSignOut() }, 'Sign out');
+  const signOutBtn = h('button', { type: 'button' }, 'Sign out');
+  signOutBtn.addEventListener('click', () => {
+    void confirmAction(signOutBtn, {
+      question: 'Sign out?',
+      detail: `This browser forgets the keys of ${s.nick}. Your messages stay here, encrypted, and open again when you sign in with your password.`,
+      action: 'Sign out',
+    }).then((yes) => yes && o.onSignOut());
+  });
   const bar = h(
     'div',
     { class: 'topbar' },

@@ -1,6 +1,7 @@
 /**
  * Looks into the server's SQLite file from outside, read-only, for what no API shows: how many
- * envelopes wait in a device's queue, a room's key history, and whether any plaintext was stored.
+ * envelopes wait in a device's queue, a room's key history, whether an account exists, and whether
+ * any plaintext was stored.
  */
 import Database from 'better-sqlite3';
 import { existsSync, readFileSync } from 'node:fs';
@@ -13,6 +14,14 @@ function withDb<T>(dbPath: string, read: (db: Database.Database) => T): T {
   } finally {
     db.close();
   }
+}
+
+/** Whether the service has an account for `nick`: none, live, or deleted (its nick retired). */
+export function accountState(dbPath: string, nick: string): 'none' | 'live' | 'deleted' {
+  return withDb(dbPath, (db) => {
+    const row = db.prepare('SELECT deleted_at FROM accounts WHERE nick = ?').get(nick) as { deleted_at: number | null } | undefined;
+    return !row ? 'none' : row.deleted_at === null ? 'live' : 'deleted';
+  });
 }
 
 /** Envelopes still queued for a device (removed by its acks). */

@@ -45,12 +45,12 @@ export function button(page: Page, name: string): Locator {
   return page.getByRole('button', { name, exact: true });
 }
 
-function nickInput(page: Page): Locator {
+export function nickInput(page: Page): Locator {
   return page.getByRole('textbox', { name: 'Nick', exact: true });
 }
 
 /** Password fields have no ARIA role, so they are found by label; only the visible one counts. */
-function passwordInput(page: Page): Locator {
+export function passwordInput(page: Page): Locator {
   return page.getByLabel('Password', { exact: true }).filter({ visible: true });
 }
 
@@ -58,10 +58,17 @@ async function signedIn(page: Page): Promise<void> {
   await chatList(page).waitFor({ timeout: KDF_PATIENCE });
 }
 
+/** The sign-up form's repeat of the password ("Sign in" ignores it). */
+export function confirmPasswordInput(page: Page): Locator {
+  return page.getByLabel('Confirm password', { exact: true }).filter({ visible: true });
+}
+
+/** Creates an account; the password must pass the sign-up rule (8+ characters, zxcvbn score 2+). */
 export async function signUp(page: Page, nick: string, password: string): Promise<void> {
   if (!page.url().startsWith('http')) await page.goto('/');
   await nickInput(page).fill(nick);
   await passwordInput(page).fill(password);
+  await confirmPasswordInput(page).fill(password);
   await button(page, 'Create account').click();
   await signedIn(page);
 }

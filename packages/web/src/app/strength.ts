@@ -1,0 +1,86 @@
+/**
+ * The password rule for new accounts. A password cannot be reset (it unlocks the identity key,
+ * docs/CRYPTO.md), and a stolen database lets anyone try guesses offline against the Argon2id
+ * hash, so "Create account" refuses passwords shorter than MIN_LENGTH or that zxcvbn rates below
+ * MIN_SCORE. Signing in never applies it: an account made elsewhere keeps its password.
+ *
+ * The estimator (zxcvbn-ts with its dictionaries, a few hundred kB) runs in a worker started with
+ * the first password to rate, which loads it with import(): the main bundle does not carry it,
+ * and the page stays responsive while it rates.
+ */
+
+export interface Strength {
+  /** zxcvbn's score: 0 (too guessable) to 4 (very unguessable). */
+  score: number;
+  warning: string | null;
+  suggestions: string[];
+}
+
+export const MIN_LENGTH = 8;
+export const MIN_SCORE = 2;
+
+const VERDICTS = ['Very weak', 'Weak', 'Fair', 'Strong', 'Very strong'] as const;
+
+type Answer = { id: number; strength: Strength } | { id: number; error: string };
+
+let worker: Worker | null = null;
+let nextId = 0;
+const pending = new Map<number, { resolve: (s: Strength) => void; reject: (e: Error) => void }>();
+
+function failAll(message: string): void {
+  worker?.terminate();
+  worker = null;
+  for (const p of pending.values()) p.reject(new Error(message));
+  pending.clear();
+}
+
+/** Rates `password`; `related` (the nick) counts as known to an attacker. A failed worker is started again on the next call. */
+export function rate(password: string, related: string[]): Promise<Strength> {
+  if (!worker) {
+    worker = new Worker(new URL('./strength.worker.ts', import.meta.url), { type: 'module', name: 'password-strength' });
+    worker.onmessage = (e: MessageEvent<Answer>) => {
+      const d = e.data;
+      if (!('strength' in d)) return failAll(d.error); // the estimator did not load: the next call starts afresh
+      pending.get(d.id)?.resolve(d.strength);
+      pending.delete(d.id);
+    };
+    worker.onerror = (e) => failAll(e.message || 'the password check failed');
+  }
+  const id = ++nextId;
+  const answer = new Promise<Strength>((resolve, reject) => pending.set(id, { resolve, reject }));
+  worker.postMessage({ id, password, related });
+  return answer;
+}
+
+/** Ends the worker (after signing in or up): its dictionaries take a few MB. */
+export function stopRating(): void {
+  failAll('stopped');
+}
+
+function length(password: string): number {
+  return [...password].length;
+}
+
+/** The score shown: a password under the minimum length never looks better than "Weak". */
+export function shownScore(password: string, s: Strength): number {
+  return length(password) < MIN_LENGTH ? Math.min(s.score, 1) : s.score;
+}
+
+/**
+ * One short line under the meter: the verdict, and for a refused password the first thing to fix
+ * (the refusal itself gives all of zxcvbn's advice).
+ */
+export function verdict(password: string, s: Strength): string {
+  const name = VERDICTS[shownScore(password, s)] ?? VERDICTS[0];
+  if (length(password) < MIN_LENGTH) return `${name}: use at least ${MIN_LENGTH} characters.`;
+  if (s.score < MIN_SCORE) return `${name}: ${s.warning ?? s.suggestions[0] ?? 'easy to guess.'}`;
+  return `${name}.`;
+}
+
+/** Why "Create account" refuses `password`, or null when it is strong enough. */
+export function weakness(password: string, s: Strength): string | null {
+  const advice = [s.warning, ...s.suggestions].filter(Boolean).join(' ');
+  if (length(password) < MIN_LENGTH) return `Use at least ${MIN_LENGTH} characters.${advice ? ` ${advice}` : ''}`;
+  if (s.score < MIN_SCORE) return `This password is too easy to guess. ${advice || 'Add more words that are less common.'}`;
+  return null;
+}
