@@ -131,5 +131,6 @@ export { Pacer, DEFAULT_MESSAGE_LIMIT, WINDOW_MS } from './conversation/pacer.js
 export { HistoryTransfer } from './conversation/transfer.js';
 export { TRANSFER_KEEP_MS, type TransferLink, type TransferProgress, type TransferRequest, type TransferEvent } from './conversation/transfer-types.js';
 export { attachTransfer, messengerLink, isTransferRoom, TRANSFER_ROOM_NAME } from './conversation/transfer-link.js';
+export { exportHistory, importHistory, openExport, exportAad, EXPORT_VERSION, EXPORT_ERRORS, type ExportAccount, type ImportResult } from './conversation/export.js';
 export { mergeRecords, mergeRecord, type MergeResult } from './conversation/merge.js';
 export { checkRecord, isSettled } from './conversation/history-codec.js';
