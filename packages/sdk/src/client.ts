@@ -12,6 +12,7 @@ import type { EncryptedKey, Envelope, Kdf, Room } from '@svc/protocol';
 import type { ApiClient } from './api.js';
 import type { PlainInput } from './conversation/plaintext.js';
 import { deriveHistoryKey } from './crypto/atrest.js';
+import { deriveOwnKey, INFO_EXPORT, INFO_TRANSFER } from './crypto/ownkeys.js';
 import { generateIdentity, identityMatches, openIdentity, openIdentityPkcs8, sealIdentity, type Identity } from './crypto/identity.js';
 import { checkKdf, deriveMaster, newKdf, type Argon2Fn, type OnProgress } from './crypto/kdf.js';
 import { deriveAccountKeys, type AccountKeys } from './crypto/keys.js';
@@ -43,6 +44,8 @@ interface Me {
   identity: Identity;
   kdf: Kdf;
   historyKey: CryptoKey;
+  transferKey: CryptoKey;
+  exportKey: CryptoKey;
 }
 
 export class Messenger {
@@ -77,6 +80,16 @@ export class Messenger {
   /** Key for history at rest (sealAtRest/openAtRest); the same on all devices and across password changes. */
   get historyKey(): CryptoKey {
     return this.need().historyKey;
+  }
+
+  /** Key that seals history moved between the account's own devices (conversation/transfer.ts). */
+  get transferKey(): CryptoKey {
+    return this.need().transferKey;
+  }
+
+  /** Key of the sealed history file (conversation/export.ts): the password alone opens it again. */
+  get exportKey(): CryptoKey {
+    return this.need().exportKey;
   }
 
   get kdf(): Kdf {
@@ -174,7 +187,8 @@ export class Messenger {
 
   private async start(nick: string, identity: Identity, kdf: Kdf, onProgress?: OnProgress): Promise<void> {
     this.reset();
-    const me: Me = { nick, identity, kdf, historyKey: await deriveHistoryKey(identity) };
+    const [historyKey, transferKey, exportKey] = await Promise.all([deriveHistoryKey(identity), deriveOwnKey(identity, INFO_TRANSFER), deriveOwnKey(identity, INFO_EXPORT)]);
+    const me: Me = { nick, identity, kdf, historyKey, transferKey, exportKey };
     const peers = new Peers(this.api, this.keyCheck, me);
     const rooms = new RoomBook({ api: this.api, peers, me: { nick, publicKey: identity.publicKey }, onKeyError: this.onKeyError });
     this.me = me;

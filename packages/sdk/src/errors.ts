@@ -23,7 +23,9 @@ export type ClientErrorCode =
   /** the method needs a logged-in Messenger or a device. */
   | 'not_ready'
   /** a saved session (Messenger.resume) is malformed, of another format, or its keys do not match. */
-  | 'bad_session';
+  | 'bad_session'
+  /** a history file (importHistory) is not one, of another account, or damaged; the message says which. */
+  | 'bad_export';
 
 export type SdkErrorCode = ErrorCode | ClientErrorCode;
 
@@ -40,6 +42,7 @@ const CLIENT_MESSAGE: Record<ClientErrorCode, string> = {
   too_long: 'The message is too long; shorten it.',
   not_ready: 'Log in and register this device first.',
   bad_session: 'The saved session cannot be resumed; log in again.',
+  bad_export: 'This history file cannot be imported.',
 };
 
 function nextStepFor(code: SdkErrorCode): NextStep {

@@ -105,16 +105,33 @@ export {
   type ReceiptPlain,
   type MembersPlain,
   type UnknownPlain,
+  isHistoryPlain,
+  MAX_TRANSFER_CHUNKS,
+  type HistoryPlain,
+  type HistoryRequestPlain,
+  type HistoryOfferPlain,
+  type HistoryChunkPlain,
+  type HistoryAckPlain,
+  type HistoryDonePlain,
 } from './conversation/plaintext.js';
 export { newRoomKey, importRoomKey, wrapRoomKey, unwrapRoomKey, roomKeyAad, type NewRoomKey } from './crypto/roomkey.js';
 export { safetyNumber } from './crypto/safety.js';
 export { sealAtRest, openAtRest, deriveHistoryKey, historyKeyBytes, atRestAad, INFO_HISTORY } from './crypto/atrest.js';
+export { deriveOwnKey, ownKeyBytes, INFO_TRANSFER, INFO_EXPORT } from './crypto/ownkeys.js';
 
 // The conversation layer: message types and their rules, outbox, pacing, receipts (docs/CRYPTO.md, docs/WEB.md).
-export { Conversations, EDIT_WINDOW_MS, newMid, type Change, type ConversationsOptions } from './conversation/conversations.js';
+export { Conversations, EDIT_WINDOW_MS, newMid, type Change, type ConversationsOptions, type HistoryMessage } from './conversation/conversations.js';
 export { deliveryStatus, isShown, type ChatMessage, type DeliveryStatus, type MessageKind, type MembershipEvent, type OutboxItem, type PendingAction, type Priority, type SendState } from './conversation/model.js';
 export { MemoryStore, byTime, type ConversationStore } from './conversation/store.js';
 export { ingest, applyAction, FAILURE_TEXT, UNKNOWN_TEXT, type Ingested, type RuleContext } from './conversation/rules.js';
 export { Outbox, RECEIPT_DELAY_MS, type OutboxDeps } from './conversation/outbox.js';
 export { Pacer, DEFAULT_MESSAGE_LIMIT, WINDOW_MS } from './conversation/pacer.js';
 export { SearchIndex, fold, type SearchHit } from './conversation/search.js';
+
+// History on every device: the transfer between the account's devices and the sealed file (docs/CRYPTO.md).
+export { HistoryTransfer } from './conversation/transfer.js';
+export { TRANSFER_KEEP_MS, type TransferLink, type TransferProgress, type TransferRequest, type TransferEvent } from './conversation/transfer-types.js';
+export { attachTransfer, messengerLink, isTransferRoom, TRANSFER_ROOM_NAME } from './conversation/transfer-link.js';
+export { exportHistory, importHistory, openExport, exportAad, EXPORT_VERSION, EXPORT_ERRORS, type ExportAccount, type ImportResult } from './conversation/export.js';
+export { mergeRecords, mergeRecord, type MergeResult } from './conversation/merge.js';
+export { checkRecord, isSettled } from './conversation/history-codec.js';

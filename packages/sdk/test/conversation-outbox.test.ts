@@ -177,6 +177,27 @@ test('receipts go after the person’s own messages, merged per chat, and only a
   await settle(() => r.sent.length === 9, 'the person’s message uses the reserve');
 });
 
+test('bulk sends (the history transfer) go after the person’s messages and after a receipt that is due', async () => {
+  const r = rig({ limit: 3 }); // bulk and receipts: 2 of the 3 (a reserve of 1 for the person)
+  for (let i = 0; i < 4; i++) await r.box.add('room:devices', text(`chunk${i}`), { priority: 'bulk' });
+  // Each item is stamped a millisecond after the one before; this clock only moves when told.
+  r.advance(10);
+  r.box.kick();
+  await settle(() => r.sent.length === 2, 'the bulk share of the budget used');
+  await sleep(30);
+  assert.equal(r.sent.length, 2, 'no more than the bulk share');
+  await r.box.add('dm:bob', text('mine'));
+  await settle(() => r.sent.length === 3, 'the person’s message takes the reserve at once');
+  r.box.receipt('dm:bob', ['01JD0000000000000000000001'], 'read');
+  r.advance(61_001);
+  r.box.kick();
+  await settle(() => r.sent.length === 5, 'the next window');
+  assert.deepEqual(
+    r.sent.map((s) => (s.plain.type === 'text' ? s.plain.body : s.plain.type)),
+    ['chunk0', 'chunk1', 'mine', 'receipt', 'chunk2'],
+  );
+});
+
 test('what was queued survives a reload: a new outbox over the same store sends it, in order', async () => {
   const r = rig({ answer: () => { throw new SdkError('network'); } });
   await r.box.add('dm:bob', text('first'));

@@ -9,11 +9,11 @@ import type { Envelope } from '@svc/protocol';
 import { b64, randomBytes } from '../bytes.js';
 import type { Messenger } from '../client.js';
 import { SdkError } from '../errors.js';
-import { splitChatId, type ChatId } from '../messages.js';
+import { splitChatId, type ChatId, type DecryptedMessage } from '../messages.js';
 import { deliveryStatus, type ChatMessage, type DeliveryStatus, type MembershipEvent, type OutboxItem } from './model.js';
 import { Outbox } from './outbox.js';
 import { Pacer } from './pacer.js';
-import type { PlainInput } from './plaintext.js';
+import { isHistoryPlain, type HistoryPlain, type PlainInput } from './plaintext.js';
 import { applyOwn, ingest, type Ingested, type RuleContext } from './rules.js';
 import type { ConversationStore } from './store.js';
 
@@ -27,6 +27,8 @@ export interface Change {
   changed: ChatMessage[];
   /** Ids of records that went away (a retried message under a new id). */
   removed?: string[];
+  /** Records that came with history from another device or a file: shown, never counted as unread. */
+  imported?: ChatMessage[];
 }
 
 export interface ConversationsOptions {
@@ -39,6 +41,9 @@ export interface ConversationsOptions {
 
 export const newMid = (): string => b64(randomBytes(16));
 
+/** A decrypted envelope that carries the history transfer (transfer.ts handles it). */
+export type HistoryMessage = Extract<DecryptedMessage, { ok: true }> & { plain: HistoryPlain };
+
 export class Conversations {
   readonly store: ConversationStore;
   readonly pacer: Pacer;
@@ -46,6 +51,8 @@ export class Conversations {
   private readonly m: Messenger;
   private readonly listeners = new Set<(c: Change) => void>();
   private readonly rules: RuleContext;
+  private readonly sentHooks = new Set<(item: OutboxItem, ts: number) => Promise<void> | void>();
+  private history: ((d: HistoryMessage) => Promise<void>) | null = null;
 
   constructor(o: ConversationsOptions) {
     this.m = o.messenger;
@@ -78,8 +85,29 @@ export class Conversations {
     return () => this.listeners.delete(f);
   }
 
+  /** Tells the listeners about records changed outside the rules (a history import). */
+  notify(c: Change): void {
+    this.emit(c);
+  }
+
+  /** Called for every outbox item the service accepted, whatever its type (the history transfer counts its chunks). */
+  onSent(f: (item: OutboxItem, ts: number) => Promise<void> | void): () => void {
+    this.sentHooks.add(f);
+    return () => this.sentHooks.delete(f);
+  }
+
+  /** Where history-* messages go (transfer.ts); without a handler they are dropped, never shown. */
+  handleHistory(f: ((d: HistoryMessage) => Promise<void>) | null): void {
+    this.history = f;
+  }
+
+  /** Stops sending (the app is closing, or a test drops the device). */
+  stop(): void {
+    this.outbox.stop();
+  }
+
   private emit(c: Change): void {
-    if (!c.added && c.changed.length === 0 && !c.removed?.length) return;
+    if (!c.added && c.changed.length === 0 && !c.removed?.length && !c.imported?.length) return;
     for (const f of this.listeners) f(c);
   }
 
@@ -103,6 +131,10 @@ export class Conversations {
 
   /** Stores an already decrypted envelope (receive() without the decryption). */
   async take(d: Awaited<ReturnType<Messenger['decryptEnvelope']>>): Promise<Ingested> {
+    if (d.ok && isHistoryPlain(d.plain)) {
+      await this.history?.(d as HistoryMessage);
+      return { changed: [], ignored: 'history transfer' };
+    }
     const r = await ingest(this.rules, d);
     const a = r.added;
     if (a && a.from !== this.me && a.kind === 'text') {
@@ -245,6 +277,7 @@ export class Conversations {
   }
 
   private async sent(item: OutboxItem, ts: number): Promise<void> {
+    for (const f of this.sentHooks) await f(item, ts);
     if (item.plain.type !== 'text') return;
     const m = await this.store.get(item.id);
     if (!m) return;

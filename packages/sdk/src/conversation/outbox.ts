@@ -185,7 +185,9 @@ export class Outbox {
     const now = this.d.now();
     const cands: (OutboxItem | Transient)[] = [...this.receipts, ...ready];
     if (cands.length === 0) return null;
-    const best = cands.reduce((a, b) => (due(a) <= due(b) ? a : b));
+    // A receipt that is due goes before bulk sends (the history transfer): it is small and people wait for it.
+    const rank = (i: OutboxItem | Transient): number => (i.priority === 'receipt' && due(i) <= now ? 0 : 1);
+    const best = cands.reduce((a, b) => (rank(a) < rank(b) || (rank(a) === rank(b) && due(a) <= due(b)) ? a : b));
     return { item: best, wait: Math.max(this.d.pacer.waitMs(best.priority), due(best) - now) };
   }
 

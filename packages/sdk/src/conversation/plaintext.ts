@@ -16,7 +16,7 @@
  * like a forged one) and lenient for unknown ones: a type this client does not know, or a newer
  * version, decodes to `unknown`, which the app shows as a neutral placeholder.
  */
-import { isId16, isNick, isUlid } from '@svc/protocol';
+import { b64urlDecodedLength, isB64url, isB64urlOfLength, isDeviceId, isId16, isNick, isUlid } from '@svc/protocol';
 import { fromUtf8, utf8 } from '../bytes.js';
 import { SdkError } from '../errors.js';
 
@@ -84,6 +84,61 @@ export interface MembersPlain extends Common {
   removed: string[];
 }
 
+/*
+ * History moved between the account's own devices (conversation/transfer.ts, docs/CRYPTO.md
+ * "History transfer"). They travel only in the account's private room; `device` is the device the
+ * history goes to (in a request: the device asking). `tag` authenticates the other fields under
+ * the account's transfer key, `data` is sealed under it: see transfer-wire.ts.
+ */
+
+/** A new device asks the account's other devices for the history. */
+export interface HistoryRequestPlain extends Common {
+  type: 'history-request';
+  device: string;
+  tag: string;
+}
+
+/** A device will send `records` records in `total` chunks under transfer id `transfer`. */
+export interface HistoryOfferPlain extends Common {
+  type: 'history-offer';
+  transfer: string;
+  device: string;
+  total: number;
+  records: number;
+  tag: string;
+}
+
+/** Chunk `seq` of `total`: compressed records sealed under the transfer key, chained to the chunk before. */
+export interface HistoryChunkPlain extends Common {
+  type: 'history-chunk';
+  transfer: string;
+  device: string;
+  seq: number;
+  total: number;
+  data: string;
+}
+
+/** The receiving device `device` expects chunk `next` (`next` = total: it holds all of them). */
+export interface HistoryAckPlain extends Common {
+  type: 'history-ack';
+  transfer: string;
+  device: string;
+  next: number;
+  tag: string;
+}
+
+/** Every chunk was sent; `digest` is the end of the hash chain over them. */
+export interface HistoryDonePlain extends Common {
+  type: 'history-done';
+  transfer: string;
+  device: string;
+  total: number;
+  digest: string;
+  tag: string;
+}
+
+export type HistoryPlain = HistoryRequestPlain | HistoryOfferPlain | HistoryChunkPlain | HistoryAckPlain | HistoryDonePlain;
+
 /** A type this client does not know (from a newer client): shown as a placeholder, never as text. */
 export interface UnknownPlain {
   v: number;
@@ -94,7 +149,7 @@ export interface UnknownPlain {
   mid?: string;
 }
 
-export type KnownPlain = TextPlain | ReactionPlain | EditPlain | DeletePlain | ReceiptPlain | MembersPlain;
+export type KnownPlain = TextPlain | ReactionPlain | EditPlain | DeletePlain | ReceiptPlain | MembersPlain | HistoryPlain;
 export type Plain = KnownPlain | UnknownPlain;
 export type PlainType = KnownPlain['type'];
 
@@ -104,12 +159,18 @@ export type PlainInput = KnownPlain extends infer P ? (P extends KnownPlain ? Om
 export const MAX_EMOJI_CHARS = 16;
 export const MAX_RECEIPT_IDS = 256;
 const MID_RE = /^[A-Za-z0-9_-]{22}$/;
+/** More chunks than any history needs (a chunk holds hundreds of records). */
+export const MAX_TRANSFER_CHUNKS = 100_000;
+/** An AES-GCM iv and tag: a sealed chunk is at least this long. */
+const SEALED_MIN = 28;
 
 type Fields = Record<string, unknown>;
 const isStr = (v: unknown): v is string => typeof v === 'string';
 const isMs = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+const isCount = (v: unknown, max: number): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 && v <= max;
+const isTag = (v: unknown): v is string => isB64urlOfLength(v, SEALED_MIN);
 /** No control characters and no line breaks: an emoji or a short token. */
-const isEmoji = (v: unknown): v is string => isStr(v) && v.length > 0 && v.length <= MAX_EMOJI_CHARS && !/[\p{Cc}\p{Cf}\s]/u.test(v.replace(/\u200d|\ufe0f/g, ''));
+export const isEmoji = (v: unknown): v is string => isStr(v) && v.length > 0 && v.length <= MAX_EMOJI_CHARS && !/[\p{Cc}\p{Cf}\s]/u.test(v.replace(/\u200d|\ufe0f/g, ''));
 
 /** Per type: the fields it must have (checked) and how to copy them, in wire order. */
 const SCHEMAS: { [T in PlainType]: (o: Fields) => Omit<Extract<KnownPlain, { type: T }>, 'v' | 'type' | 'sentAt' | 'mid'> | null } = {
@@ -127,7 +188,27 @@ const SCHEMAS: { [T in PlainType]: (o: Fields) => Omit<Extract<KnownPlain, { typ
       ? { room: o.room, owner: o.owner, members: [...o.members], added: [...o.added], removed: [...o.removed] }
       : null;
   },
+  'history-request': (o) => (isDeviceId(o.device) && isTag(o.tag) ? { device: o.device, tag: o.tag } : null),
+  'history-offer': (o) =>
+    isId16(o.transfer) && isDeviceId(o.device) && isCount(o.total, MAX_TRANSFER_CHUNKS) && isCount(o.records, Number.MAX_SAFE_INTEGER) && isTag(o.tag)
+      ? { transfer: o.transfer, device: o.device, total: o.total, records: o.records, tag: o.tag }
+      : null,
+  'history-chunk': (o) =>
+    isId16(o.transfer) && isDeviceId(o.device) && isCount(o.total, MAX_TRANSFER_CHUNKS) && isCount(o.seq, o.total - 1) && isB64url(o.data) && b64urlDecodedLength(o.data) > SEALED_MIN
+      ? { transfer: o.transfer, device: o.device, seq: o.seq, total: o.total, data: o.data }
+      : null,
+  'history-ack': (o) =>
+    isId16(o.transfer) && isDeviceId(o.device) && isCount(o.next, MAX_TRANSFER_CHUNKS) && isTag(o.tag) ? { transfer: o.transfer, device: o.device, next: o.next, tag: o.tag } : null,
+  'history-done': (o) =>
+    isId16(o.transfer) && isDeviceId(o.device) && isCount(o.total, MAX_TRANSFER_CHUNKS) && isB64urlOfLength(o.digest, 32) && isTag(o.tag)
+      ? { transfer: o.transfer, device: o.device, total: o.total, digest: o.digest, tag: o.tag }
+      : null,
 };
+
+/** Whether a plaintext belongs to the history transfer (handled by transfer.ts, never shown as a message). */
+export function isHistoryPlain(p: { type: string }): p is HistoryPlain {
+  return p.type.startsWith('history-') && Object.hasOwn(SCHEMAS, p.type);
+}
 
 function isKnownType(t: unknown): t is PlainType {
   return typeof t === 'string' && Object.hasOwn(SCHEMAS, t);

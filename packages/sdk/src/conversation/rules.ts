@@ -89,8 +89,8 @@ export async function applyAction(c: RuleContext, a: Action): Promise<Ingested> 
   return ignored !== undefined ? { changed, ignored } : { changed };
 }
 
-/** Applies the actions that waited for `m` (it is being stored now); returns nothing new to show. */
-async function applyWaiting(c: RuleContext, m: ChatMessage): Promise<ChatMessage[]> {
+/** Applies the actions that waited for `m` (it is being stored now, also by a history import); returns nothing new to show. */
+export async function applyWaiting(c: RuleContext, m: ChatMessage): Promise<ChatMessage[]> {
   const waiting = await c.store.takePending(m.id);
   for (const w of waiting) apply(c, m, w.from, w.chat, w.plain);
   return [];

@@ -28,6 +28,15 @@ export interface ConversationStore {
   outboxList(): Promise<OutboxItem[]>;
   outboxPut(item: OutboxItem): Promise<void>;
   outboxRemove(id: string): Promise<void>;
+
+  /**
+   * Small named values the conversation layer keeps across reloads (the history transfer's state
+   * on both sides). Values are JSON-compatible and may hold history, so a store that seals records
+   * at rest seals these too.
+   */
+  getMeta(key: string): Promise<unknown>;
+  putMeta(key: string, value: unknown): Promise<void>;
+  removeMeta(key: string): Promise<void>;
 }
 
 export const byTime = (a: { ts: number; id: string }, b: { ts: number; id: string }): number => a.ts - b.ts || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
@@ -38,6 +47,7 @@ export class MemoryStore implements ConversationStore {
   private readonly mids = new Map<string, string>();
   private readonly pending = new Map<string, PendingAction[]>();
   private readonly outbox = new Map<string, OutboxItem>();
+  private readonly meta = new Map<string, unknown>();
 
   async get(id: string): Promise<ChatMessage | undefined> {
     const m = this.messages.get(id);
@@ -102,5 +112,17 @@ export class MemoryStore implements ConversationStore {
 
   async outboxRemove(id: string): Promise<void> {
     this.outbox.delete(id);
+  }
+
+  async getMeta(key: string): Promise<unknown> {
+    return structuredClone(this.meta.get(key));
+  }
+
+  async putMeta(key: string, value: unknown): Promise<void> {
+    this.meta.set(key, structuredClone(value));
+  }
+
+  async removeMeta(key: string): Promise<void> {
+    this.meta.delete(key);
   }
 }

@@ -9,28 +9,21 @@
  * The context names the record (for example "msg|dm:bob|<id>"), so a stored row cannot be swapped
  * for another one. The first plaintext byte tells bytes (0x01) from JSON (0x02).
  */
-import { buf, concat, fromUtf8, subtle, unb64, utf8 } from '../bytes.js';
-import { importAesKey, open, seal, type Sealed } from './aead.js';
-import { hkdf } from './hkdf.js';
+import { concat, fromUtf8, utf8 } from '../bytes.js';
+import { open, seal, type Sealed } from './aead.js';
 import type { Identity } from './identity.js';
+import { deriveOwnKey, INFO_HISTORY, ownKeyBytes } from './ownkeys.js';
 
-export const INFO_HISTORY = 'svc/history/v1';
+export { INFO_HISTORY } from './ownkeys.js';
 
 /** The raw key bytes; for test vectors only. */
-export async function historyKeyBytes(identity: Identity): Promise<Uint8Array> {
-  const pub = await subtle().importKey('raw', buf(unb64(identity.publicKey, 65)), { name: 'ECDH', namedCurve: 'P-256' }, false, []);
-  const shared = new Uint8Array(await subtle().deriveBits({ name: 'ECDH', public: pub }, identity.privateKey, 256));
-  return hkdf(shared, new Uint8Array(0), INFO_HISTORY);
+export function historyKeyBytes(identity: Identity): Promise<Uint8Array> {
+  return ownKeyBytes(identity, INFO_HISTORY);
 }
 
 /** Non-extractable AES-256-GCM key for this account's history at rest, the same on every device. */
-export async function deriveHistoryKey(identity: Identity): Promise<CryptoKey> {
-  const raw = await historyKeyBytes(identity);
-  try {
-    return await importAesKey(raw);
-  } finally {
-    raw.fill(0);
-  }
+export function deriveHistoryKey(identity: Identity): Promise<CryptoKey> {
+  return deriveOwnKey(identity, INFO_HISTORY);
 }
 
 export const atRestAad = (context: string): string => `svc/atrest/v1|${context}`;

@@ -139,6 +139,25 @@ export class IdbConversationStore implements ConversationStore {
     return list.sort((a, b) => a.ts - b.ts || (a.id < b.id ? -1 : 1));
   }
 
+  /** The transfer's bookkeeping (it names chats and devices): sealed in `kv` under `meta:<key>`. */
+  async getMeta(key: string): Promise<unknown> {
+    const row = await this.db.get<Sealed>(STORES.kv, `meta:${key}`);
+    if (!row) return undefined;
+    try {
+      return await openAtRest(this.key, row, `meta|${key}`);
+    } catch {
+      return undefined;
+    }
+  }
+
+  async putMeta(key: string, value: unknown): Promise<void> {
+    await this.db.put(STORES.kv, await sealAtRest(this.key, value, `meta|${key}`), `meta:${key}`);
+  }
+
+  async removeMeta(key: string): Promise<void> {
+    await this.db.delete(STORES.kv, `meta:${key}`);
+  }
+
   async outboxList(): Promise<OutboxItem[]> {
     const list = await this.openSealed<OutboxItem>(STORES.outbox, outboxCtx);
     return list.sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1));

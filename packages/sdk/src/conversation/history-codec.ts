@@ -1,0 +1,163 @@
+/**
+ * ChatMessage records in a compact, compressed form for the history transfer and the sealed
+ * export, and the strict check every record passes before it is merged (records come from the
+ * account's own devices, but a damaged or altered payload must change nothing).
+ *
+ * Form: DEFLATE (fflate) of the UTF-8 JSON `{"v":1,"n":N,"c":{field: [N values]}}`: one array per
+ * field, null where a record lacks it, fields no record has left out. Columns compress better than
+ * one object per record (the field names go once, like values sit together): about 55 bytes per
+ * text record against 70. `ts` holds differences to the record before and `sentAt` the distance
+ * to `ts`, which are small numbers.
+ */
+import { isId16, isNick, isUlid } from '@svc/protocol';
+import { deflateSync, inflateSync } from 'fflate';
+import { fromUtf8, utf8 } from '../bytes.js';
+import type { ChatMessage } from './model.js';
+import { isEmoji } from './plaintext.js';
+
+const FIELDS = ['id', 'chat', 'ts', 'from', 'sentAt', 'mid', 'kind', 'body', 'replyTo', 'editedAt', 'deleted', 'reactions', 'reactedAt', 'delivered', 'read', 'reported', 'state', 'note', 'event'] as const;
+type Field = (typeof FIELDS)[number];
+const FIELD_SET = new Set<string>(FIELDS);
+
+/** Longest text a record may hold (a message's plaintext is at most 24320 bytes). */
+const MAX_TEXT = 100_000;
+const MID_RE = /^[A-Za-z0-9_-]{22}$/;
+const KINDS = new Set(['text', 'undecryptable', 'unknown', 'event']);
+const EVENTS = new Set(['joined', 'left', 'removed', 'created', 'owner']);
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isMs = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+const isInt = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v);
+const isText = (v: unknown, max = MAX_TEXT): v is string => typeof v === 'string' && v.length <= max;
+const isNicks = (v: unknown): v is string[] => Array.isArray(v) && v.length <= 1024 && v.every(isNick);
+const isChat = (v: unknown): v is ChatMessage['chat'] => typeof v === 'string' && ((v.startsWith('dm:') && isNick(v.slice(3))) || (v.startsWith('room:') && isId16(v.slice(5))));
+
+/** Own properties only, and never one that would reach an object's prototype. */
+function entries(o: Obj): [string, unknown][] | null {
+  const e = Object.entries(o);
+  return e.length <= 4096 && e.every(([k]) => k !== '__proto__') ? e : null;
+}
+
+/**
+ * A well-formed record, copied field by field (unknown fields dropped), or null. Only settled
+ * records travel: a message still in the outbox (queued, sending, failed) stays on its device.
+ */
+export function checkRecord(v: unknown): ChatMessage | null {
+  if (!isObj(v)) return null;
+  const o = v;
+  if (!isUlid(o.id) || !isChat(o.chat) || !isMs(o.ts) || !isNick(o.from) || !isMs(o.sentAt) || typeof o.kind !== 'string' || !KINDS.has(o.kind)) return null;
+  const m: ChatMessage = { id: o.id, chat: o.chat, ts: o.ts, from: o.from, sentAt: o.sentAt, kind: o.kind as ChatMessage['kind'] };
+  if (o.mid !== undefined) {
+    if (typeof o.mid !== 'string' || !MID_RE.test(o.mid)) return null;
+    m.mid = o.mid;
+  }
+  if (o.body !== undefined) {
+    if (!isText(o.body)) return null;
+    m.body = o.body;
+  }
+  if (o.replyTo !== undefined) {
+    if (!isUlid(o.replyTo)) return null;
+    m.replyTo = o.replyTo;
+  }
+  if (o.editedAt !== undefined) {
+    if (!isMs(o.editedAt)) return null;
+    m.editedAt = o.editedAt;
+  }
+  if (o.deleted !== undefined) {
+    if (o.deleted !== true) return null;
+    m.deleted = true;
+  }
+  if (o.reactions !== undefined) {
+    const e = isObj(o.reactions) ? entries(o.reactions) : null;
+    if (!e || !e.every(([k, who]) => isEmoji(k) && isNicks(who))) return null;
+    m.reactions = Object.fromEntries(e.map(([k, who]) => [k, [...new Set(who as string[])].sort()]));
+  }
+  if (o.reactedAt !== undefined) {
+    const e = isObj(o.reactedAt) ? entries(o.reactedAt) : null;
+    if (!e || !e.every(([k, at]) => isMs(at) && isNick(k.slice(0, k.indexOf(' '))) && isEmoji(k.slice(k.indexOf(' ') + 1)))) return null;
+    m.reactedAt = Object.fromEntries(e) as Record<string, number>;
+  }
+  for (const f of ['delivered', 'read'] as const) {
+    if (o[f] === undefined) continue;
+    if (!isNicks(o[f])) return null;
+    m[f] = [...new Set(o[f] as string[])].sort();
+  }
+  if (o.reported !== undefined) {
+    if (o.reported !== 'delivered' && o.reported !== 'read') return null;
+    m.reported = o.reported;
+  }
+  if (o.state !== undefined) {
+    if (o.state !== 'sent') return null;
+    m.state = 'sent';
+  }
+  if (o.note !== undefined) {
+    if (!isText(o.note, 1000)) return null;
+    m.note = o.note;
+  }
+  if (o.event !== undefined) {
+    const ev = o.event;
+    if (!isObj(ev) || typeof ev.what !== 'string' || !EVENTS.has(ev.what) || !isNicks(ev.nicks)) return null;
+    m.event = { what: ev.what as NonNullable<ChatMessage['event']>['what'], nicks: [...ev.nicks] };
+  }
+  return m;
+}
+
+/** Whether a record is history that may travel (not a message still on its way out). */
+export function isSettled(m: ChatMessage): boolean {
+  return m.state === undefined || m.state === 'sent';
+}
+
+/** The columns of `records` as JSON text (before compression). */
+export function recordsJson(records: readonly ChatMessage[]): string {
+  const c: Partial<Record<Field, unknown[]>> = {};
+  records.forEach((r, i) => {
+    const row: Record<Field, unknown> = { ...(r as unknown as Record<Field, unknown>), ts: i === 0 ? r.ts : r.ts - records[i - 1]!.ts, sentAt: r.ts - r.sentAt };
+    for (const f of FIELDS) {
+      const v = row[f];
+      if (v === undefined) continue;
+      const col = (c[f] ??= new Array<unknown>(records.length).fill(null));
+      col[i] = v;
+    }
+  });
+  return JSON.stringify({ v: 1, n: records.length, c });
+}
+
+/** The records back from recordsJson's output; null when anything is malformed. */
+export function recordsFromJson(v: unknown): ChatMessage[] | null {
+  if (!isObj(v) || v.v !== 1 || !isMs(v.n) || !isObj(v.c)) return null;
+  const n = v.n;
+  const cols = entries(v.c);
+  if (!cols || !cols.every(([k, col]) => FIELD_SET.has(k) && Array.isArray(col) && col.length === n)) return null;
+  const c = v.c as Record<string, unknown[]>;
+  const out: ChatMessage[] = [];
+  let ts = 0;
+  for (let i = 0; i < n; i++) {
+    const row: Obj = {};
+    for (const [k] of cols) if (c[k]![i] !== null) row[k] = c[k]![i];
+    if (!isInt(row.ts) || !isInt(row.sentAt)) return null;
+    ts = i === 0 ? row.ts : ts + row.ts;
+    row.ts = ts;
+    row.sentAt = ts - row.sentAt;
+    const m = checkRecord(row);
+    if (!m) return null;
+    out.push(m);
+  }
+  return out;
+}
+
+/** DEFLATE level 6: level 9 gains nothing on these records and is slower (chunks are fitted by trial). */
+export function compress(json: string): Uint8Array {
+  return deflateSync(utf8(json), { level: 6, mem: 4 });
+}
+
+/** Inflates (at most `max` bytes when given) and parses the JSON; null when it is not valid, or larger. */
+export function decompressJson(bytes: Uint8Array, max?: number): unknown {
+  try {
+    const out = max === undefined ? inflateSync(bytes) : inflateSync(bytes, { out: new Uint8Array(max + 1) });
+    if (max !== undefined && out.length > max) return null;
+    return JSON.parse(fromUtf8(out)) as unknown;
+  } catch {
+    return null;
+  }
+}

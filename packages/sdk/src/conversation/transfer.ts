@@ -1,0 +1,340 @@
+/**
+ * History on every device: the account's devices move the history end to end (docs/CRYPTO.md,
+ * "History transfer"). A new device asks (`history-request`); on another device the person says
+ * "Send history", and that device offers (`history-offer`), sends the chunks (`history-chunk`)
+ * through the outbox at priority 'bulk' (so they share the message budget and the person's own
+ * messages go first), and closes with `history-done`. The receiver takes chunks only in order,
+ * each sealed under the account's transfer key and chained to the one before, merges each into
+ * the store as it arrives, and acknowledges (`history-ack`) the next chunk it expects: when it
+ * resumes after a reload, when a chunk is missing, and once it holds all of them.
+ *
+ * Everything travels in the account's private room (transfer-link.ts), so the service relays
+ * ciphertext between the account's own devices only. Both sides keep their state in the store
+ * (getMeta/putMeta, transfer-types.ts), so a reload or a dropped connection on either side resumes.
+ */
+import { isDeviceId } from '@svc/protocol';
+import { b64, randomBytes, unb64 } from '../bytes.js';
+import { SdkError } from '../errors.js';
+import type { HistoryMessage } from './conversations.js';
+import { checkRecord, isSettled } from './history-codec.js';
+import { mergeRecords } from './merge.js';
+import type { ChatMessage, OutboxItem } from './model.js';
+import type { HistoryChunkPlain, HistoryDonePlain, HistoryPlain } from './plaintext.js';
+import {
+  ACK_AGAIN_MS,
+  K_CHUNKS,
+  K_RECEIVE,
+  K_REQUESTS,
+  K_SENDS,
+  TRANSFER_KEEP_MS,
+  type ReceiveState,
+  type SendState,
+  type TransferEvent,
+  type TransferLink,
+  type TransferProgress,
+  type TransferRequest,
+} from './transfer-types.js';
+import { buildTransfer, chainNext, chainStart, checkTag, chunkAad, decodePayload, makeTag, openData, tagAad } from './transfer-wire.js';
+
+export class HistoryTransfer {
+  private sends: SendState[] = [];
+  private recv: ReceiveState | null = null;
+  private asks: TransferRequest[] = [];
+  private readonly listeners = new Set<(e: TransferEvent) => void>();
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly l: TransferLink) {}
+
+  on(f: (e: TransferEvent) => void): () => void {
+    this.listeners.add(f);
+    return () => this.listeners.delete(f);
+  }
+
+  private emit(e: TransferEvent): void {
+    for (const f of this.listeners) f(e);
+  }
+
+  /**
+   * One change of state at a time (received messages, outbox reports and the person's actions
+   * interleave), each on the state kept from before a reload: it is read before the first.
+   */
+  private serial<T>(f: () => Promise<T>): Promise<T> {
+    const g = async (): Promise<T> => {
+      if (!this.loaded) await this.read();
+      return f();
+    };
+    const run = this.queue.then(g, g);
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private loaded = false;
+
+  private async read(): Promise<void> {
+    this.sends = ((await this.l.store.getMeta(K_SENDS)) as SendState[] | undefined) ?? [];
+    this.recv = ((await this.l.store.getMeta(K_RECEIVE)) as ReceiveState | undefined) ?? null;
+    this.asks = ((await this.l.store.getMeta(K_REQUESTS)) as TransferRequest[] | undefined) ?? [];
+    this.loaded = true;
+    for (const s of this.sends.filter((x) => x.createdAt + TRANSFER_KEEP_MS < this.l.now())) await this.forget(s);
+  }
+
+  /**
+   * Resumes after a reload: a receiver in the middle of a transfer asks for the next chunk it
+   * expects. Call it after the event stream's first `ready`, so that the chunks that waited in the
+   * device's queue have been taken first (the state itself is read before the first message).
+   */
+  load(): Promise<void> {
+    return this.serial(async () => {
+      if (this.recv && !this.recv.done) await this.ack(this.recv, true);
+    });
+  }
+
+  /** Where every transfer on this device stands. */
+  progress(): TransferProgress[] {
+    const out = this.sends.map((s) => this.sendProgress(s));
+    if (this.recv) out.push(this.recvProgress(this.recv));
+    return out;
+  }
+
+  /** Requests from new devices that wait for the person's answer ("Send history" / "Not now"). */
+  get requests(): readonly TransferRequest[] {
+    return this.asks;
+  }
+
+  // ---- the new device ----
+
+  /** Asks the account's other devices for the history (the app calls it when this device is new). */
+  async request(): Promise<void> {
+    const chat = await this.l.carrier();
+    const p = { type: 'history-request' as const, device: this.l.deviceId };
+    await this.l.enqueue(chat, { ...p, tag: await makeTag(this.l.key, tagAad(this.l.me, p)), sentAt: 0 });
+  }
+
+  // ---- a device that holds the history ----
+
+  /** The person pressed "Send history" for `device`: the history as it stands now goes to it. */
+  send(device: string): Promise<TransferProgress> {
+    if (!isDeviceId(device) || device === this.l.deviceId) return Promise.reject(new SdkError('invalid', { message: 'Not another device of this account.' }));
+    return this.serial(async () => {
+      const chat = await this.l.carrier();
+      const records = (await this.l.store.all()).filter(isSettled).reverse(); // newest first: recent chats fill in first
+      const transfer = b64(randomBytes(16));
+      const built = await buildTransfer({ key: this.l.key, nick: this.l.me, transfer, device, records });
+      const s: SendState = { transfer, device, chat, total: built.total, counts: built.chunks.map((c) => c.records), digest: built.digest, sent: 0, createdAt: this.l.now(), confirmed: false };
+      await this.l.store.putMeta(K_CHUNKS + transfer, built.chunks.map((c) => c.data));
+      this.sends.push(s);
+      await this.saveSends();
+      await this.dropRequest(device);
+      const offer = { type: 'history-offer' as const, transfer, device, total: built.total, records: records.length };
+      await this.l.enqueue(chat, { ...offer, tag: await makeTag(this.l.key, tagAad(this.l.me, offer)), sentAt: 0 });
+      await this.queueChunks(s, 0);
+      const p = this.sendProgress(s);
+      this.emit({ type: 'progress', progress: p });
+      return p;
+    });
+  }
+
+  /** The person pressed "Not now": nothing is sent. */
+  decline(device: string): Promise<void> {
+    return this.serial(() => this.dropRequest(device));
+  }
+
+  /** Stops a transfer on this device (either side) and forgets it. */
+  cancel(transfer: string): Promise<void> {
+    return this.serial(async () => {
+      const s = this.sends.find((x) => x.transfer === transfer);
+      if (s) await this.forget(s);
+      if (this.recv?.transfer === transfer) {
+        this.recv = null;
+        await this.l.store.removeMeta(K_RECEIVE);
+      }
+    });
+  }
+
+  /** The outbox reports a message the service accepted (Conversations.onSent). */
+  sent(item: OutboxItem): Promise<void> {
+    const p = item.plain;
+    if (p.type !== 'history-chunk') return Promise.resolve();
+    return this.serial(async () => {
+      const s = this.sends.find((x) => x.transfer === p.transfer);
+      if (!s || p.seq < s.sent) return;
+      s.sent = p.seq + 1;
+      await this.saveSends();
+      this.emit({ type: 'progress', progress: this.sendProgress(s) });
+    });
+  }
+
+  // ---- messages of the transfer (Conversations.handleHistory) ----
+
+  handle(d: HistoryMessage): Promise<void> {
+    return this.serial(async () => {
+      const p = d.plain;
+      if (d.from !== this.l.me || !this.l.isCarrier(d.chat)) return this.refuse(p, 'not from a device of this account');
+      // Messages about another device's transfer pass by (every device of the account gets them).
+      if (p.type === 'history-request') {
+        if (p.device === this.l.deviceId) return;
+      } else if (p.type === 'history-ack') {
+        if (!this.sends.some((s) => s.transfer === p.transfer && s.device === p.device)) return;
+      } else if (p.device !== this.l.deviceId) return;
+      if (p.type !== 'history-chunk' && !(await checkTag(this.l.key, tagAad(this.l.me, p), p.tag))) return this.refuse(p, 'forged');
+      switch (p.type) {
+        case 'history-request':
+          return this.onRequest({ device: p.device, at: d.ts });
+        case 'history-offer':
+          return this.onOffer(p.transfer, p.total, p.records);
+        case 'history-chunk':
+          return this.onChunk(p);
+        case 'history-done':
+          return this.onDone(p);
+        case 'history-ack':
+          return this.onAck(p.transfer, p.next);
+      }
+    });
+  }
+
+  private refuse(p: HistoryPlain, why: string): void {
+    this.emit({ type: 'refused', kind: p.type, ...('transfer' in p ? { transfer: p.transfer } : {}), ...(p.type === 'history-chunk' ? { seq: p.seq } : {}), why });
+  }
+
+  private async onRequest(r: TransferRequest): Promise<void> {
+    if (this.sends.some((s) => s.device === r.device && !s.confirmed)) return;
+    this.asks = [...this.asks.filter((a) => a.device !== r.device), r];
+    await this.l.store.putMeta(K_REQUESTS, this.asks);
+    this.emit({ type: 'request', request: r });
+  }
+
+  private async onOffer(transfer: string, total: number, records: number): Promise<void> {
+    const cur = this.recv;
+    // The first offer wins; another device's offer while it runs is left alone.
+    if (cur && (cur.transfer === transfer || !cur.done)) return;
+    const r: ReceiveState = { transfer, total, records, next: 0, hash: b64(await chainStart(transfer)), recordsDone: 0, done: false };
+    await this.saveRecv(r);
+  }
+
+  private async onChunk(p: HistoryChunkPlain): Promise<void> {
+    const r = this.recv;
+    if (!r || r.transfer !== p.transfer) return this.refuse(p, 'no such transfer on this device');
+    if (r.done || p.seq < r.next) return this.refuse(p, 'replayed');
+    if (p.total !== r.total) return this.refuse(p, 'forged');
+    if (p.seq > r.next) {
+      this.refuse(p, 'out of order');
+      return this.ack(r);
+    }
+    const sealed = unb64(p.data);
+    const prev = unb64(r.hash);
+    const bytes = await openData(this.l.key, chunkAad(this.l.me, p.transfer, this.l.deviceId, p.seq, p.total, prev), sealed);
+    if (!bytes) return this.refuse(p, 'forged or damaged');
+    const payload = decodePayload(bytes);
+    if (!payload) return this.refuse(p, 'damaged');
+    let records: ChatMessage[] = [];
+    let carry = r.carry;
+    if ('records' in payload) records = payload.records;
+    else {
+      const piece = payload.piece;
+      if (piece.rec ? carry : !carry) return this.refuse(p, 'damaged');
+      carry = piece.rec ? { rec: piece.rec, text: piece.text } : { rec: carry!.rec, text: carry!.text + piece.text };
+      if (piece.end) {
+        const whole = checkRecord({ ...carry.rec, body: carry.text });
+        if (!whole) return this.refuse(p, 'damaged');
+        records = [whole];
+        carry = undefined;
+      }
+    }
+    const merged = await mergeRecords(this.l.store, this.l.me, records);
+    this.l.notify({ changed: merged.changed, imported: merged.added });
+    const next: ReceiveState = { ...r, next: r.next + 1, hash: b64(await chainNext(prev, sealed)), recordsDone: r.recordsDone + records.length };
+    if (carry) next.carry = carry;
+    else delete next.carry;
+    await this.saveRecv(next);
+  }
+
+  private async onDone(p: HistoryDonePlain): Promise<void> {
+    const r = this.recv;
+    if (!r || r.transfer !== p.transfer || r.done) return this.refuse(p, r?.done ? 'replayed' : 'no such transfer on this device');
+    if (p.total !== r.total) return this.refuse(p, 'forged');
+    if (r.next < r.total) {
+      this.refuse(p, 'chunks missing');
+      return this.ack(r);
+    }
+    if (p.digest !== r.hash) return this.refuse(p, 'forged');
+    await this.saveRecv({ ...r, done: true });
+    await this.ack(this.recv!);
+  }
+
+  private async onAck(transfer: string, next: number): Promise<void> {
+    const s = this.sends.find((x) => x.transfer === transfer)!;
+    const now = this.l.now();
+    if (next >= s.total) {
+      s.confirmed = true;
+      await this.dropQueued(s);
+      await this.l.store.removeMeta(K_CHUNKS + transfer);
+      await this.saveSends();
+      this.emit({ type: 'progress', progress: this.sendProgress(s) });
+      return;
+    }
+    if (s.confirmed || (s.lastAck?.next === next && now - s.lastAck.at < ACK_AGAIN_MS)) return;
+    s.lastAck = { next, at: now };
+    await this.saveSends();
+    // What still waits in the outbox goes again in order, after the chunk the receiver lacks.
+    await this.dropQueued(s);
+    await this.queueChunks(s, next);
+  }
+
+  /** Acknowledges the next chunk `r` expects (not the same one twice within ACK_AGAIN_MS, unless `force`). */
+  private async ack(r: ReceiveState, force = false): Promise<void> {
+    const now = this.l.now();
+    const next = r.done ? r.total : r.next;
+    if (!force && r.lastAck?.next === next && now - r.lastAck.at < ACK_AGAIN_MS) return;
+    await this.saveRecv({ ...r, lastAck: { next, at: now } }, false);
+    const a = { type: 'history-ack' as const, transfer: r.transfer, device: this.l.deviceId, next };
+    await this.l.enqueue(await this.l.carrier(), { ...a, tag: await makeTag(this.l.key, tagAad(this.l.me, a)), sentAt: 0 });
+  }
+
+  // ---- state ----
+
+  private async queueChunks(s: SendState, from: number): Promise<void> {
+    const chunks = (await this.l.store.getMeta(K_CHUNKS + s.transfer)) as string[] | undefined;
+    if (!chunks) return;
+    for (let seq = from; seq < s.total; seq++) {
+      await this.l.enqueue(s.chat, { type: 'history-chunk', transfer: s.transfer, device: s.device, seq, total: s.total, data: chunks[seq]!, sentAt: 0 });
+    }
+    const done = { type: 'history-done' as const, transfer: s.transfer, device: s.device, total: s.total, digest: s.digest };
+    await this.l.enqueue(s.chat, { ...done, tag: await makeTag(this.l.key, tagAad(this.l.me, done)), sentAt: 0 });
+  }
+
+  private async dropQueued(s: SendState): Promise<void> {
+    for (const i of [...this.l.pending()]) if ('transfer' in i.plain && i.plain.transfer === s.transfer) await this.l.drop(i.id);
+  }
+
+  private async forget(s: SendState): Promise<void> {
+    await this.dropQueued(s);
+    await this.l.store.removeMeta(K_CHUNKS + s.transfer);
+    this.sends = this.sends.filter((x) => x !== s);
+    await this.saveSends();
+  }
+
+  private async dropRequest(device: string): Promise<void> {
+    this.asks = this.asks.filter((a) => a.device !== device);
+    await this.l.store.putMeta(K_REQUESTS, this.asks);
+  }
+
+  private saveSends(): Promise<void> {
+    return this.l.store.putMeta(K_SENDS, this.sends);
+  }
+
+  private async saveRecv(r: ReceiveState, tell = true): Promise<void> {
+    await this.l.store.putMeta(K_RECEIVE, r);
+    this.recv = r;
+    if (tell) this.emit({ type: 'progress', progress: this.recvProgress(r) });
+  }
+
+  private sendProgress(s: SendState): TransferProgress {
+    const records = s.counts.reduce((a, b) => a + b, 0);
+    const done = s.counts.slice(0, s.sent).reduce((a, b) => a + b, 0);
+    return { role: 'send', transfer: s.transfer, device: s.device, chunks: { done: s.sent, total: s.total }, records: { done, total: records }, state: s.confirmed ? 'done' : 'active' };
+  }
+
+  private recvProgress(r: ReceiveState): TransferProgress {
+    return { role: 'receive', transfer: r.transfer, device: this.l.deviceId, chunks: { done: r.next, total: r.total }, records: { done: r.recordsDone, total: r.records }, state: r.done ? 'done' : 'active' };
+  }
+}

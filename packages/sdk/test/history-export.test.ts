@@ -1,0 +1,83 @@
+/**
+ * The sealed history file (conversation/export.ts) with real accounts: the password alone opens it
+ * on a fresh device; another account's file or a damaged one is refused with a clear error and
+ * changes nothing; importing twice adds nothing.
+ */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { EXPORT_ERRORS, exportHistory, importHistory, MemoryStore, SdkError } from '../src/index.js';
+import { fill, makeHistory } from './history-fixtures.js';
+import { loginDevice, register, startServer, type TestServer } from './server.js';
+
+let server: TestServer;
+before(async () => {
+  server = await startServer();
+});
+after(async () => {
+  await server.close();
+});
+
+async function exported(n = 400) {
+  const alice = await register(server);
+  const store = new MemoryStore();
+  const history = makeHistory(n, alice.m.nick);
+  await fill(store, history);
+  const file = await exportHistory(alice.m, store);
+  return { alice, store, file };
+}
+
+const refusedWith = (message: string) => (e: unknown) => e instanceof SdkError && e.code === 'bad_export' && e.message === message;
+
+test('an export opens again on a fresh device with the password alone, and importing it twice adds nothing', async (t) => {
+  const { alice, store, file } = await exported(3000);
+  t.diagnostic(`3000 records → ${file.length} bytes (${(file.length / 3000).toFixed(1)} per record)`);
+  const fresh = await loginDevice(server, alice.m.nick, alice.password, `dev-${alice.m.nick}-2`);
+  const target = new MemoryStore();
+  const first = await importHistory(fresh.m, target, file);
+  assert.deepEqual([first.records, first.added, first.changed, first.same], [3000, 3000, 0, 0]);
+  assert.deepEqual(await target.all(), await store.all());
+  const again = await importHistory(fresh.m, target, file);
+  assert.deepEqual([again.added, again.changed, again.same], [0, 0, 3000]);
+  assert.equal((await target.all()).length, 3000);
+});
+
+test('an export opened with another account is refused with a clear error and changes nothing', async () => {
+  const { file } = await exported();
+  const bob = await register(server);
+  const target = new MemoryStore();
+  await fill(target, makeHistory(5, bob.m.nick));
+  const before = await target.all();
+  await assert.rejects(importHistory(bob.m, target, file), refusedWith(EXPORT_ERRORS.otherAccount));
+  assert.deepEqual(await target.all(), before);
+});
+
+test('a damaged history file is refused with a clear error and changes nothing', async () => {
+  const { alice, file } = await exported();
+  const target = new MemoryStore();
+  await fill(target, makeHistory(5, alice.m.nick));
+  const before = await target.all();
+  const flip = (i: number) => {
+    const f = file.slice();
+    f[i]! ^= 0x40;
+    return f;
+  };
+  const nickAt = 9;
+  const cases: [string, Uint8Array, string][] = [
+    ['a flipped byte in the sealed part', flip(file.length - 500), EXPORT_ERRORS.damaged],
+    ['a cut-off file', file.subarray(0, file.length - 1000), EXPORT_ERRORS.damaged],
+    ['only the header', file.subarray(0, nickAt + alice.m.nick.length + 4), EXPORT_ERRORS.damaged],
+    ['another kind of file', new TextEncoder().encode('{"not":"a history file"}'), EXPORT_ERRORS.notHistory],
+    ['an empty file', new Uint8Array(0), EXPORT_ERRORS.notHistory],
+    ['a newer format', (() => { const f = file.slice(); f[7] = 2; return f; })(), EXPORT_ERRORS.newer],
+  ];
+  for (const [what, bytes, message] of cases) {
+    await assert.rejects(importHistory(alice.m, target, bytes), refusedWith(message), what);
+    assert.deepEqual(await target.all(), before, `${what}: nothing changed`);
+  }
+  // The nick in the header is bound in the AAD: a file sealed for another nick under the same key,
+  // its header rewritten to this account's nick, does not open.
+  const other = await exportHistory({ nick: alice.m.nick.replace(/^./, (c) => (c === 'a' ? 'b' : 'a')), exportKey: alice.m.exportKey }, target);
+  other.set(new TextEncoder().encode(alice.m.nick), nickAt);
+  await assert.rejects(importHistory(alice.m, target, other), refusedWith(EXPORT_ERRORS.damaged));
+  assert.deepEqual(await target.all(), before);
+});
