@@ -198,6 +198,32 @@ test('bulk sends (the history transfer) go after the person’s messages and aft
   );
 });
 
+test('a receipt that is being sent takes no more ids: those read meanwhile go in the next one', async () => {
+  let release: () => void = () => undefined;
+  /** The receipt ids as they left, copied when the send began (the plaintext is sealed then). */
+  const wire: string[][] = [];
+  const r = rig({
+    answer: async (_chat, plain) => {
+      if (plain.type !== 'receipt') return r.now();
+      wire.push([...plain.ids]);
+      // The first receipt is on its way while another message is read.
+      if (wire.length === 1) await new Promise<void>((ok) => (release = ok));
+      return r.now();
+    },
+  });
+  r.box.receipt('dm:bob', ['01JD0000000000000000000001'], 'read');
+  r.advance(2_000);
+  r.box.kick();
+  await settle(() => wire.length === 1, 'the first receipt on its way');
+  r.box.receipt('dm:bob', ['01JD0000000000000000000002'], 'read');
+  release();
+  await settle(() => r.sent.length === 1, 'the first receipt sent');
+  r.advance(2_000);
+  r.box.kick();
+  await settle(() => wire.length === 2, 'a second receipt');
+  assert.deepEqual(wire, [['01JD0000000000000000000001'], ['01JD0000000000000000000002']]);
+});
+
 test('what was queued survives a reload: a new outbox over the same store sends it, in order', async () => {
   const r = rig({ answer: () => { throw new SdkError('network'); } });
   await r.box.add('dm:bob', text('first'));

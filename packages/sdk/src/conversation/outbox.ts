@@ -50,6 +50,8 @@ interface Transient extends OutboxItem {
 export class Outbox {
   private items: OutboxItem[] = [];
   private receipts: Transient[] = [];
+  /** The receipt being sent: its plaintext is sealed already, so nothing more is merged into it. */
+  private receiptInFlight: Transient | null = null;
   private running = false;
   private again = false;
   private timer: ReturnType<typeof setTimeout> | null = null;
@@ -88,7 +90,7 @@ export class Outbox {
       for (const r of this.receipts) if (r.chat === chat && r.plain.type === 'receipt' && r.plain.status === 'delivered') r.plain.ids = r.plain.ids.filter((x) => !ids.includes(x));
       this.receipts = this.receipts.filter((r) => r.plain.type !== 'receipt' || r.plain.ids.length > 0);
     }
-    const same = this.receipts.find((r) => r.chat === chat && r.plain.type === 'receipt' && r.plain.status === status && r.plain.ids.length < MAX_RECEIPT_IDS);
+    const same = this.receipts.find((r) => r !== this.receiptInFlight && r.chat === chat && r.plain.type === 'receipt' && r.plain.status === status && r.plain.ids.length < MAX_RECEIPT_IDS);
     if (same && same.plain.type === 'receipt') {
       const room = MAX_RECEIPT_IDS - same.plain.ids.length;
       const add = ids.filter((x) => !(same.plain as ReceiptPlain).ids.includes(x));
@@ -209,8 +211,10 @@ export class Outbox {
     const id = transient ? this.d.newId() : item.id;
     item.attempts += 1;
     this.d.pacer.note();
+    if (transient) this.receiptInFlight = item as Transient;
     try {
       const r = await this.d.send(item.chat, item.plain, { id, sentAt: item.plain.sentAt || this.d.now() });
+      this.receiptInFlight = null;
       this.failures = 0;
       if (transient) this.receipts = this.receipts.filter((x) => x !== item);
       else {
@@ -220,6 +224,7 @@ export class Outbox {
       }
       return true;
     } catch (e) {
+      this.receiptInFlight = null;
       return this.failed(item, transient, e);
     }
   }

@@ -14,6 +14,19 @@ export interface MenuItem {
 
 let openPopup: { el: HTMLElement; close: (refocus: boolean) => void } | null = null;
 
+const closedListeners = new Set<() => void>();
+
+/** Calls `f` after a menu or picker closed (a row kept as it was while one was open renders then). */
+export function onPopupClosed(f: () => void): () => void {
+  closedListeners.add(f);
+  return () => closedListeners.delete(f);
+}
+
+/** Whether the open menu or picker sits inside `el`. */
+export function popupIn(el: HTMLElement): boolean {
+  return openPopup !== null && el.contains(openPopup.el);
+}
+
 /** Closes whichever menu or picker is open. */
 export function closePopups(refocus = false): void {
   openPopup?.close(refocus);
@@ -54,6 +67,10 @@ function show(anchor: HTMLButtonElement, el: HTMLElement, items: HTMLElement[]):
     anchor.setAttribute('aria-expanded', 'false');
     document.removeEventListener('pointerdown', outside, true);
     if (refocus && anchor.isConnected) anchor.focus();
+    // After the click that closed it has run: "React" opens its picker in the same row first.
+    queueMicrotask(() => {
+      for (const f of closedListeners) f();
+    });
   };
   const outside = (e: Event) => {
     if (!el.contains(e.target as Node) && e.target !== anchor) close(false);

@@ -187,6 +187,7 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
     reveal: (mid) => void log.reveal(mid),
     destroy() {
       closePopups();
+      log.destroy();
       clearInterval(tick);
       for (const off of offs) off();
       document.removeEventListener('visibilitychange', onVisible);

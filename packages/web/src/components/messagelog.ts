@@ -6,6 +6,7 @@
  */
 import type { ChatId, ChatMessage } from '@svc/sdk';
 import { byTime } from '@svc/sdk';
+import { onPopupClosed, popupIn } from './actionmenu.js';
 import { clear, h } from './dom.js';
 import { dayKey, dayLabel } from './format.js';
 import { messageItem, type ItemContext } from './messages.js';
@@ -26,6 +27,8 @@ export interface MessageLog {
   refresh(ids: Iterable<string>): void;
   /** Scrolls to a message and marks it for a moment; reads older pages until it is found. */
   reveal(id: string): Promise<boolean>;
+  /** Stops listening (the chat was closed). */
+  destroy(): void;
 }
 
 export function messageLog(o: { chat: ChatId; label: string; empty: string; load: (before?: { ts: number; id: string }) => Promise<ChatMessage[]>; fetch: (id: string) => Promise<ChatMessage | undefined>; item: Omit<ItemContext, 'quoted'> }): MessageLog {
@@ -86,8 +89,27 @@ export function messageLog(o: { chat: ChatId; label: string; empty: string; load
     for (const m of order) if (m.replyTo === id) replaceRow(m);
   }
 
+  /**
+   * Rows kept as they are while their "Message actions" menu or emoji picker is open: rendering
+   * them again would take the open menu away under the person's pointer (a receipt or a reaction
+   * arriving is enough). They render once it closes.
+   */
+  const held = new Set<string>();
+  const offClosed = onPopupClosed(() => {
+    const ids = [...held];
+    held.clear();
+    for (const id of ids) {
+      const m = order.find((x) => x.id === id);
+      if (m) replaceRow(m);
+    }
+  });
+
   function replaceRow(m: ChatMessage): void {
     const old = rows.get(m.id);
+    if (old?.isConnected && popupIn(old)) {
+      held.add(m.id);
+      return;
+    }
     const li = render(m);
     rows.set(m.id, li);
     if (old?.isConnected) old.replaceWith(li);
@@ -173,5 +195,6 @@ export function messageLog(o: { chat: ChatId; label: string; empty: string; load
       setTimeout(() => li.classList.remove('found'), 2_000);
       return true;
     },
+    destroy: offClosed,
   };
 }

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import type { Browser, BrowserContextOptions } from 'playwright-core';
 import { launchBrowser, openDevice, type Device } from './browser.js';
-import { startServer, type RunningServer } from './server.js';
+import { startServer, type RunningServer, type ServerOptions } from './server.js';
 
 export interface Scene {
   server: RunningServer;
@@ -36,8 +36,8 @@ export function nick(base: string): string {
   return `${base}_${randomBytes(3).toString('hex')}`;
 }
 
-export async function openScene(): Promise<Scene> {
-  const server = await startServer();
+export async function openScene(options: ServerOptions = {}): Promise<Scene> {
+  const server = await startServer(options);
   let browser: Browser;
   try {
     browser = await launchBrowser();

@@ -51,11 +51,19 @@ async function waitHealthy(origin: string, child: ChildProcess, output: () => st
   throw new Error(`server did not answer /healthz within 30 s:\n${output()}`);
 }
 
+export interface ServerOptions {
+  /**
+   * Keep the service's own default message limit (30 per nick per minute) instead of raising it,
+   * for the scenarios about how the client spends that budget.
+   */
+  defaultMessageLimit?: boolean;
+}
+
 /**
  * Every browser context comes from 127.0.0.1, so the per-IP and per-nick limits are raised far
  * above what the scenarios need; the limits themselves are the server suite's business.
  */
-export async function startServer(): Promise<RunningServer> {
+export async function startServer(o: ServerOptions = {}): Promise<RunningServer> {
   const port = await freePort();
   const origin = `http://127.0.0.1:${port}`;
   const dir = mkdtempSync(join(tmpdir(), 'svc-web-test-'));
@@ -70,7 +78,7 @@ export async function startServer(): Promise<RunningServer> {
       HOST: '127.0.0.1',
       ORIGIN: origin,
       DATABASE_URL: `sqlite:${dbPath}`,
-      LIMIT_MESSAGES_PER_MIN: '100000',
+      ...(o.defaultMessageLimit ? {} : { LIMIT_MESSAGES_PER_MIN: '100000' }),
       LIMIT_WRITES_PER_MIN: '100000',
       LIMIT_REGISTER_PER_HOUR: '100000',
       LIMIT_LOGIN_PER_10MIN: '100000',

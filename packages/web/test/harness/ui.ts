@@ -181,3 +181,67 @@ export async function leaveRoom(page: Page): Promise<void> {
   await button(page, 'Leave room').click();
   await confirmIfAsked(page, /leave/i);
 }
+
+// ---- one message of the open chat: its actions, reactions and status ----
+
+/**
+ * The `listitem` of the open chat's log that holds `text`: the first one, so a message comes
+ * before any reply that quotes it.
+ */
+export function messageItem(page: Page, text: string): Locator {
+  return messageLog(page).getByRole('listitem').filter({ hasText: text }).first();
+}
+
+/** Opens the "Message actions" menu of the message holding `text`. */
+export async function openActions(page: Page, text: string): Promise<Locator> {
+  await messageItem(page, text).getByRole('button', { name: 'Message actions', exact: true }).click();
+  const menu = page.getByRole('menu', { name: 'Message actions' });
+  await menu.waitFor();
+  return menu;
+}
+
+/** The names of the menu items offered on the message holding `text` (the menu is closed again). */
+export async function actionsOffered(page: Page, text: string): Promise<string[]> {
+  const menu = await openActions(page, text);
+  const names = (await menu.getByRole('menuitem').allInnerTexts()).map((n) => n.trim());
+  await page.keyboard.press('Escape');
+  await menu.waitFor({ state: 'detached' });
+  return names;
+}
+
+/** Chooses `action` ("Reply", "React", "Edit", "Delete for everyone") on the message holding `text`. */
+export async function chooseAction(page: Page, text: string, action: string): Promise<void> {
+  const menu = await openActions(page, text);
+  await menu.getByRole('menuitem', { name: action, exact: true }).click();
+}
+
+/** Reacts with `emoji` to the message holding `text`, through "Message actions" → "React". */
+export async function react(page: Page, text: string, emoji: string): Promise<void> {
+  await chooseAction(page, text, 'React');
+  await page.getByRole('group', { name: 'React', exact: true }).getByRole('button', { name: emoji, exact: true }).click();
+}
+
+/** A reaction under the message holding `text`, by its name: the emoji and the count ("👍 2"). */
+export function reaction(page: Page, text: string, name: string): Locator {
+  return messageItem(page, text).getByRole('button', { name, exact: true });
+}
+
+/** The status of one's own message holding `text` ("Sending", "Sent", "Delivered", "Read"…). */
+export function messageStatus(page: Page, text: string): Locator {
+  return messageItem(page, text).getByRole('status');
+}
+
+/** Waits until one's own message holding `text` shows the status `name`. */
+export async function statusShows(page: Page, text: string, name: string | RegExp, timeout = PATIENCE): Promise<void> {
+  await messageItem(page, text).getByRole('status', { name, exact: typeof name === 'string' }).waitFor({ timeout });
+}
+
+/** The "Search messages" searchbox of the sidebar. */
+export function searchBox(page: Page): Locator {
+  return page.getByRole('search').getByRole('searchbox', { name: 'Search messages', exact: true });
+}
+
+/** The buttons of the list "Search results". */
+export function searchResults(page: Page): Locator {
+  return page.getByRole('list', { name: 'Search results', exact: true }).getByRole('button');
+}
