@@ -40,12 +40,14 @@ export function messageLog(o: { chat: ChatId; label: string; empty: string; load
 
   /** Records on screen in time order, and each one's row. */
   let order: ChatMessage[] = [];
+  /** The same records by id; set before a row renders, so a reply finds the message it quotes. */
+  const recs = new Map<string, ChatMessage>();
   const rows = new Map<string, HTMLLIElement>();
   /** Quoted records that are not on screen, read once. */
   const quotes = new Map<string, ChatMessage | null>();
   const ctx: ItemContext = {
     ...o.item,
-    quoted: (id) => rows.has(id) ? order.find((x) => x.id === id) : (quotes.get(id) ?? undefined),
+    quoted: (id) => recs.get(id) ?? quotes.get(id) ?? undefined,
   };
 
   function atBottom(): boolean {
@@ -99,7 +101,7 @@ export function messageLog(o: { chat: ChatId; label: string; empty: string; load
     const ids = [...held];
     held.clear();
     for (const id of ids) {
-      const m = order.find((x) => x.id === id);
+      const m = recs.get(id);
       if (m) replaceRow(m);
     }
   });
@@ -119,6 +121,7 @@ export function messageLog(o: { chat: ChatId; label: string; empty: string; load
     const first = order[0];
     const page = await o.load(first ? { ts: first.ts, id: first.id } : undefined);
     const fresh = page.filter((m) => !rows.has(m.id));
+    for (const m of fresh) recs.set(m.id, m);
     for (const m of fresh) rows.set(m.id, render(m));
     order = [...fresh, ...order].sort(byTime);
     older.hidden = page.length < PAGE;
@@ -145,6 +148,7 @@ export function messageLog(o: { chat: ChatId; label: string; empty: string; load
       if (i >= 0) {
         const moved = order[i]!.ts !== m.ts;
         order[i] = m;
+        recs.set(m.id, m);
         replaceRow(m);
         if (quotes.has(m.id)) quotes.set(m.id, m);
         refreshQuoting(m.id);
@@ -153,6 +157,7 @@ export function messageLog(o: { chat: ChatId; label: string; empty: string; load
           rebuild();
         }
       } else {
+        recs.set(m.id, m);
         rows.set(m.id, render(m));
         const last = order.at(-1);
         order.push(m);
@@ -173,13 +178,14 @@ export function messageLog(o: { chat: ChatId; label: string; empty: string; load
       if (i < 0) return;
       order.splice(i, 1);
       rows.delete(id);
+      recs.delete(id);
       rebuild();
     },
-    get: (id) => order.find((x) => x.id === id),
+    get: (id) => recs.get(id),
     records: () => order,
     refresh(ids) {
       for (const id of ids) {
-        const m = order.find((x) => x.id === id);
+        const m = recs.get(id);
         if (m) replaceRow(m);
       }
     },
