@@ -13,6 +13,11 @@ import { repoRoot } from './harness/server.js';
 import {
   button,
   chatEntry,
+  chooseAction,
+  messageBox,
+  react,
+  reaction,
+  statusShows,
   createRoom,
   ensureSignedIn,
   openChat,
@@ -46,7 +51,7 @@ describe('web client: screenshots of the main screens', { skip: missingBrowser()
     await scene?.close();
   });
 
-  test('sign-in, chat list, conversation, room settings, phone width and dark mode', async () => {
+  test('sign-in, chat list, conversation with a reply, a reaction and receipts, room settings, phone width, dark mode, the outbox countdown and a confirmation', async () => {
     await scene.step(async () => {
       const password = 'screenshot password';
       const [a, bob, carol] = await Promise.all([
@@ -69,10 +74,15 @@ describe('web client: screenshots of the main screens', { skip: missingBrowser()
       await startChat(alice.page, 'bob');
       await send(alice.page, 'Are we still on for lunch tomorrow?');
       await openChat(bob.page, 'alice');
+      // A reply, a reaction and read receipts, as the README shows them.
+      await chooseAction(bob.page, 'Are we still on for lunch tomorrow?', 'Reply');
       await send(bob.page, 'Yes, 12:30 at the usual place.');
       await seeMessage(alice.page, 'Yes, 12:30 at the usual place.');
+      await react(alice.page, 'Yes, 12:30 at the usual place.', '👍');
       await send(alice.page, 'Perfect, see you there.');
       await seeMessage(bob.page, 'Perfect, see you there.');
+      await reaction(bob.page, 'Yes, 12:30 at the usual place.', '👍 1').waitFor();
+      await statusShows(alice.page, 'Perfect, see you there.', 'Read');
 
       await startChat(carol.page, 'alice');
       await send(carol.page, 'Did you get the photos from last weekend?');
@@ -101,6 +111,25 @@ describe('web client: screenshots of the main screens', { skip: missingBrowser()
       await bob.page.setViewportSize(PHONE);
       await seeMessage(bob.page, 'Perfect, see you there.');
       await shot(bob, 'phone');
+      await bob.page.setViewportSize(DESKTOP);
+
+      // The outbox waiting out the message limit: the service answers 429 for a while.
+      await bob.page.route('**/api/messages', (route) =>
+        route.fulfill({ status: 429, contentType: 'application/json; charset=utf-8', headers: { 'Retry-After': '40' }, body: '{"error":"rate_limited","message":"Too many messages."}' }),
+      );
+      await messageBox(bob.page).fill('Running 5 minutes late, sorry!');
+      await button(bob.page, 'Send').click();
+      await statusShows(bob.page, 'Running 5 minutes late, sorry!', /^Waiting to send, \d+ s$/);
+      await shot(bob, 'outbox-countdown');
+      await bob.page.unroute('**/api/messages');
+      // Those 429s were the point of the picture, not an error of the app.
+      bob.takeErrors();
+
+      // No mistake is one key away: signing out asks first.
+      await button(alice.page, 'Sign out').click();
+      await alice.page.getByRole('dialog').waitFor();
+      await shot(alice, 'confirm-sign-out');
+      await alice.page.keyboard.press('Escape');
     })();
   });
 });
