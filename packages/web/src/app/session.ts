@@ -8,6 +8,7 @@ import { ChatList, type ChatSummary } from './chats.js';
 import { Emitter } from './emitter.js';
 import { Db } from './idb.js';
 import { Membership } from './membership.js';
+import { notifyHidden } from './notify.js';
 import { IdbConversationStore } from './store.js';
 import { Trust } from './trust.js';
 
@@ -80,6 +81,7 @@ export class Session extends Emitter<SessionEvents> {
     const a = c.added;
     if (a && isShown(a)) {
       const incoming = a.from !== this.nick;
+      if (incoming) notifyHidden(this, a);
       await this.chats.touch(a.chat, a.ts, incoming && !this.isReading(a.chat), previewOf(a, this.nick));
       touched = true;
     }
