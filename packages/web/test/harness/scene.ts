@@ -36,8 +36,9 @@ export function nick(base: string): string {
   return `${base}_${randomBytes(3).toString('hex')}`;
 }
 
-export async function openScene(): Promise<Scene> {
-  const server = await startServer();
+/** `serverEnv` overrides the server's settings (see startServer). */
+export async function openScene(serverEnv: Record<string, string> = {}): Promise<Scene> {
+  const server = await startServer(serverEnv);
   let browser: Browser;
   try {
     browser = await launchBrowser();

@@ -53,9 +53,10 @@ async function waitHealthy(origin: string, child: ChildProcess, output: () => st
 
 /**
  * Every browser context comes from 127.0.0.1, so the per-IP and per-nick limits are raised far
- * above what the scenarios need; the limits themselves are the server suite's business.
+ * above what the scenarios need; the limits themselves are the server suite's business. A file
+ * that checks how the client lives with a limit passes it in `env` (e.g. the default message limit).
  */
-export async function startServer(): Promise<RunningServer> {
+export async function startServer(env: Record<string, string> = {}): Promise<RunningServer> {
   const port = await freePort();
   const origin = `http://127.0.0.1:${port}`;
   const dir = mkdtempSync(join(tmpdir(), 'svc-web-test-'));
@@ -75,6 +76,7 @@ export async function startServer(): Promise<RunningServer> {
       LIMIT_REGISTER_PER_HOUR: '100000',
       LIMIT_LOGIN_PER_10MIN: '100000',
       LOG_LEVEL: 'warn',
+      ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
