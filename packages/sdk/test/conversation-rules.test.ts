@@ -104,9 +104,42 @@ test('a second copy of a message from the same sender (same plaintext id, new en
   const again = await arrive('bob', 'room:r1', { type: 'text', body: 'once', sentAt: 10, mid: MID('b') });
   assert.equal(again.ignored, 'second copy');
   assert.ok((await arrive('carol', 'room:r1', { type: 'text', body: 'once', sentAt: 10, mid: MID('b') })).added);
-  const envId = first.added.id;
-  assert.equal((await arrive('bob', 'room:r1', { type: 'text', body: 'replayed', sentAt: 10 }, envId)).ignored, 'already stored');
+  const envId = again.changed[0]?.id;
+  assert.ok(envId);
+  assert.equal((await arrive('bob', 'room:r1', { type: 'text', body: 'once', sentAt: 10, mid: MID('b') }, envId)).ignored, 'already stored');
   assert.equal((await store.chat('room:r1')).length, 2);
+});
+
+test('a second copy under a later envelope id (a renewed retry) moves the record to that id: the sender’s edit and reactions to it then apply', async () => {
+  const { store, arrive } = world({ 'room:r1': ['alice', 'bob', 'carol'] });
+  const firstId = id();
+  const laterId = id();
+  const first = await arrive('bob', 'room:r1', { type: 'text', body: 'sent twice', sentAt: 10, mid: MID('c') }, firstId);
+  assert.ok(first.added);
+  // An edit the sender made after its retry names the id it now knows; it may come first.
+  const edit = await arrive('bob', 'room:r1', { type: 'edit', target: laterId, body: 'sent twice, edited', sentAt: 12, mid: MID('d') });
+  assert.deepEqual(edit.changed, []);
+
+  const again = await arrive('bob', 'room:r1', { type: 'text', body: 'sent twice', sentAt: 10, mid: MID('c') }, laterId);
+  assert.equal(again.ignored, 'second copy');
+  assert.equal(again.added, undefined, 'not shown as a new message');
+  assert.deepEqual(again.removed, [firstId]);
+  assert.equal(again.changed[0]?.id, laterId);
+  assert.equal(await store.get(firstId), undefined);
+  const moved = await store.get(laterId);
+  assert.equal(moved?.body, 'sent twice, edited', 'the edit that waited for the new id applied');
+  assert.equal(moved?.ts, first.added.ts, 'it keeps its place in the chat');
+  assert.equal(await store.idForMid('bob', MID('c')), laterId);
+
+  // The first copy again (a replay the ack missed) is dropped and moves nothing back.
+  const replay = await arrive('bob', 'room:r1', { type: 'text', body: 'sent twice', sentAt: 10, mid: MID('c') }, firstId);
+  assert.equal(replay.ignored, 'second copy');
+  assert.deepEqual(replay.changed, []);
+  assert.ok(await store.get(laterId));
+  assert.equal((await store.chat('room:r1')).length, 1);
+
+  const reaction = await arrive('carol', 'room:r1', { type: 'reaction', target: laterId, emoji: '👍', op: 'add', sentAt: 13, mid: MID('e') });
+  assert.deepEqual(reaction.changed[0]?.reactions, { '👍': ['carol'] });
 });
 
 test('an unknown type shows a neutral placeholder; an envelope that does not open is an error entry, never text', async () => {

@@ -142,7 +142,10 @@ export class Conversations {
       await this.store.put(a);
       this.outbox.receipt(a.chat, [a.id], 'delivered');
     }
-    this.emit({ ...(a ? { added: a } : {}), changed: r.changed });
+    // A record moved to the id of its sender's renewed retry: report it again under that id, the
+    // only one the sender still knows (the receipts under the old id find nothing there).
+    if (r.removed?.length) for (const m of r.changed) if (m.from !== this.me && m.kind === 'text' && m.reported) this.outbox.receipt(m.chat, [m.id], m.reported);
+    this.emit({ ...(a ? { added: a } : {}), changed: r.changed, ...(r.removed ? { removed: r.removed } : {}) });
     return r;
   }
 

@@ -4,7 +4,9 @@
  *   only in the chat it was sent to; a deleted message takes no further edits or reactions;
  * - a reaction or receipt from someone who is not in the chat is ignored;
  * - an edit, deletion, reaction or receipt that arrives before its target waits for it;
- * - a second copy of a message (same sender, same plaintext id) is dropped;
+ * - a second copy of a message (same sender, same plaintext id) is dropped; one under a later
+ *   envelope id (a retry its sender renewed) moves the record to that id, the only one the
+ *   sender still knows, so later edits, reactions and receipts name the same message on both sides;
  * - a type from a newer client is kept as a placeholder, and an envelope that does not open (or
  *   whose plaintext is malformed) as a decryption error, never as text.
  */
@@ -37,6 +39,8 @@ export interface Ingested {
   changed: ChatMessage[];
   /** Dropped on purpose (a duplicate, a refused action): for tests and logs. */
   ignored?: string;
+  /** Ids of records that went away (a record moved to the id of a later copy, which is in `changed`). */
+  removed?: string[];
 }
 
 /** Takes one decrypted envelope into the store, applying the rules above. */
@@ -48,7 +52,8 @@ export async function ingest(c: RuleContext, d: DecryptedMessage): Promise<Inges
     return { added: m, changed: [] };
   }
   const p = d.plain;
-  if (p.mid !== undefined && (await c.store.idForMid(d.from, p.mid)) !== undefined) return { changed: [], ignored: 'second copy' };
+  const first = p.mid !== undefined ? await c.store.idForMid(d.from, p.mid) : undefined;
+  if (first !== undefined) return secondCopy(c, first, d.id);
   if (p.type === 'text' || p.type === 'unknown') {
     const m: ChatMessage =
       p.type === 'text'
@@ -62,6 +67,21 @@ export async function ingest(c: RuleContext, d: DecryptedMessage): Promise<Inges
   }
   if (p.type === 'members') return { changed: [], ignored: 'members' };
   return applyAction(c, { id: d.id, chat: d.chat, from: d.from, ts: d.ts, plain: p });
+}
+
+/**
+ * A second copy of the record `firstId`, under envelope id `id`. Envelope ids sort by time, so a
+ * later id is the sender's renewed retry: the record takes that id (stored before the old one goes,
+ * so a crash in between loses nothing). An earlier or replayed copy only is dropped.
+ */
+async function secondCopy(c: RuleContext, firstId: string, id: string): Promise<Ingested> {
+  const m = id > firstId ? await c.store.get(firstId) : undefined;
+  if (!m) return { changed: [], ignored: 'second copy' };
+  const moved: ChatMessage = { ...m, id };
+  await applyWaiting(c, moved);
+  await c.store.put(moved);
+  await c.store.remove(firstId);
+  return { changed: [moved], removed: [firstId], ignored: 'second copy' };
 }
 
 type Action = Omit<PendingAction, 'target'>;

@@ -72,7 +72,7 @@ export function composerView(a: ComposerActions): Composer {
     tooLong = left < 0;
     room.hidden = used <= max * 0.9;
     room.classList.toggle('error', tooLong);
-    room.textContent = tooLong ? `Too long to send: shorten it by ${-left} characters.` : `${left} characters left in this message.`;
+    room.textContent = tooLong ? `Too long to send: shorten it by ${plural(-left, 'character')}.` : `${plural(left, 'character')} left in this message.`;
     sendBtn.disabled = tooLong || blocked !== null;
   }
 
@@ -137,4 +137,8 @@ export function composerView(a: ComposerActions): Composer {
       measure();
     },
   };
+}
+
+function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
 }

@@ -57,11 +57,14 @@ export interface ServerOptions {
    * for the scenarios about how the client spends that budget.
    */
   defaultMessageLimit?: boolean;
+  /** Other settings of the service, over the harness's own. */
+  env?: Record<string, string>;
 }
 
 /**
  * Every browser context comes from 127.0.0.1, so the per-IP and per-nick limits are raised far
- * above what the scenarios need; the limits themselves are the server suite's business.
+ * above what the scenarios need; the limits themselves are the server suite's business. A file
+ * that checks how the client lives with a limit passes `defaultMessageLimit`, or any setting in `env`.
  */
 export async function startServer(o: ServerOptions = {}): Promise<RunningServer> {
   const port = await freePort();
@@ -84,6 +87,7 @@ export async function startServer(o: ServerOptions = {}): Promise<RunningServer>
       LIMIT_LOGIN_PER_10MIN: '100000',
       LIMIT_LOGIN_PER_IP_PER_10MIN: '100000',
       LOG_LEVEL: 'warn',
+      ...o.env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
