@@ -39,15 +39,22 @@ const modal = (f) => /packages[\\/]server[\\/]dist[\\/]test[\\/](api|push)[\\/]/
 
 const tlsDir = makeTestCa();
 const baseEnv = { ...process.env, TEST_TLS_DIR: tlsDir, NODE_EXTRA_CA_CERTS: join(tlsDir, 'ca.pem') };
+// The browser suites spend most of their time waiting (for the other browser, for the message
+// budget of a minute), each on its own server and browser: they run several files at a time.
+const browser = (f) => /packages[\\/]web[\\/]dist[\\/]test[\\/]/.test(f);
+const webConcurrency = Math.max(1, Number(process.env.TEST_WEB_CONCURRENCY || 3));
 const runs = [];
 for (const mode of modes) {
   const batch = mode === modes[0] ? selected : selected.filter(modal);
-  if (batch.length > 0) runs.push({ mode, batch });
+  const rest = batch.filter((f) => !browser(f));
+  const web = batch.filter(browser);
+  if (rest.length > 0) runs.push({ mode, batch: rest, flags: [] });
+  if (web.length > 0) runs.push({ mode, batch: web, flags: [`--test-concurrency=${webConcurrency}`] });
 }
 let failed = false;
-for (const { mode, batch } of runs) {
-  console.log(`\n=== TEST_MODE=${mode}: ${batch.length} files ===\n`);
-  const r = spawnSync(process.execPath, ['--enable-source-maps', '--test', '--test-reporter=spec', ...batch], {
+for (const { mode, batch, flags } of runs) {
+  console.log(`\n=== TEST_MODE=${mode}: ${batch.length} files ${flags.join(' ')} ===\n`);
+  const r = spawnSync(process.execPath, ['--enable-source-maps', '--test', ...flags, '--test-reporter=spec', ...batch], {
     stdio: 'inherit',
     env: { ...baseEnv, TEST_MODE: mode },
   });
