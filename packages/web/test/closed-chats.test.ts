@@ -46,6 +46,25 @@ describe('web client: membership lines and closed chats', { skip: missingBrowser
     })();
   });
 
+  test('links (http and https only) open in a new tab with rel="noopener noreferrer"; nothing else becomes markup', async () => {
+    await scene.step(async () => {
+      await startChat(alice.page, people.bob);
+      const marker = scene.text('links');
+      const text = `${marker} see https://example.org/a?b=c, <b>bold</b> <img src=x onerror=alert(1)> javascript:alert(1) ftp://example.org/f`;
+      await send(alice.page, text);
+      await openChat(bob.page, people.alice);
+      await seeMessage(bob.page, marker);
+      const item = bob.page.getByRole('listitem').filter({ hasText: marker });
+      const links = item.getByRole('link');
+      assert.equal(await links.count(), 1, 'only the https address is a link');
+      assert.equal(await links.first().getAttribute('href'), 'https://example.org/a?b=c');
+      assert.equal(await links.first().getAttribute('target'), '_blank');
+      assert.equal(await links.first().getAttribute('rel'), 'noopener noreferrer');
+      assert.equal(await item.locator('b, img').count(), 0, 'markup in a message stays text');
+      await item.getByText('<b>bold</b>', { exact: false }).waitFor();
+    })();
+  });
+
   test('a contact who deleted their account: the chat says so and its composer is disabled, before any send', async () => {
     await scene.step(async () => {
       await startChat(bob.page, people.carol);
