@@ -1,5 +1,5 @@
 /**
- * Settings → "History file": "Export history" saves the history on this device as a file sealed
+ * Settings → "Export and import history": "Export history" saves the history on this device as a file sealed
  * under the account's export key (the password alone opens it again, on any device), and "Import
  * history" merges such a file in without duplicates. The SDK builds and checks the file
  * (docs/CRYPTO.md, "History export"); a file of another account or a damaged one is refused with
@@ -76,7 +76,7 @@ export function historySection(s: Session): HTMLElement {
   return h(
     'section',
     { 'aria-labelledby': 'history-title' },
-    h('h3', { id: 'history-title' }, 'History file'),
+    h('h3', { id: 'history-title' }, 'Export and import history'),
     h('p', { class: 'hint' }, 'A file of the history on this device, sealed so that only this account opens it (with its password, on any device). Importing adds what is missing and duplicates nothing.'),
     h('div', { class: 'row' }, exportBtn),
     h('div', { class: 'field' }, h('label', { for: fileId }, 'History file'), file),
