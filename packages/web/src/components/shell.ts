@@ -54,10 +54,11 @@ export function shellView(s: Session, o: ShellOptions): ShellView {
     go({ name: 'chat', chat: hit.chat });
   });
   // Every screen has one `main` landmark; the open chat or the settings go inside it.
-  const mainSlot = h('main', { class: 'content', id: 'main' });
+  const mainSlot = h('main', { class: 'content', id: 'main', tabindex: '-1' });
   const banner = h('p', { role: 'status', class: 'banner' });
   const transfer = transferStatus(s);
-  const shell = h('div', { class: 'shell' }, h('header', {}, bar, banner, transfer.el), h('div', { class: 'body' }, list.el, mainSlot));
+  const asks = transferRequests(s);
+  const shell = h('div', { class: 'shell' }, h('header', {}, bar, banner, transfer.el, asks.el), h('div', { class: 'body' }, list.el, mainSlot));
 
   let conv: ConversationView | null = null;
   let current: Route = { name: 'home' };
@@ -99,7 +100,7 @@ export function shellView(s: Session, o: ShellOptions): ShellView {
     s.on('chats', (chats) => list.render(chats, currentChat())),
     () => conn.destroy(),
     () => transfer.destroy(),
-    transferRequests(s),
+    () => asks.destroy(),
     s.on('gone', (chat) => {
       if (currentChat() === chat) {
         banner.textContent = 'That room is no longer available to you.';

@@ -2,7 +2,7 @@
  * The history transfer between this account's devices, as the shell shows it (docs/WEB.md,
  * "History on every device"):
  *
- * - a new device of the account asks for the history: a modal dialog "New device signed in" with
+ * - a new device of the account asks for the history: a dialog "New device signed in" with
  *   "Send history" (the transfer starts) and "Not now" (nothing is sent; Escape is the same);
  * - while a transfer runs, on both devices, a progress bar named "History transfer" with the
  *   count of messages in words ("Received 300 of 1,000 messages"), gone a few seconds after the
@@ -80,8 +80,14 @@ export function transferStatus(s: Session): TransferView {
   };
 }
 
-/** Asks the person, one request at a time, whether to send the history to a new device. */
-export function transferRequests(s: Session): () => void {
+/**
+ * Asks the person, one request at a time, whether to send the history to a new device. The
+ * request comes unbidden, maybe while the person types, so the dialog is not modal and takes no
+ * focus (a key meant for the composer must not answer it): it sits in the header, in flow, and
+ * its container is a live region that reads it out when it appears.
+ */
+export function transferRequests(s: Session): TransferView {
+  const el = h('div', { class: 'device-asks', 'aria-live': 'polite' });
   const asked = new Set<string>();
   const queue: TransferRequest[] = [];
   let open: HTMLDialogElement | null = null;
@@ -96,7 +102,7 @@ export function transferRequests(s: Session): () => void {
     const send = h('button', { type: 'button', class: 'primary' }, 'Send history');
     const dialog = h(
       'dialog',
-      { class: 'confirm', 'aria-labelledby': titleId, 'aria-describedby': detailId },
+      { class: 'device-ask', 'aria-labelledby': titleId, 'aria-describedby': detailId },
       h('h2', { id: titleId }, 'New device signed in'),
       h(
         'p',
@@ -111,20 +117,25 @@ export function transferRequests(s: Session): () => void {
       choice = 'send';
       dialog.close();
     });
-    // Escape fires "cancel" and then "close": that is "Not now" too.
+    // Escape inside it is "Not now" too.
+    dialog.addEventListener('keydown', (e) => {
+      if (e.key !== 'Escape') return;
+      e.preventDefault();
+      dialog.close();
+    });
     dialog.addEventListener('close', () => {
+      const hadFocus = dialog.contains(document.activeElement);
       dialog.remove();
       open = null;
       asked.delete(r.device);
       const act = choice === 'send' ? s.transfer.send(r.device) : s.transfer.decline(r.device);
       act.catch((e: unknown) => s.emit('problem', `History transfer: ${describeError(e)}`));
+      if (hadFocus) document.getElementById('main')?.focus();
       next();
     });
-    document.body.append(dialog);
+    el.append(dialog);
     open = dialog;
-    dialog.showModal();
-    // Focus starts on the choice that sends nothing, so a stray key press sends no history.
-    later.focus();
+    dialog.show();
   }
 
   const off = s.on('transfer', (e) => {
@@ -133,8 +144,5 @@ export function transferRequests(s: Session): () => void {
     queue.push(e.request);
     next();
   });
-  return () => {
-    off();
-    open?.remove();
-  };
+  return { el, destroy: off };
 }
