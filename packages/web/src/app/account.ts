@@ -82,7 +82,19 @@ export async function signUp(o: { nick: string; password: string; invite?: strin
 export async function signIn(o: { nick: string; password: string }, onProgress: OnProgress): Promise<Session> {
   const { m, bindTrust } = newMessenger();
   await m.login(o, onProgress);
-  return (await open(m, bindTrust)).session;
+  const { session } = await open(m, bindTrust);
+  session.askHistory = await isNewDevice(session);
+  return session;
+}
+
+/**
+ * A sign-in on a device that holds no history of the account, while the account has another
+ * device: that one may send the history (docs/WEB.md, "History on every device"). A resume never asks.
+ */
+async function isNewDevice(s: Session): Promise<boolean> {
+  if ((await s.db.count(STORES.messages)) > 0) return false;
+  const devices = await s.m.api.devices().catch(() => []);
+  return devices.some((d) => d.id !== s.deviceId);
 }
 
 export interface Resumed {

@@ -6,7 +6,7 @@
  * the room in the list; the first `ready` online replaces them with the service's listing.
  */
 import type { Contact, Room } from '@svc/protocol';
-import { openAtRest, sealAtRest, type Sealed } from '@svc/sdk';
+import { isTransferRoom, openAtRest, sealAtRest, type Sealed } from '@svc/sdk';
 import type { ChatSummary } from './chats.js';
 import { STORES } from './idb.js';
 import type { Session } from './session.js';
@@ -51,7 +51,8 @@ function snapshotOf(s: Session, chats: ChatSummary[]): Snapshot {
     .filter((c) => c.kind === 'dm')
     .map((c) => s.chats.contact(c.title))
     .filter((c): c is Contact => c !== undefined);
-  const rooms = s.m.rooms.map((r) => ({ ...r, keys: [], needsRekey: false }));
+  // The private room of the account's devices is found again online when a transfer needs it.
+  const rooms = s.m.rooms.filter((r) => !isTransferRoom(r, s.nick)).map((r) => ({ ...r, keys: [], needsRekey: false }));
   return { contacts, rooms };
 }
 

@@ -4,7 +4,7 @@
  * per chat in IndexedDB, sealed under the history key like the messages.
  */
 import type { Contact } from '@svc/protocol';
-import { openAtRest, sealAtRest, type Messenger, type Sealed } from '@svc/sdk';
+import { isTransferRoom, openAtRest, sealAtRest, type Messenger, type Sealed } from '@svc/sdk';
 import { STORES, type Db } from './idb.js';
 import { splitChat } from './route.js';
 
@@ -109,6 +109,8 @@ export class ChatList {
       }
     }
     for (const r of this.m.rooms) {
+      // The account's private room of its devices carries the history transfer; it is no chat.
+      if (isTransferRoom(r, this.m.nick)) continue;
       const chat = `room:${r.id}`;
       const meta = metaOf(chat);
       out.set(chat, { chat, kind: 'room', title: r.name, lastTs: Math.max(meta?.lastTs ?? 0, r.createdAt), unread: meta?.unread ?? 0, ...withPreview(meta) });

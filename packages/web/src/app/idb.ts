@@ -85,6 +85,10 @@ export class Db {
     await done(this.store(name, 'readwrite').delete(key));
   }
 
+  count(name: StoreName): Promise<number> {
+    return done(this.store(name, 'readonly').count());
+  }
+
   all<T>(name: StoreName): Promise<T[]> {
     return done(this.store(name, 'readonly').getAll()) as Promise<T[]>;
   }

@@ -7,7 +7,7 @@
  * The last membership seen per room is kept sealed in IndexedDB, so changes that happened while
  * this device was away still show as lines when it comes back.
  */
-import { isSdkError, openAtRest, sealAtRest, type ChatId, type Sealed } from '@svc/sdk';
+import { isSdkError, isTransferRoom, openAtRest, sealAtRest, type ChatId, type Sealed } from '@svc/sdk';
 import { STORES } from './idb.js';
 import type { Session } from './session.js';
 
@@ -49,6 +49,8 @@ export class Membership {
       }
     }
     for (const room of this.s.m.rooms) {
+      // The private room of the account's devices gets no lines and no entry in the list.
+      if (isTransferRoom(room, this.s.nick)) continue;
       const chat: ChatId = `room:${room.id}`;
       const now = [...room.members].sort();
       const before = this.known.get(room.id);

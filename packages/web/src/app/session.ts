@@ -3,7 +3,7 @@
  * over the sealed IndexedDB store), plus what this browser keeps for the views (pins, chat list)
  * and the event stream. Views hold one Session and listen to it.
  */
-import { Conversations, SearchIndex, isShown, type Change, type ChatId, type ChatMessage, type ConnectionState, type Messenger } from '@svc/sdk';
+import { Conversations, SearchIndex, attachTransfer, isShown, isTransferRoom, splitChatId, type Change, type ChatId, type ChatMessage, type ConnectionState, type HistoryTransfer, type Messenger, type TransferEvent } from '@svc/sdk';
 import { ChatList, type ChatSummary } from './chats.js';
 import { Emitter } from './emitter.js';
 import { Db } from './idb.js';
@@ -26,6 +26,8 @@ export interface SessionEvents extends Record<string, unknown> {
   ended: EndReason;
   /** Something failed in the background that the user should know about. */
   problem: string;
+  /** The history transfer: a new device asks, and how far a transfer is (components/transfer.ts). */
+  transfer: TransferEvent;
 }
 
 /** The line a chat list shows for its last message. */
@@ -50,6 +52,11 @@ export class Session extends Emitter<SessionEvents> {
   conn: ConnectionState = 'connecting';
   /** The chat on screen, so arriving messages there do not count as unread. */
   openChat: string | null = null;
+  /** The history between this account's devices (docs/CRYPTO.md, "History transfer"). */
+  readonly transfer: HistoryTransfer;
+  /** Set by a sign-in on a device without history: it asks the other devices once it is connected. */
+  askHistory = false;
+  private transferLoaded = false;
 
   constructor(
     readonly m: Messenger,
@@ -67,9 +74,11 @@ export class Session extends Emitter<SessionEvents> {
     };
     this.chats = new ChatList(m, db);
     this.membership = new Membership(this);
+    this.transfer = attachTransfer(m, this.conv, deviceId);
+    this.transfer.on((e) => this.emit('transfer', e));
     this.conv.on((c) => {
       for (const id of c.removed ?? []) this.search.remove(id);
-      for (const m of [...c.changed, ...(c.added ? [c.added] : [])]) this.search.put(m);
+      for (const m of [...c.changed, ...(c.added ? [c.added] : []), ...(c.imported ?? [])]) this.search.put(m);
       this.emit('change', c);
       void this.book(c).catch((e: unknown) => console.warn('chat list:', e));
     });
@@ -91,7 +100,39 @@ export class Session extends Emitter<SessionEvents> {
       else await this.chats.setPreview(m.chat, m.ts, previewOf(m, this.nick));
       touched = true;
     }
-    if (touched) this.publishChats();
+    // History from another device or a file: the chat moves to its newest message, and nothing
+    // of it is unread (it was read, or not, on the device it came from).
+    const newest = new Map<string, ChatMessage>();
+    for (const m of c.imported ?? []) {
+      const n = newest.get(m.chat);
+      if (isShown(m) && (!n || m.ts > n.ts)) newest.set(m.chat, m);
+    }
+    for (const m of newest.values()) await this.chats.touch(m.chat, m.ts, false, previewOf(m, this.nick));
+    if (touched || newest.size > 0) this.publishChats();
+  }
+
+  /**
+   * After each `ready` of the event stream; the first one resumes a transfer that a reload
+   * interrupted (the chunks that waited in the queue are taken by then), and a device that was
+   * just signed in without history asks the account's other devices for it.
+   */
+  async connected(): Promise<void> {
+    if (this.transferLoaded) return;
+    this.transferLoaded = true;
+    await this.transfer.load();
+    // Requests that came while this device was away, or before a reload, ask again.
+    for (const request of this.transfer.requests) this.emit('transfer', { type: 'request', request });
+    for (const progress of this.transfer.progress()) if (progress.state === 'active') this.emit('transfer', { type: 'progress', progress });
+    if (this.askHistory) {
+      this.askHistory = false;
+      await this.transfer.request();
+    }
+  }
+
+  /** Whether `chat` is the account's private room of its devices, which no view shows. */
+  isHidden(chat: string): boolean {
+    const { kind, id } = splitChatId(chat);
+    return kind === 'room' && isTransferRoom(this.m.room(id), this.nick);
   }
 
   /** Reads and decrypts the whole history once, for search. */

@@ -6,6 +6,7 @@
  */
 import type { Envelope, Room } from '@svc/protocol';
 import { isSdkError, type ChatId, type EventStream } from '@svc/sdk';
+import { describeError } from './errors.js';
 import { rekeyOwedRooms } from './rooms.js';
 import type { Session } from './session.js';
 
@@ -34,6 +35,7 @@ async function onReady(s: Session): Promise<void> {
   s.emit('rooms', undefined);
   s.publishChats();
   await rekeyOwedRooms(s);
+  await s.connected().catch((e: unknown) => s.emit('problem', `History transfer: ${describeError(e)}`));
 }
 
 async function onRoom(s: Session, room: Room): Promise<void> {

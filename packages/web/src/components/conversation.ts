@@ -149,6 +149,8 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
     s.on('change', (c) => {
       for (const gone of c.removed ?? []) log.remove(gone);
       for (const m of c.changed) log.upsert(m);
+      // History that came from another device or a file: shown, not unread.
+      if (c.imported) log.upsertMany(c.imported);
       const a = c.added;
       if (a && a.chat === chat) {
         log.upsert(a);

@@ -19,6 +19,8 @@ export interface MessageLog {
   /** Reads the newest page; resolves when it is on screen. */
   open(): Promise<void>;
   upsert(m: ChatMessage): void;
+  /** Many records at once (history from another device or a file): one rebuild for all. */
+  upsertMany(ms: ChatMessage[]): void;
   remove(id: string): void;
   get(id: string): ChatMessage | undefined;
   /** What is on screen, oldest first. */
@@ -172,6 +174,20 @@ export function messageLog(o: { chat: ChatId; label: string; empty: string; load
         }
       }
       if (follow || m.from === o.item.me) el.scrollTop = el.scrollHeight;
+    },
+    upsertMany(ms) {
+      const mine = ms.filter((m) => m.chat === o.chat);
+      if (mine.length === 0) return;
+      const follow = atBottom();
+      const byId = new Map(order.map((m) => [m.id, m]));
+      for (const m of mine) {
+        byId.set(m.id, m);
+        rows.set(m.id, render(m));
+        if (quotes.has(m.id)) quotes.set(m.id, m);
+      }
+      order = [...byId.values()].sort(byTime);
+      rebuild();
+      if (follow) el.scrollTop = el.scrollHeight;
     },
     remove(id) {
       const i = order.findIndex((x) => x.id === id);

@@ -26,7 +26,7 @@ export function searchView(s: Session, open: (hit: SearchHit) => void): HTMLElem
     }
     const index = await s.searchIndex();
     if (mine !== seq) return;
-    const hits = index.search(q, 50);
+    const hits = index.search(q, 50).filter((hit) => !s.isHidden(hit.chat));
     clear(results);
     results.hidden = false;
     status.textContent = hits.length === 0 ? 'No messages found.' : `${hits.length === 50 ? 'The newest 50' : hits.length} ${hits.length === 1 ? 'message' : 'messages'} found.`;

@@ -1,6 +1,6 @@
 /**
  * "Settings": password change, this account's devices (with remove), notifications on this
- * device, deleting the account. Each password field has its own label, distinct from the
+ * device, the history file (export and import), deleting the account. Each password field has its own label, distinct from the
  * sign-in screen's "Password".
  */
 import { changePassword, deleteAccount } from '../app/account.js';
@@ -9,6 +9,7 @@ import type { Session } from '../app/session.js';
 import { confirmAction } from './confirm.js';
 import { devicesSection } from './devices.js';
 import { field, h } from './dom.js';
+import { historySection } from './history.js';
 import { notificationsSection } from './notifications.js';
 import { progressView } from './progress.js';
 
@@ -90,6 +91,7 @@ export function settingsView(s: Session, a: SettingsActions): HTMLElement {
     passwordSection(s),
     notificationsSection(s),
     devicesSection(s, a.onThisDeviceRemoved),
+    historySection(s),
     deleteSection(s, a),
   );
 }

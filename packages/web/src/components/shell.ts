@@ -12,6 +12,7 @@ import { connStatus } from './connstatus.js';
 import { conversationView, type ConversationView } from './conversation.js';
 import { h } from './dom.js';
 import { settingsView } from './settings.js';
+import { transferRequests, transferStatus } from './transfer.js';
 
 export interface ShellOptions {
   onSignOut: () => void;
@@ -53,9 +54,11 @@ export function shellView(s: Session, o: ShellOptions): ShellView {
     go({ name: 'chat', chat: hit.chat });
   });
   // Every screen has one `main` landmark; the open chat or the settings go inside it.
-  const mainSlot = h('main', { class: 'content', id: 'main' });
+  const mainSlot = h('main', { class: 'content', id: 'main', tabindex: '-1' });
   const banner = h('p', { role: 'status', class: 'banner' });
-  const shell = h('div', { class: 'shell' }, h('header', {}, bar, banner), h('div', { class: 'body' }, list.el, mainSlot));
+  const transfer = transferStatus(s);
+  const asks = transferRequests(s);
+  const shell = h('div', { class: 'shell' }, h('header', {}, bar, banner, transfer.el, asks.el), h('div', { class: 'body' }, list.el, mainSlot));
 
   let conv: ConversationView | null = null;
   let current: Route = { name: 'home' };
@@ -96,6 +99,8 @@ export function shellView(s: Session, o: ShellOptions): ShellView {
   const offs = [
     s.on('chats', (chats) => list.render(chats, currentChat())),
     () => conn.destroy(),
+    () => transfer.destroy(),
+    () => asks.destroy(),
     s.on('gone', (chat) => {
       if (currentChat() === chat) {
         banner.textContent = 'That room is no longer available to you.';

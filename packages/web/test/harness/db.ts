@@ -69,3 +69,16 @@ export function plaintextFound(dbPath: string, texts: string[]): string[] {
   const forms = (t: string) => [Buffer.from(t, 'utf8'), Buffer.from(t, 'utf16le'), Buffer.from(t, 'utf16le').swap16()];
   return texts.filter((t) => files.some((bytes) => forms(t).some((needle) => bytes.includes(needle))));
 }
+
+/**
+ * Envelopes accepted at or after `since` into the private rooms named `name` whose only member is
+ * `owner` (the history transfer's room of the account's own devices), as the server still keeps them.
+ */
+export function ownRoomEnvelopes(dbPath: string, owner: string, name: string, since: number): number {
+  return withDb(dbPath, (db) => {
+    const rooms = db.prepare('SELECT id FROM rooms WHERE name = ? AND owner = ?').all(name, owner) as { id: string }[];
+    const ids = new Set(rooms.map((r) => r.id));
+    const rows = db.prepare('SELECT json FROM envelopes WHERE ts >= ?').all(since) as { json: string }[];
+    return rows.filter((r) => ids.has((JSON.parse(r.json) as { to: { room?: string } }).to.room ?? '')).length;
+  });
+}
