@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { missingBrowser, type Device } from './harness/browser.js';
 import { nick, openScene, type Scene } from './harness/scene.js';
-import { button, chatEntry, createRoom, ensureSignedIn, KDF_PATIENCE, messageBox, openChat, openRoomSettings, seeMessage, send, signUp, startChat } from './harness/ui.js';
+import { button, chatEntry, createRoom, ensureSignedIn, KDF_PATIENCE, messageBox, messageLog, openChat, openRoomSettings, seeMessage, send, signUp, startChat } from './harness/ui.js';
 
 describe('web client: membership lines and closed chats', { skip: missingBrowser() }, () => {
   let scene: Scene;
@@ -54,7 +54,8 @@ describe('web client: membership lines and closed chats', { skip: missingBrowser
       await send(alice.page, text);
       await openChat(bob.page, people.alice);
       await seeMessage(bob.page, marker);
-      const item = bob.page.getByRole('listitem').filter({ hasText: marker });
+      // The message's row in the log (the chat list's entry shows the same text as its last message).
+      const item = messageLog(bob.page).getByRole('listitem').filter({ hasText: marker });
       const links = item.getByRole('link');
       assert.equal(await links.count(), 1, 'only the https address is a link');
       assert.equal(await links.first().getAttribute('href'), 'https://example.org/a?b=c');
