@@ -8,14 +8,14 @@
  * Peer public keys come from GET /api/users/{nick} and pass the app's `keyCheck` hook before
  * first use, so the app can pin them (trust on first use) and hold sending on a changed key.
  */
-import type { EncryptedKey, Envelope, Kdf, Room } from '@svc/protocol';
+import type { Envelope, Kdf, Room } from '@svc/protocol';
 import type { ApiClient } from './api.js';
 import type { PlainInput } from './conversation/plaintext.js';
 import { deriveHistoryKey } from './crypto/atrest.js';
 import { deriveOwnKey, INFO_EXPORT, INFO_TRANSFER } from './crypto/ownkeys.js';
-import { generateIdentity, identityMatches, openIdentity, openIdentityPkcs8, sealIdentity, type Identity } from './crypto/identity.js';
-import { checkKdf, deriveMaster, newKdf, type Argon2Fn, type OnProgress } from './crypto/kdf.js';
-import { deriveAccountKeys, type AccountKeys } from './crypto/keys.js';
+import { identityMatches, type Identity } from './crypto/identity.js';
+import { checkKdf, type Argon2Fn, type OnProgress } from './crypto/kdf.js';
+import { keysFor, newAccount, openAccount, resealAccount, type KdfChoice } from './credentials.js';
 import { SdkError } from './errors.js';
 import { EventStream, type EventStreamOptions } from './events.js';
 import type { RoomKeyring } from './keyring.js';
@@ -110,37 +110,32 @@ export class Messenger {
    * Creates the account (and its session): a new identity key pair sealed under the password.
    * `kdf` overrides the default parameters (tests use the minimum); it must lie within the bounds.
    */
-  async register(o: { nick: string; password: string; invite?: string; kdf?: Partial<Pick<Kdf, 'm' | 't' | 'p'>> }, onProgress?: OnProgress): Promise<void> {
-    const kdf = newKdf(o.kdf);
-    const keys = await this.keysFor(o.password, kdf, onProgress);
-    const identity = await generateIdentity();
-    const encryptedKey = await sealIdentity(keys.encKey, identity, o.nick);
-    identity.pkcs8.fill(0);
+  async register(o: { nick: string; password: string; invite?: string; kdf?: KdfChoice }, onProgress?: OnProgress): Promise<void> {
+    const a = await newAccount(o.nick, o.password, o.kdf, this.argon2, onProgress);
     onProgress?.('contacting_service');
     await this.api.register({
       nick: o.nick,
-      authKey: keys.authKey,
-      kdf,
-      publicKey: identity.publicKey,
-      encryptedKey,
+      authKey: a.keys.authKey,
+      kdf: a.kdf,
+      publicKey: a.identity.publicKey,
+      encryptedKey: a.encryptedKey,
       ...(o.invite !== undefined ? { invite: o.invite } : {}),
     });
-    await this.start(o.nick, { publicKey: identity.publicKey, privateKey: identity.privateKey }, kdf, onProgress);
+    await this.start(o.nick, a.identity, a.kdf, onProgress);
   }
 
   /** Logs in: fetches and checks the KDF parameters, derives the keys, opens the identity. */
   async login(o: { nick: string; password: string }, onProgress?: OnProgress): Promise<void> {
     onProgress?.('fetching_params');
     const kdf = checkKdf(await this.api.kdf(o.nick));
-    const keys = await this.keysFor(o.password, kdf, onProgress);
+    const keys = await keysFor(o.password, kdf, this.argon2, onProgress);
     onProgress?.('contacting_service');
     // A login overwrites the cookie without ending the old session; end it first (401 = none).
     await this.api.logout();
     const res = await this.api.login({ nick: o.nick, authKey: keys.authKey });
     onProgress?.('opening_identity');
-    const identity = await openIdentity(keys.encKey, res.encryptedKey, res.nick, res.publicKey);
-    identity.pkcs8.fill(0);
-    await this.start(res.nick, { publicKey: identity.publicKey, privateKey: identity.privateKey }, checkKdf(res.kdf), onProgress);
+    const identity = await openAccount(keys, res.encryptedKey, res.nick, res.publicKey);
+    await this.start(res.nick, identity, checkKdf(res.kdf), onProgress);
   }
 
   /**
@@ -176,15 +171,6 @@ export class Messenger {
     return m;
   }
 
-  private async keysFor(password: string, kdf: Kdf, onProgress?: OnProgress): Promise<AccountKeys> {
-    const master = await deriveMaster(password, kdf, { argon2: this.argon2, onProgress });
-    try {
-      return await deriveAccountKeys(master);
-    } finally {
-      master.fill(0);
-    }
-  }
-
   private async start(nick: string, identity: Identity, kdf: Kdf, onProgress?: OnProgress): Promise<void> {
     this.reset();
     const [historyKey, transferKey, exportKey] = await Promise.all([deriveHistoryKey(identity), deriveOwnKey(identity, INFO_TRANSFER), deriveOwnKey(identity, INFO_EXPORT)]);
@@ -215,29 +201,20 @@ export class Messenger {
    * New password: new salt, the same identity re-sealed under the new encryption key. Other
    * sessions of the account end (the service revokes them); this one stays.
    */
-  async changePassword(oldPassword: string, newPassword: string, o: { kdf?: Partial<Pick<Kdf, 'm' | 't' | 'p'>> } = {}, onProgress?: OnProgress): Promise<void> {
+  async changePassword(oldPassword: string, newPassword: string, o: { kdf?: KdfChoice } = {}, onProgress?: OnProgress): Promise<void> {
     const me = this.need();
     const current = await this.api.me();
-    const oldKeys = await this.keysFor(oldPassword, checkKdf(current.kdf), onProgress);
-    const pkcs8 = await openIdentityPkcs8(oldKeys.encKey, current.encryptedKey, me.nick);
-    const kdf = newKdf(o.kdf);
-    const newKeys = await this.keysFor(newPassword, kdf, onProgress);
-    let encryptedKey: EncryptedKey;
-    try {
-      encryptedKey = await sealIdentity(newKeys.encKey, { pkcs8 }, me.nick);
-    } finally {
-      pkcs8.fill(0);
-    }
+    const r = await resealAccount({ nick: me.nick, oldPassword, oldKdf: checkKdf(current.kdf), encryptedKey: current.encryptedKey, newPassword, ...(o.kdf ? { choice: o.kdf } : {}) }, this.argon2, onProgress);
     onProgress?.('contacting_service');
-    await this.api.changePassword({ authKey: oldKeys.authKey, newAuthKey: newKeys.authKey, kdf, encryptedKey });
-    me.kdf = kdf;
+    await this.api.changePassword(r);
+    me.kdf = r.kdf;
     onProgress?.('done');
   }
 
   /** Deletes the account for good (the nick is retired) after re-deriving the auth key from the password. */
   async deleteAccount(password: string, onProgress?: OnProgress): Promise<void> {
     const me = this.need();
-    const keys = await this.keysFor(password, me.kdf, onProgress);
+    const keys = await keysFor(password, me.kdf, this.argon2, onProgress);
     onProgress?.('contacting_service');
     await this.api.deleteMe(keys.authKey);
     this.reset();
