@@ -133,6 +133,8 @@ export class Messenger {
     // A login overwrites the cookie without ending the old session; end it first (401 = none).
     await this.api.logout();
     const res = await this.api.login({ nick: o.nick, authKey: keys.authKey });
+    // A service that answers with another account than the one typed is not followed.
+    if (res.nick !== o.nick) throw new SdkError('bad_response', { message: `The service answered the sign-in of ${o.nick} with another account; nothing was opened.` });
     onProgress?.('opening_identity');
     const identity = await openAccount(keys, res.encryptedKey, res.nick, res.publicKey);
     await this.start(res.nick, identity, checkKdf(res.kdf), onProgress);
