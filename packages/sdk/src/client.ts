@@ -14,7 +14,7 @@ import type { PlainInput } from './conversation/plaintext.js';
 import { deriveHistoryKey } from './crypto/atrest.js';
 import { deriveOwnKey, INFO_EXPORT, INFO_TRANSFER } from './crypto/ownkeys.js';
 import { identityMatches, type Identity } from './crypto/identity.js';
-import { checkKdf, type Argon2Fn, type OnProgress } from './crypto/kdf.js';
+import { checkKdf, KDF_DEFAULTS, type Argon2Fn, type OnProgress } from './crypto/kdf.js';
 import { keysFor, newAccount, openAccount, resealAccount, type KdfChoice } from './credentials.js';
 import { SdkError } from './errors.js';
 import { EventStream, type EventStreamOptions } from './events.js';
@@ -37,6 +37,14 @@ export interface MessengerOptions {
    * default. A web app passes one that runs it in a Worker.
    */
   argon2?: Argon2Fn;
+  /**
+   * The weakest KDF work (m, t) a sign-in accepts without the person's consent: the parameters
+   * this device saw for the account before, else the defaults of new accounts (KDF_DEFAULTS).
+   * Below it, login() refuses with `kdf_weak` before deriving or sending anything, unless called
+   * with `acceptWeakKdf` after the person was warned. A hostile service cannot make authKey
+   * cheaper to attack offline by serving the floor values.
+   */
+  kdfFloor?: Pick<Kdf, 'm' | 't'>;
 }
 
 interface Me {
@@ -53,6 +61,7 @@ export class Messenger {
   private readonly keyCheck: KeyCheck | undefined;
   private readonly onKeyError: MessengerOptions['onKeyError'];
   private readonly argon2: Argon2Fn | undefined;
+  private readonly kdfFloor: Pick<Kdf, 'm' | 't'>;
   private me: Me | null = null;
   private signedIn: { peers: Peers; rooms: RoomBook; ctx: MessageContext } | null = null;
 
@@ -61,6 +70,7 @@ export class Messenger {
     this.keyCheck = opts.keyCheck;
     this.onKeyError = opts.onKeyError;
     this.argon2 = opts.argon2;
+    this.kdfFloor = opts.kdfFloor ?? KDF_DEFAULTS;
   }
 
   // ---- account ----
@@ -125,9 +135,12 @@ export class Messenger {
   }
 
   /** Logs in: fetches and checks the KDF parameters, derives the keys, opens the identity. */
-  async login(o: { nick: string; password: string }, onProgress?: OnProgress): Promise<void> {
+  async login(o: { nick: string; password: string; acceptWeakKdf?: boolean }, onProgress?: OnProgress): Promise<void> {
     onProgress?.('fetching_params');
     const kdf = checkKdf(await this.api.kdf(o.nick));
+    if ((kdf.m < this.kdfFloor.m || kdf.t < this.kdfFloor.t) && !o.acceptWeakKdf) {
+      throw new SdkError('kdf_weak', { message: `The service asks for a weaker key derivation for ${o.nick} (m=${kdf.m} KiB, t=${kdf.t}) than expected (m=${this.kdfFloor.m} KiB, t=${this.kdfFloor.t}). This can mean someone is trying to make your password easier to guess. Nothing was sent.` });
+    }
     const keys = await keysFor(o.password, kdf, this.argon2, onProgress);
     onProgress?.('contacting_service');
     // A login overwrites the cookie without ending the old session; end it first (401 = none).

@@ -12,6 +12,8 @@ export type ClientErrorCode =
   | 'bad_response'
   /** the service published KDF parameters outside the accepted bounds (a downgrade attempt). */
   | 'kdf_refused'
+  /** the account's KDF parameters are below what this device expects (seen before, or the defaults): a possible downgrade. */
+  | 'kdf_weak'
   /** the identity key blob did not open with this password, or does not match the public key. */
   | 'bad_identity'
   /** the app's keyCheck hook refused a peer's public key (trust on first use). */
@@ -36,6 +38,7 @@ const CLIENT_MESSAGE: Record<ClientErrorCode, string> = {
   network: 'The service cannot be reached; check the connection and retry.',
   bad_response: 'The service answered in an unexpected form; reload the app, and if it persists tell the operator.',
   kdf_refused: 'The service asked for key-derivation parameters that are too weak or too large; refusing them.',
+  kdf_weak: 'The service asks for a weaker key derivation than this account is known to use; this can mean someone is trying to make the password easier to guess. Nothing was sent.',
   bad_identity: 'The identity key does not open with this password or does not match the account.',
   untrusted_key: 'The peer key is not trusted; compare safety numbers before sending.',
   no_room_key: 'No key of this room is held; wait for a key rotation by the owner.',
@@ -62,6 +65,7 @@ function nextStepFor(code: SdkErrorCode): NextStep {
       // The SDK corrects its clock from every response; one more try uses the corrected time.
       return 'retry';
     case 'kdf_refused':
+    case 'kdf_weak':
     case 'bad_identity':
     case 'untrusted_key':
     case 'no_room_key':

@@ -47,6 +47,8 @@ function parts(server: TestServer, o: ClientOptions): { api: ApiClient; opts: Me
   const opts: MessengerOptions = {
     api,
     argon2: o.argon2 ?? hashWasmArgon2,
+    // Test accounts use the cheapest parameters (KDF_MIN) to stay fast.
+    kdfFloor: o.kdfFloor ?? KDF_MIN,
     ...(o.keyCheck ? { keyCheck: o.keyCheck } : {}),
     ...(o.onKeyError ? { onKeyError: o.onKeyError } : {}),
   };

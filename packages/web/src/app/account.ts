@@ -9,7 +9,7 @@
  */
 import { ApiClient, Messenger, isSdkError, type KeyCheck, type MessengerOptions, type OnProgress } from '@svc/sdk';
 import { restoreChats } from './chatcache.js';
-import { currentAccount, deviceIdFor, forgetDeviceId, setCurrentAccount } from './device.js';
+import { currentAccount, deviceIdFor, forgetDeviceId, rememberKdf, seenKdf, setCurrentAccount } from './device.js';
 import { Db, STORES } from './idb.js';
 import { workerArgon2 } from './kdf/worker-argon2.js';
 import { Session } from './session.js';
@@ -17,9 +17,13 @@ import { Session } from './session.js';
 /** The kv key of the saved session. A save the SDK cannot resume (bad_session) asks for the password once. */
 const SAVED = 'identity';
 
-function messengerOptions(): { opts: MessengerOptions; bindTrust: (s: Session) => void } {
+function messengerOptions(nick?: string): { opts: MessengerOptions; bindTrust: (s: Session) => void } {
   let check: KeyCheck | null = null;
+  const seen = nick ? seenKdf(nick) : null;
   const opts: MessengerOptions = {
+    // Sign-in refuses weaker KDF parameters than this browser saw for the account, or than the
+    // defaults of new accounts on a browser that never saw it (then the person may accept).
+    ...(seen ? { kdfFloor: seen } : {}),
     api: new ApiClient(),
     // The trust store needs the account's keys, which exist only after login: bind it late.
     keyCheck: (nick, key, purpose) => (check ? check(nick, key, purpose) : undefined),
@@ -29,8 +33,8 @@ function messengerOptions(): { opts: MessengerOptions; bindTrust: (s: Session) =
   return { opts, bindTrust: (s) => (check = s.trust.keyCheck) };
 }
 
-function newMessenger(): { m: Messenger; bindTrust: (s: Session) => void } {
-  const { opts, bindTrust } = messengerOptions();
+function newMessenger(nick?: string): { m: Messenger; bindTrust: (s: Session) => void } {
+  const { opts, bindTrust } = messengerOptions(nick);
   return { m: new Messenger(opts), bindTrust };
 }
 
@@ -70,6 +74,7 @@ async function open(m: Messenger, bindTrust: (s: Session) => void, mayWait = fal
   await s.load();
   await db.put(STORES.kv, m.exportSession(), SAVED);
   setCurrentAccount(m.nick);
+  rememberKdf(m.nick, m.kdf);
   return { session: s, deviceReady };
 }
 
@@ -79,8 +84,9 @@ export async function signUp(o: { nick: string; password: string; invite?: strin
   return (await open(m, bindTrust)).session;
 }
 
-export async function signIn(o: { nick: string; password: string }, onProgress: OnProgress): Promise<Session> {
-  const { m, bindTrust } = newMessenger();
+/** `acceptWeakKdf`: the person read the warning of a `kdf_weak` refusal and goes on anyway (only offered when this browser never saw the account). */
+export async function signIn(o: { nick: string; password: string; acceptWeakKdf?: boolean }, onProgress: OnProgress): Promise<Session> {
+  const { m, bindTrust } = newMessenger(o.nick);
   await m.login(o, onProgress);
   const { session } = await open(m, bindTrust);
   session.askHistory = await isNewDevice(session);
@@ -165,6 +171,7 @@ export async function signOut(s: Session): Promise<void> {
 export async function changePassword(s: Session, oldPassword: string, newPassword: string, onProgress: OnProgress): Promise<void> {
   await s.m.changePassword(oldPassword, newPassword, {}, onProgress);
   await s.db.put(STORES.kv, s.m.exportSession(), SAVED);
+  rememberKdf(s.nick, s.m.kdf);
 }
 
 /** Deletes the account at the service, then everything this browser kept for it. */

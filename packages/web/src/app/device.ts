@@ -40,3 +40,24 @@ export function setCurrentAccount(nick: string | null): void {
   if (nick) localStorage.setItem(CURRENT, nick);
   else localStorage.removeItem(CURRENT);
 }
+
+const KDF_PREFIX = 'svc.kdf.';
+
+/**
+ * The strongest key-derivation work (m, t) this browser has seen for an account, so a later
+ * sign-in refuses weaker parameters a hostile service might serve (they are public, like the
+ * nick kept here already). Null: never seen on this device.
+ */
+export function seenKdf(nick: string): { m: number; t: number } | null {
+  try {
+    const v = JSON.parse(localStorage.getItem(KDF_PREFIX + nick) ?? 'null') as { m?: unknown; t?: unknown } | null;
+    return v && typeof v.m === 'number' && typeof v.t === 'number' ? { m: v.m, t: v.t } : null;
+  } catch {
+    return null;
+  }
+}
+
+export function rememberKdf(nick: string, kdf: { m: number; t: number }): void {
+  const seen = seenKdf(nick);
+  localStorage.setItem(KDF_PREFIX + nick, JSON.stringify({ m: Math.max(kdf.m, seen?.m ?? 0), t: Math.max(kdf.t, seen?.t ?? 0) }));
+}

@@ -11,6 +11,8 @@
 import type { Session } from '../app/session.js';
 import { signIn, signUp } from '../app/account.js';
 import { describeError } from '../app/errors.js';
+import { seenKdf } from '../app/device.js';
+import { isSdkError } from '@svc/sdk';
 import { MIN_LENGTH, rate, shownScore, stopRating, verdict, weakness, type Strength } from '../app/strength.js';
 import { field, h, uid } from './dom.js';
 import { progressView } from './progress.js';
@@ -83,6 +85,7 @@ export function authView(o: AuthOptions): HTMLElement {
   const progress = progressView('Key derivation progress');
   const refusal = h('p', { class: 'error', role: 'alert' });
   const notice = o.notice ? h('p', { class: 'alert', role: 'status' }, o.notice) : null;
+  const weakKdf = weakKdfWarning();
 
   const form = h(
     'form',
@@ -104,6 +107,7 @@ export function authView(o: AuthOptions): HTMLElement {
     ),
     h('div', { class: 'row' }, signInBtn, signUpBtn),
     refusal,
+    weakKdf.el,
     progress.el,
     h('p', { class: 'footnote' }, 'Creating an account makes a new identity key on this device.'),
   );
@@ -139,6 +143,7 @@ export function authView(o: AuthOptions): HTMLElement {
     const n = nick.input.value.trim().toLowerCase();
     const p = password.input.value;
     refusal.textContent = '';
+    weakKdf.hide();
     for (const el of inputs) el?.removeAttribute('aria-invalid');
     progress.stop();
     if (!n || !p) return refuse(!n ? 'Enter your nick.' : 'Enter your password.', !n ? nick.input : password.input);
@@ -151,21 +156,62 @@ export function authView(o: AuthOptions): HTMLElement {
       }
       progress.start();
       const code = invite?.input.value.trim();
-      const run = creating ? signUp({ nick: n, password: p, ...(code ? { invite: code } : {}) }, progress.onStage) : signIn({ nick: n, password: p }, progress.onStage);
-      run.then(
-        (s) => {
-          progress.stop();
-          stopRating();
-          o.onSession(s);
-        },
-        (err: unknown) => {
-          setBusy(false);
-          progress.stop(describeError(err));
-          password.input.focus();
-        },
-      );
+      const attempt = (acceptWeakKdf: boolean): void => {
+        const run = creating ? signUp({ nick: n, password: p, ...(code ? { invite: code } : {}) }, progress.onStage) : signIn({ nick: n, password: p, acceptWeakKdf }, progress.onStage);
+        run.then(
+          (s) => {
+            progress.stop();
+            stopRating();
+            o.onSession(s);
+          },
+          (err: unknown) => {
+            setBusy(false);
+            progress.stop(describeError(err));
+            // Weaker parameters than new accounts get, on a browser that never saw this account:
+            // the person may go on after the warning (a browser that saw stronger ones refuses).
+            if (isSdkError(err, 'kdf_weak') && !seenKdf(n)) weakKdf.show(() => {
+              setBusy(true);
+              progress.start();
+              attempt(true);
+            });
+            else password.input.focus();
+          },
+        );
+      };
+      attempt(false);
     });
   });
   queueMicrotask(() => (o.nick ? password.input : nick.input).focus());
   return h('main', { class: 'auth' }, form);
+}
+
+/**
+ * The warning of a sign-in whose key-derivation parameters are weaker than new accounts get, on a
+ * browser that never saw the account: it says what it may mean, and "Sign in anyway" goes on.
+ */
+function weakKdfWarning(): { el: HTMLElement; show(go: () => void): void; hide(): void } {
+  const go = h('button', { type: 'button', class: 'danger' }, 'Sign in anyway');
+  const el = h(
+    'div',
+    { class: 'alert', role: 'alert' },
+    h('p', {}, h('strong', {}, 'Weaker protection than expected. '), 'The service asks this browser to derive your keys with less work than new accounts use. If your account was made that way on purpose (by an operator or a test), go on. Otherwise someone may be trying to make your password easier to guess: do not sign in here, and ask the operator.'),
+    go,
+  );
+  el.hidden = true;
+  let next: (() => void) | null = null;
+  go.addEventListener('click', () => {
+    el.hidden = true;
+    next?.();
+  });
+  return {
+    el,
+    show(f) {
+      next = f;
+      el.hidden = false;
+      go.focus();
+    },
+    hide() {
+      el.hidden = true;
+    },
+  };
 }
