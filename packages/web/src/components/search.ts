@@ -54,7 +54,7 @@ export function searchView(s: Session, open: (hit: SearchHit) => void): HTMLElem
 
   return h(
     'div',
-    { class: 'search', role: 'search', 'aria-label': 'Search messages' },
+    { class: 'search', role: 'search', 'aria-label': 'Message search' },
     h('label', { for: 'search-messages', class: 'sr-only' }, 'Search messages'),
     input,
     status,
