@@ -60,7 +60,7 @@ export {
   type DeriveOptions,
 } from './crypto/kdf.js';
 export { argon2id, type Argon2Params } from './crypto/argon2.js';
-export { blake2b } from './crypto/blake2b.js';
+export { blake2b } from './crypto/argon2.js';
 export { deriveAccountKeys, deriveAccountKeyBytes, INFO_AUTH, INFO_ENC, type AccountKeys } from './crypto/keys.js';
 export {
   generateIdentity,

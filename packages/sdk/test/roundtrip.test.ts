@@ -127,7 +127,7 @@ test('account deletion needs the password, then the nick is gone', async () => {
   await assert.rejects(bob.m.sendDm(name, 'x'), { code: 'unknown_user' });
 });
 
-test('an account made with the default KDF cost (m=65536, t=3, p=1) on hash-wasm logs in on another device with the SDK\'s own Argon2id', async () => {
+test('an account made with the default KDF cost (m=65536, t=3, p=1) on hash-wasm logs in on another device with the SDK\'s default Argon2id (@noble/hashes)', async () => {
   const name = nick();
   const a = client(server);
   await a.m.register({ nick: name, password: 'default cost' });

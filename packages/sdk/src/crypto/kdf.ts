@@ -4,8 +4,8 @@
  * per nick, so they are checked against KDF_BOUNDS before use: a hostile service must not be able
  * to downgrade the work factor.
  *
- * Which Argon2id runs is the caller's choice (an Argon2Fn): by default the SDK's own plain
- * JavaScript one (argon2.ts) on the calling thread. A web app passes one that runs that same
+ * Which Argon2id runs is the caller's choice (an Argon2Fn): by default @noble/hashes' audited
+ * plain-JavaScript one (via argon2.ts) on the calling thread. A web app passes one that runs that same
  * function in a Worker, so the page stays responsive; Node tests and the benchmark may pass a
  * faster WebAssembly one. Every backend must give the same bytes: the vectors pin them.
  */
@@ -79,7 +79,7 @@ export interface Argon2Input {
 /** An Argon2id implementation (version 0x13, no secret, no associated data). */
 export type Argon2Fn = (input: Argon2Input) => Promise<Uint8Array>;
 
-/** The default backend: the SDK's plain-JavaScript Argon2id, on the calling thread. */
+/** The default backend: @noble/hashes' plain-JavaScript Argon2id (argon2.ts), on the calling thread. */
 export const argon2Js: Argon2Fn = async (input) => argon2id(input);
 
 export interface DeriveOptions {

@@ -1,9 +1,9 @@
 /**
- * The SDK's Argon2 backend for this app: the SDK's own plain-JavaScript Argon2id, run in a module
+ * The SDK's Argon2 backend for this app: the SDK's Argon2id (@noble/hashes, plain JavaScript), run in a module
  * Worker (argon2.worker.ts) so the page stays responsive while the password is stretched (seconds
  * with the default 64 MiB, 3 passes) and can draw the worker's progress. Passed to every Messenger
  * as `argon2` (account.ts). A module worker from our own origin is allowed by the CSP's
- * `default-src 'self'`; WebAssembly is not, which is why the SDK's Argon2id is plain JavaScript.
+ * `default-src 'self'`; WebAssembly is not, which is why the Argon2id is plain JavaScript.
  */
 import type { Argon2Fn } from '@svc/sdk';
 
