@@ -11,7 +11,8 @@
  * answer must go out first. Writing the 400 at once used to put it ahead of that answer, and
  * the client read "400 bad_json" for a request whose handler then ran (a leave that answered an
  * error yet left the room). A request whose own body is still incomplete never reaches its
- * handler, so its error is answered at once.
+ * handler, so its error is answered at once. An event stream followed by such bytes keeps
+ * streaming until it ends; the parser reads nothing more meanwhile, so nothing piles up.
  */
 import type { Socket } from 'node:net';
 import type { IncomingMessage, ServerResponse } from 'node:http';
