@@ -72,13 +72,6 @@ export class ChatList {
     await this.db.put(STORES.chats, { chat, sealed: await sealAtRest(this.m.historyKey, rest, metaCtx(chat)) } satisfies MetaRow);
   }
 
-  /** Total unread messages over every chat (the tab title shows it). */
-  unreadTotal(): number {
-    let n = 0;
-    for (const m of this.metas.values()) n += m.unread;
-    return n;
-  }
-
   setContacts(list: Contact[]): void {
     this.contacts = new Map(list.map((c) => [c.nick, c]));
   }

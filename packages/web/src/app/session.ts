@@ -35,7 +35,6 @@ export function previewOf(m: ChatMessage, me: string): string {
   const who = m.from === me ? 'You' : m.from;
   if (m.deleted) return `${who}: Message deleted`;
   if (m.kind === 'text') return `${who}: ${(m.body ?? '').replace(/\s+/g, ' ').slice(0, 80)}`;
-  if (m.kind === 'event') return m.note ?? '';
   return `${who}: ${m.kind === 'unknown' ? 'Message for a newer version of the app' : 'Message that could not be decrypted'}`;
 }
 

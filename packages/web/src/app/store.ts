@@ -78,10 +78,6 @@ export class IdbConversationStore implements ConversationStore {
     return row ? this.openRow(row) : undefined;
   }
 
-  async has(id: string): Promise<boolean> {
-    return (await this.db.get<MessageRow>(STORES.messages, id)) !== undefined;
-  }
-
   async put(m: ChatMessage): Promise<void> {
     const { id, chat, ts, ...content } = m;
     const sealed = await sealAtRest(this.key, content, msgCtx(chat, id));

@@ -48,7 +48,7 @@ function reactionsOf(c: ItemContext, m: ChatMessage): HTMLElement | null {
 }
 
 /** The status element of one's own message; its words are its accessible name. */
-export function statusEl(words: string): HTMLElement {
+function statusEl(words: string): HTMLElement {
   const cls = words === 'Not sent' ? 'state failed' : words.startsWith('Waiting') || words === 'Sending' ? 'state pending' : 'state';
   return h('span', { class: cls, role: 'status', 'aria-label': words }, words);
 }
