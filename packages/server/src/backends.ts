@@ -43,6 +43,9 @@ function redisClient(url: string, log: FastifyBaseLogger, role: string, queueWhi
     connectTimeout: 5_000,
     lazyConnect: true,
     enableOfflineQueue: queueWhileDown,
+    // Commands issued in the same tick (limiter hits, publishes, presence reads of concurrent
+    // requests) leave in one write and come back in one read. The subscriber issues none.
+    enableAutoPipelining: !queueWhileDown,
     ...(queueWhileDown ? {} : { commandTimeout: COMMAND_TIMEOUT_MS }),
   });
   // ioredis reconnects by itself; without a listener an error event would crash the process.

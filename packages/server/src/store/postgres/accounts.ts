@@ -1,7 +1,7 @@
 /** Accounts, invites and sessions of the PostgreSQL store. Functions given a Sql run in the caller's transaction. */
 import { ACCOUNT_COLUMNS, accountFromRow, type AccountRow } from '../rows.js';
 import type { EncryptedKey, Kdf } from '@svc/protocol';
-import type { AccountRecord, DeleteAccountResult, LeaveResult, NewAccount, Refusal, SessionRecord } from '../types.js';
+import type { AccountRecord, DeleteAccountResult, LeaveResult, NewAccount, Refusal } from '../types.js';
 import type { Sql } from './db.js';
 import * as rooms from './rooms.js';
 
@@ -35,14 +35,6 @@ export async function getAccount(q: Sql, nick: string): Promise<AccountRecord | 
   );
   if (!r) return null;
   return accountFromRow(r);
-}
-
-export async function getSession(q: Sql, id: string): Promise<SessionRecord | null> {
-  const r = await q.one<{ id: string; nick: string; created_at: number; last_used_at: number }>(
-    'SELECT id, nick, created_at, last_used_at FROM sessions WHERE id = $1',
-    [id],
-  );
-  return r ? { id: r.id, nick: r.nick, createdAt: r.created_at, lastUsedAt: r.last_used_at } : null;
 }
 
 export async function changePassword(

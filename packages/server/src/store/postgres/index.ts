@@ -27,6 +27,7 @@ import * as accounts from './accounts.js';
 import * as devices from './devices.js';
 import * as rooms from './rooms.js';
 import * as messages from './messages.js';
+import { Lookups } from './lookups.js';
 
 export interface PostgresOptions {
   /** Puts every table in this schema (created when missing); tests use one per test. */
@@ -40,10 +41,12 @@ export interface PostgresOptions {
 export class PostgresStore implements Store {
   readonly kind = 'postgres' as const;
   private readonly q: Sql;
+  private readonly lookups: Lookups;
   private closed = false;
 
   private constructor(readonly pool: pg.Pool) {
     this.q = new Sql(pool);
+    this.lookups = new Lookups(this.q);
   }
 
   /** Connects, applies missing migrations (refusing a newer schema) and returns the store. */
@@ -102,7 +105,7 @@ export class PostgresStore implements Store {
   }
 
   async getSession(id: string): Promise<SessionRecord | null> {
-    return accounts.getSession(this.q, id);
+    return this.lookups.sessions.get(id);
   }
 
   async touchSession(id: string, now: number): Promise<void> {
@@ -130,7 +133,7 @@ export class PostgresStore implements Store {
   }
 
   async deviceOwner(id: string): Promise<string | null> {
-    return (await this.q.one<{ nick: string }>('SELECT nick FROM devices WHERE id = $1', [id]))?.nick ?? null;
+    return this.lookups.deviceOwners.get(id);
   }
 
   async deleteDevice(nick: string, id: string): Promise<boolean> {
@@ -199,7 +202,7 @@ export class PostgresStore implements Store {
   }
 
   async checkSend(from: string, to: Target, keyId: string) {
-    return messages.checkSend(this.q, from, to, keyId);
+    return this.lookups.sendChecks.get({ from, to, keyId });
   }
 
   async sendMessage(m: SendInput): Promise<SendResult> {

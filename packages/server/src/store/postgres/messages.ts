@@ -8,29 +8,11 @@
 import { LIMITS, type Envelope, type Target } from '@svc/protocol';
 import type { QueuedEntry, Refusal, SendInput, SendResult, SendTarget } from '../types.js';
 import type { Sql } from './db.js';
-import { isMember } from './rooms.js';
 import { LOCK } from './locks.js';
 
 /** Envelope JSON in the field order of interface.md: id, to, from, keyId, iv, ct, ts. */
 export function envelopeJson(e: Envelope): string {
   return JSON.stringify({ id: e.id, to: e.to, from: e.from, keyId: e.keyId, iv: e.iv, ct: e.ct, ts: e.ts });
-}
-
-/** Rights of message step 5, outside any transaction (the send checks them again, see sendMessage). */
-export async function checkSend(
-  q: Sql,
-  from: string,
-  to: Target,
-  keyId: string,
-): Promise<Refusal<'not_member' | 'unknown_key' | 'unknown_user' | 'self'> | null> {
-  if ('room' in to) {
-    if (!(await isMember(q, to.room, from))) return { error: 'not_member' };
-    if (!(await q.one('SELECT 1 FROM room_key_ids WHERE room_id = $1 AND key_id = $2', [to.room, keyId]))) return { error: 'unknown_key' };
-    return null;
-  }
-  if ((await q.one('SELECT 1 FROM accounts WHERE nick = $1 AND deleted_at IS NULL', [to.dm])) === undefined) return { error: 'unknown_user' };
-  if (to.dm === from) return { error: 'self' };
-  return null;
 }
 
 interface SendRow {
