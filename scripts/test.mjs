@@ -1,10 +1,13 @@
 // Runs every compiled test file (packages/*/dist/test/**/*.test.js) with Node's test runner.
 // The server's API and push suites run once per backend mode (TEST_MODE, see
 // packages/server/test/modes.ts): SQLite; PostgreSQL + Redis; two instances on PostgreSQL + Redis.
-// Arguments filter files by substring; TEST_MODES=sqlite,postgres limits the modes.
-import { readdirSync, statSync, existsSync } from 'node:fs';
-import { join } from 'node:path';
-import { spawnSync } from 'node:child_process';
+// Arguments filter files by substring; TEST_MODES=sqlite,postgres limits the modes; TEST_LANES=1
+// runs the suites one after another. At the end it prints the tests and assertions of each run.
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { spawn } from 'node:child_process';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { makeTestCa } from './test-ca.mjs';
 
 function find(dir, out) {
@@ -38,6 +41,7 @@ if (selected.length === 0) {
 const modal = (f) => /packages[\\/]server[\\/]dist[\\/]test[\\/](api|push)[\\/]/.test(f);
 
 const tlsDir = makeTestCa();
+const countDir = mkdtempSync(join(tmpdir(), 'svc-test-count-'));
 const baseEnv = { ...process.env, TEST_TLS_DIR: tlsDir, NODE_EXTRA_CA_CERTS: join(tlsDir, 'ca.pem') };
 // The browser suites spend most of their time waiting (for the other browser, for the message
 // budget of a minute), each on its own server and browser: they run several files at a time.
@@ -48,16 +52,63 @@ for (const mode of modes) {
   const batch = mode === modes[0] ? selected : selected.filter(modal);
   const rest = batch.filter((f) => !browser(f));
   const web = batch.filter(browser);
-  if (rest.length > 0) runs.push({ mode, batch: rest, flags: [] });
-  if (web.length > 0) runs.push({ mode, batch: web, flags: [`--test-concurrency=${webConcurrency}`] });
+  if (rest.length > 0) runs.push({ name: `TEST_MODE=${mode}`, mode, batch: rest, flags: [] });
+  if (web.length > 0) runs.push({ name: `TEST_MODE=${mode} browser`, mode, batch: web, flags: [`--test-concurrency=${webConcurrency}`] });
 }
-let failed = false;
-for (const { mode, batch, flags } of runs) {
-  console.log(`\n=== TEST_MODE=${mode}: ${batch.length} files ${flags.join(' ')} ===\n`);
-  const r = spawnSync(process.execPath, ['--enable-source-maps', '--test', ...flags, '--test-reporter=spec', ...batch], {
-    stdio: 'inherit',
-    env: { ...baseEnv, TEST_MODE: mode },
+
+// The runs are independent (each server gets its own SQLite file, or its own PostgreSQL schema and
+// Redis key prefix), so they share the machine: TEST_LANES runs at a time (default 2). A run's
+// output is printed whole when it ends, so the log reads as if they ran one after another.
+const lanes = Math.max(1, Number(process.env.TEST_LANES || 2));
+const started = Date.now();
+
+function runOne(run, index) {
+  const assertLog = join(countDir, `asserts-${index}.log`);
+  const env = {
+    ...baseEnv,
+    TEST_MODE: run.mode,
+    TEST_ASSERT_LOG: assertLog,
+    NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${pathToFileURL(join(dirname(fileURLToPath(import.meta.url)), 'count-asserts.mjs')).href}`.trim(),
+  };
+  const args = ['--enable-source-maps', '--test', ...run.flags, '--test-reporter=spec', ...run.batch];
+  return new Promise((resolve) => {
+    const t0 = Date.now();
+    console.log(`--- started ${run.name}: ${run.batch.length} files ${run.flags.join(' ')}`);
+    const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const out = [];
+    child.stdout.on('data', (b) => out.push(b));
+    child.stderr.on('data', (b) => out.push(b));
+    child.on('close', (code) => {
+      const text = Buffer.concat(out).toString('utf8');
+      const seconds = Math.round((Date.now() - t0) / 1000);
+      console.log(`\n=== ${run.name}: ${run.batch.length} files ${run.flags.join(' ')} (${seconds} s) ===\n`);
+      process.stdout.write(text);
+      const tests = Number(/^ℹ tests (\d+)/m.exec(text)?.[1] ?? 0);
+      const passed = Number(/^ℹ pass (\d+)/m.exec(text)?.[1] ?? 0);
+      const asserts = existsSync(assertLog)
+        ? readFileSync(assertLog, 'utf8').split('\n').filter(Boolean).reduce((n, line) => n + Number(line), 0)
+        : 0;
+      resolve({ run, ok: code === 0, tests, passed, asserts, seconds });
+    });
   });
-  if (r.status !== 0) failed = true;
 }
-process.exit(failed ? 1 : 0);
+
+const results = [];
+let next = 0;
+await Promise.all(
+  Array.from({ length: Math.min(lanes, runs.length) }, async () => {
+    while (next < runs.length) {
+      const i = next++;
+      results[i] = await runOne(runs[i], i);
+    }
+  }),
+);
+
+console.log('\n=== summary ===');
+for (const r of results) {
+  console.log(`${r.ok ? 'ok  ' : 'FAIL'} ${r.run.name}: ${r.passed}/${r.tests} tests passed, ${r.asserts} assertions, ${r.seconds} s`);
+}
+const total = (k) => results.reduce((n, r) => n + r[k], 0);
+console.log(`all: ${total('passed')}/${total('tests')} tests passed, ${total('asserts')} assertions, ${Math.round((Date.now() - started) / 1000)} s`);
+rmSync(countDir, { recursive: true, force: true });
+process.exit(results.every((r) => r.ok) ? 0 : 1);
