@@ -11,5 +11,10 @@ export interface EventPayloads {
   room_left: { id: string };
 }
 
+/** An event's data as the stream carries it: the payload of that event, as JSON. */
+export function eventData<E extends EventName>(_event: E, payload: EventPayloads[E]): string {
+  return JSON.stringify(payload);
+}
+
 /** The SSE comment sent as keep-alive. */
 export const PING_FRAME = ': ping\n\n';

@@ -7,3 +7,4 @@ export * from './validate.js';
 export * from './types.js';
 export * from './events.js';
 export * from './routes.js';
+export * from './requests.js';

@@ -1,50 +1,241 @@
 /**
- * The route table of the API: what the server registers and the SDK calls. A test checks that
- * the server's registered routes equal this list.
- *
- * auth: needs a session. write: counts against the shared write limit (routes marked W).
- * device: 'required' | 'optional' | 'none' for the X-Device header.
+ * The API's one route table: for every route, its method and path, what it needs (session, the
+ * X-Device header, query parameters), the limit it counts against, its request type with the check
+ * of its body, its response type, and the error codes it may answer besides those every route may
+ * (ROUTE_PIPELINE_ERRORS). The server registers its routes from this table and refuses to start
+ * when a route lacks a handler; the SDK's ApiClient has one method per route, named as here, and
+ * builds every path from it; a test checks that docs/API.md describes every route with each of its
+ * error codes.
  */
-export interface RouteSpec {
-  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
-  path: string;
-  auth: boolean;
-  write: boolean;
-  device: 'required' | 'optional' | 'none';
+import type { ErrorCode } from './errors.js';
+import {
+  checkAck,
+  checkAddContact,
+  checkAddDevice,
+  checkCreateRoom,
+  checkDeleteMe,
+  checkLogin,
+  checkMembers,
+  checkPassword,
+  checkRegister,
+  checkSendMessage,
+  checkSetPush,
+  type AckRequest,
+  type AddContactRequest,
+  type AddDeviceRequest,
+  type DeleteMeRequest,
+  type SetPushRequest,
+} from './requests.js';
+import type {
+  ConfigResponse,
+  Contact,
+  CreateRoomRequest,
+  Device,
+  Kdf,
+  LoginRequest,
+  LoginResponse,
+  MeResponse,
+  MembersRequest,
+  PasswordRequest,
+  RegisterRequest,
+  Room,
+  SendMessageRequest,
+  SendMessageResponse,
+  UserResponse,
+} from './types.js';
+
+export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
+
+/**
+ * The rate limit a route counts against. `write` is the shared write limit of the routes marked W,
+ * checked right after the session; the others are the route's own and are checked by the route at
+ * its place in the order of checks (register and login before the body, messages at step 6).
+ */
+export type LimitClass = 'write' | 'register' | 'login' | 'messages';
+
+export interface RegisterResponse {
+  nick: string;
 }
 
-const r = (
-  method: RouteSpec['method'],
-  path: string,
-  auth: boolean,
-  write: boolean,
-  device: RouteSpec['device'] = 'none',
-): RouteSpec => ({ method, path, auth, write, device });
+export interface AddDeviceResponse {
+  id: string;
+  createdAt: number;
+}
 
-export const ROUTES: readonly RouteSpec[] = [
-  r('GET', '/api/config', false, false),
-  r('GET', '/api/kdf', false, false),
-  r('POST', '/api/register', false, false),
-  r('POST', '/api/login', false, false),
-  r('GET', '/api/me', true, false),
-  r('DELETE', '/api/me', true, true),
-  r('POST', '/api/logout', true, true),
-  r('POST', '/api/password', true, true),
-  r('GET', '/api/users/:nick', true, false),
-  r('POST', '/api/devices', true, true),
-  r('GET', '/api/devices', true, false),
-  r('DELETE', '/api/devices/:id', true, true),
-  r('PUT', '/api/devices/:id/push', true, true, 'required'),
-  r('DELETE', '/api/devices/:id/push', true, true, 'required'),
-  r('GET', '/api/contacts', true, false),
-  r('POST', '/api/contacts', true, true),
-  r('DELETE', '/api/contacts/:nick', true, true),
-  r('GET', '/api/rooms', true, false),
-  r('POST', '/api/rooms', true, true, 'optional'),
-  r('POST', '/api/rooms/:id/members', true, true),
-  r('POST', '/api/rooms/:id/leave', true, true, 'optional'),
-  r('DELETE', '/api/rooms/:id', true, true),
-  r('POST', '/api/messages', true, false, 'required'),
-  r('POST', '/api/ack', true, true, 'required'),
-  r('GET', '/api/events', true, false),
-];
+export interface RouteSpec<Req = unknown, Res = unknown> {
+  method: Method;
+  /** Fastify's spelling: `:name` for a path parameter. */
+  path: string;
+  /** Needs a session (every route but the public ones). */
+  auth: boolean;
+  /** Counts against the shared write limit (the routes marked W). */
+  write: boolean;
+  limit: LimitClass | null;
+  /** The X-Device header: refused when missing (`required`), checked when present (`optional`), or not read. */
+  device: 'required' | 'optional' | 'none';
+  /** Query parameters the route reads. */
+  query: readonly string[];
+  /** The statuses of success. */
+  success: readonly (200 | 201 | 202 | 204)[];
+  /** Error codes of this route, besides ROUTE_PIPELINE_ERRORS and those of its session, limit and body. */
+  errors: readonly ErrorCode[];
+  /** The check of the parsed JSON body (routes with a body only). */
+  body: ((b: Record<string, unknown>) => Req) | null;
+  /** Carries the response type for the SDK's typing; never set. */
+  readonly response?: Res;
+}
+
+/** Answered by any route: the origin check, a body over the size limit, an unexpected failure. */
+export const ROUTE_PIPELINE_ERRORS: readonly ErrorCode[] = ['bad_origin', 'too_large', 'internal'];
+
+type Spec<Req, Res> = Omit<RouteSpec<Req, Res>, 'write' | 'query' | 'body' | 'limit' | 'device'> &
+  Partial<Pick<RouteSpec<Req, Res>, 'query' | 'body' | 'limit' | 'device'>>;
+
+function route<Req = void, Res = void>(s: Spec<Req, Res>): RouteSpec<Req, Res> {
+  const limit = s.limit ?? null;
+  return { ...s, limit, write: limit === 'write', device: s.device ?? 'none', query: s.query ?? [], body: s.body ?? null };
+}
+
+const session = { auth: true } as const;
+const publicRoute = { auth: false } as const;
+const W = { auth: true, limit: 'write' } as const;
+
+export const API = {
+  config: route<void, ConfigResponse>({ method: 'GET', path: '/api/config', ...publicRoute, success: [200], errors: [] }),
+  kdf: route<void, Kdf>({ method: 'GET', path: '/api/kdf', ...publicRoute, query: ['nick'], success: [200], errors: ['invalid'] }),
+  register: route<RegisterRequest, RegisterResponse>({
+    method: 'POST',
+    path: '/api/register',
+    ...publicRoute,
+    limit: 'register',
+    body: checkRegister,
+    success: [201],
+    errors: ['invalid_nick', 'invalid', 'invite_required', 'invalid_invite', 'nick_taken'],
+  }),
+  login: route<LoginRequest, LoginResponse>({
+    method: 'POST',
+    path: '/api/login',
+    ...publicRoute,
+    limit: 'login',
+    body: checkLogin,
+    success: [200],
+    errors: ['invalid', 'invalid_credentials'],
+  }),
+  me: route<void, MeResponse>({ method: 'GET', path: '/api/me', ...session, success: [200], errors: [] }),
+  deleteMe: route<DeleteMeRequest>({
+    method: 'DELETE',
+    path: '/api/me',
+    ...W,
+    body: checkDeleteMe,
+    success: [204],
+    errors: ['invalid', 'invalid_credentials'],
+  }),
+  logout: route({ method: 'POST', path: '/api/logout', ...W, success: [204], errors: [] }),
+  changePassword: route<PasswordRequest>({
+    method: 'POST',
+    path: '/api/password',
+    ...W,
+    body: checkPassword,
+    success: [204],
+    errors: ['invalid', 'invalid_credentials'],
+  }),
+  user: route<void, UserResponse>({ method: 'GET', path: '/api/users/:nick', ...session, success: [200], errors: ['invalid', 'unknown_user'] }),
+  addDevice: route<AddDeviceRequest, AddDeviceResponse>({
+    method: 'POST',
+    path: '/api/devices',
+    ...W,
+    body: checkAddDevice,
+    success: [201, 200],
+    errors: ['invalid', 'device_conflict', 'limit_reached'],
+  }),
+  devices: route<void, Device[]>({ method: 'GET', path: '/api/devices', ...session, success: [200], errors: [] }),
+  deleteDevice: route({ method: 'DELETE', path: '/api/devices/:id', ...W, success: [204], errors: ['unknown_device'] }),
+  setPush: route<SetPushRequest>({
+    method: 'PUT',
+    path: '/api/devices/:id/push',
+    ...W,
+    device: 'required',
+    body: checkSetPush,
+    success: [204],
+    errors: ['invalid', 'unknown_device'],
+  }),
+  deletePush: route({ method: 'DELETE', path: '/api/devices/:id/push', ...W, device: 'required', success: [204], errors: ['unknown_device'] }),
+  contacts: route<void, Contact[]>({ method: 'GET', path: '/api/contacts', ...session, success: [200], errors: [] }),
+  addContact: route<AddContactRequest, UserResponse>({
+    method: 'POST',
+    path: '/api/contacts',
+    ...W,
+    body: checkAddContact,
+    success: [201, 200],
+    errors: ['invalid', 'unknown_user', 'self', 'limit_reached'],
+  }),
+  deleteContact: route({ method: 'DELETE', path: '/api/contacts/:nick', ...W, success: [204], errors: ['invalid'] }),
+  rooms: route<void, Room[]>({ method: 'GET', path: '/api/rooms', ...session, success: [200], errors: [] }),
+  createRoom: route<CreateRoomRequest, Room>({
+    method: 'POST',
+    path: '/api/rooms',
+    ...W,
+    device: 'optional',
+    body: checkCreateRoom,
+    success: [201],
+    errors: ['invalid', 'keys_mismatch', 'unknown_device', 'room_conflict', 'limit_reached'],
+  }),
+  changeMembers: route<MembersRequest, Room>({
+    method: 'POST',
+    path: '/api/rooms/:id/members',
+    ...W,
+    body: checkMembers,
+    success: [200],
+    errors: ['invalid', 'not_owner', 'unknown_user', 'owner', 'key_exists', 'keys_mismatch', 'limit_reached'],
+  }),
+  leaveRoom: route({ method: 'POST', path: '/api/rooms/:id/leave', ...W, device: 'optional', success: [204], errors: ['unknown_device'] }),
+  deleteRoom: route({ method: 'DELETE', path: '/api/rooms/:id', ...W, success: [204], errors: ['not_owner'] }),
+  sendMessage: route<SendMessageRequest, SendMessageResponse>({
+    method: 'POST',
+    path: '/api/messages',
+    ...session,
+    limit: 'messages',
+    device: 'required',
+    body: checkSendMessage,
+    success: [202],
+    errors: ['invalid', 'clock_skew', 'unknown_device', 'not_member', 'unknown_key', 'unknown_user', 'self', 'id_conflict'],
+  }),
+  ack: route<AckRequest>({
+    method: 'POST',
+    path: '/api/ack',
+    ...W,
+    device: 'required',
+    body: checkAck,
+    success: [204],
+    errors: ['invalid', 'unknown_device'],
+  }),
+  openEvents: route({ method: 'GET', path: '/api/events', ...session, query: ['device'], success: [200], errors: ['invalid', 'unknown_device'] }),
+} as const;
+
+export type RouteName = keyof typeof API;
+export type RequestOf<N extends RouteName> = (typeof API)[N] extends RouteSpec<infer Req, unknown> ? Req : never;
+export type ResponseOf<N extends RouteName> = (typeof API)[N] extends RouteSpec<unknown, infer Res> ? Res : never;
+
+export type NamedRoute = RouteSpec & { name: RouteName };
+
+/** Every route with its name, in the table's order. */
+export const ROUTES: readonly NamedRoute[] = (Object.keys(API) as RouteName[]).map((name) => ({ name, ...(API[name] as RouteSpec) }));
+
+/** Every error code a route may answer: the pipeline's, its session's, its limit's, its body's and its own. */
+export function routeErrors(spec: RouteSpec): ErrorCode[] {
+  const all = new Set<ErrorCode>(ROUTE_PIPELINE_ERRORS);
+  if (spec.auth) all.add('unauthenticated');
+  if (spec.limit !== null) all.add('rate_limited');
+  if (spec.body !== null) all.add('bad_json');
+  for (const e of spec.errors) all.add(e);
+  return [...all];
+}
+
+/** The path with its parameters filled in (each encoded as one path segment). */
+export function routePath(spec: Pick<RouteSpec, 'path'>, params: Record<string, string> = {}): string {
+  return spec.path.replace(/:([a-zA-Z]+)/g, (_, name: string) => {
+    const v = params[name];
+    if (v === undefined) throw new Error(`missing path parameter ${name} of ${spec.path}`);
+    return encodeURIComponent(v);
+  });
+}

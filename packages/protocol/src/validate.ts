@@ -124,3 +124,14 @@ export function isPushEndpointShape(v: unknown): v is string {
   }
   return u.protocol === 'https:' && u.hostname.length > 0 && u.username === '' && u.password === '';
 }
+
+/**
+ * Free-form strings that are stored or looked up as given (invite codes, push endpoints). No such
+ * value ever legitimately holds a control character or a lone surrogate, and PostgreSQL cannot
+ * hold U+0000 in TEXT at all (it fails the statement, which would be a 500), while a lone
+ * surrogate would be stored changed (as U+FFFD). Such input is refused as a shape error instead,
+ * the same on both stores.
+ */
+export function isStorableText(s: string): boolean {
+  return !CONTROL_RE.test(s) && !LONE_SURROGATE_RE.test(s);
+}

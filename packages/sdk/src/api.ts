@@ -1,12 +1,18 @@
 /**
- * ApiClient: one typed method for every route of the protocol's ROUTES table (API_METHODS below
- * names which, and a test checks the two agree). It adds the Origin header when asked (Node), the
+ * ApiClient: one typed method for every route of the protocol's route table (API), named as the
+ * route, with paths, query parameters and the X-Device header taken from the table. It adds the Origin header when asked (Node), the
  * X-Device header where the route wants one, corrects its clock from every response's Date
  * header, and turns every refusal into an SdkError that says what to do next.
  */
 import {
+  API,
   isErrorCode,
   makeUlid,
+  routePath,
+  type RouteName,
+  type RouteSpec,
+  type AddDeviceResponse,
+  type RegisterResponse,
   type ConfigResponse,
   type Contact,
   type CreateRoomRequest,
@@ -49,38 +55,23 @@ export interface RequestOptions {
   signal?: AbortSignal;
 }
 
-/** Route ("METHOD /path/:param" as in ROUTES) → the ApiClient method that calls it. */
-export const API_METHODS = {
-  'GET /api/config': 'config',
-  'GET /api/kdf': 'kdf',
-  'POST /api/register': 'register',
-  'POST /api/login': 'login',
-  'GET /api/me': 'me',
-  'DELETE /api/me': 'deleteMe',
-  'POST /api/logout': 'logout',
-  'POST /api/password': 'changePassword',
-  'GET /api/users/:nick': 'user',
-  'POST /api/devices': 'addDevice',
-  'GET /api/devices': 'devices',
-  'DELETE /api/devices/:id': 'deleteDevice',
-  'PUT /api/devices/:id/push': 'setPush',
-  'DELETE /api/devices/:id/push': 'deletePush',
-  'GET /api/contacts': 'contacts',
-  'POST /api/contacts': 'addContact',
-  'DELETE /api/contacts/:nick': 'deleteContact',
-  'GET /api/rooms': 'rooms',
-  'POST /api/rooms': 'createRoom',
-  'POST /api/rooms/:id/members': 'changeMembers',
-  'POST /api/rooms/:id/leave': 'leaveRoom',
-  'DELETE /api/rooms/:id': 'deleteRoom',
-  'POST /api/messages': 'sendMessage',
-  'POST /api/ack': 'ack',
-  'GET /api/events': 'openEvents',
-} as const satisfies Record<string, keyof ApiClient>;
+/**
+ * One method per route of the protocol's table, named as the route: the compiler proves that every
+ * route has its method here (ApiClient implements this).
+ */
+export type ApiMethods = { [N in RouteName]: (...args: never[]) => Promise<unknown> };
 
-const enc = encodeURIComponent;
+/** What a call of one route sends: path parameters, query parameters, body, and the device header. */
+interface Call {
+  params?: Record<string, string>;
+  query?: Record<string, string>;
+  body?: unknown;
+  /** X-Device for this call; otherwise the route's table entry decides (required: this client's, optional: when set). */
+  device?: string;
+  signal?: AbortSignal;
+}
 
-export class ApiClient {
+export class ApiClient implements ApiMethods {
   readonly baseUrl: string;
   readonly clock: ServerClock;
   private readonly fetchFn: FetchLike;
@@ -141,18 +132,32 @@ export class ApiClient {
     throw await errorFrom(res);
   }
 
-  private async json<T>(method: string, path: string, o: RequestOptions = {}): Promise<T> {
-    const res = await this.raw(method, path, o);
+  /** Sends one route's request (path, query and X-Device from the route table); throws SdkError on a refusal. */
+  private send(spec: RouteSpec, c: Call = {}): Promise<Response> {
+    let path = routePath(spec, c.params);
+    if (c.query) path += '?' + new URLSearchParams(c.query).toString();
+    const o: RequestOptions = {};
+    if (c.body !== undefined) o.body = c.body;
+    const device = c.device ?? (spec.device === 'required' ? this.needDevice() : spec.device === 'optional' ? this.deviceId : undefined);
+    if (device !== undefined) o.device = device;
+    if (c.signal) o.signal = c.signal;
+    return this.raw(spec.method, path, o);
+  }
+
+  /** A route answering JSON: its body, typed by the route table. */
+  private async json<Res>(spec: RouteSpec<unknown, Res>, c: Call = {}): Promise<Res> {
+    const res = await this.send(spec, c);
     const text = await res.text();
     try {
-      return JSON.parse(text) as T;
+      return JSON.parse(text) as Res;
     } catch (cause) {
       throw new SdkError('bad_response', { status: res.status, cause });
     }
   }
 
-  private async none(method: string, path: string, o: RequestOptions = {}): Promise<void> {
-    const res = await this.raw(method, path, o);
+  /** A route answering 204. */
+  private async none(spec: RouteSpec, c: Call = {}): Promise<void> {
+    const res = await this.send(spec, c);
     await res.body?.cancel().catch(() => undefined);
   }
 
@@ -162,43 +167,39 @@ export class ApiClient {
     return d;
   }
 
-  private optionalDevice(): { device?: string } {
-    return this.deviceId !== undefined ? { device: this.deviceId } : {};
-  }
-
   // ---- account and session ----
 
   config(): Promise<ConfigResponse> {
-    return this.json('GET', '/api/config');
+    return this.json(API.config);
   }
 
   /** The KDF parameters the service publishes for a nick (a decoy for unknown nicks). Check them with checkKdf before use. */
   kdf(nick: string): Promise<Kdf> {
-    return this.json('GET', `/api/kdf?nick=${enc(nick)}`);
+    return this.json(API.kdf, { query: { nick } });
   }
 
   /** Registers and logs in (the response sets the session cookie). */
-  register(body: RegisterRequest): Promise<{ nick: string }> {
-    return this.json('POST', '/api/register', { body });
+  register(body: RegisterRequest): Promise<RegisterResponse> {
+    return this.json(API.register, { body });
   }
 
   login(body: LoginRequest): Promise<LoginResponse> {
-    return this.json('POST', '/api/login', { body });
+    return this.json(API.login, { body });
   }
 
   me(): Promise<MeResponse> {
-    return this.json('GET', '/api/me');
+    return this.json(API.me);
   }
 
   /** Deletes the account for good (the nick is retired). */
   deleteMe(authKey: string): Promise<void> {
-    return this.none('DELETE', '/api/me', { body: { authKey } });
+    return this.none(API.deleteMe, { body: { authKey } });
   }
 
   /** Ends the session. A 401 means there was none to end, which is what the caller wanted. */
   async logout(): Promise<void> {
     try {
-      await this.none('POST', '/api/logout');
+      await this.none(API.logout);
     } catch (e) {
       if (!(e instanceof SdkError && e.code === 'unauthenticated')) throw e;
     }
@@ -206,94 +207,91 @@ export class ApiClient {
 
   /** Replaces the login material; every other session of the account ends. */
   changePassword(body: PasswordRequest): Promise<void> {
-    return this.none('POST', '/api/password', { body });
+    return this.none(API.changePassword, { body });
   }
 
   user(nick: string): Promise<UserResponse> {
-    return this.json('GET', `/api/users/${enc(nick)}`);
+    return this.json(API.user, { params: { nick } });
   }
 
   // ---- devices ----
 
   /** Registers a device id for this account; `created` is false when it already was one. */
-  async addDevice(id: string): Promise<{ id: string; createdAt: number; created: boolean }> {
-    const res = await this.raw('POST', '/api/devices', { body: { id } });
+  async addDevice(id: string): Promise<AddDeviceResponse & { created: boolean }> {
+    const res = await this.send(API.addDevice, { body: { id } });
     const created = res.status === 201;
-    const body = (await res.json()) as { id: string; createdAt: number };
+    const body = (await res.json()) as AddDeviceResponse;
     return { ...body, created };
   }
 
   devices(): Promise<Device[]> {
-    return this.json('GET', '/api/devices');
+    return this.json(API.devices);
   }
 
   deleteDevice(id: string): Promise<void> {
-    return this.none('DELETE', `/api/devices/${enc(id)}`);
+    return this.none(API.deleteDevice, { params: { id } });
   }
 
   /** Stores a Web Push subscription for a device (this device by default; X-Device is this client's). */
   async setPush(subscription: PushSubscriptionInput, deviceId?: string): Promise<void> {
-    const d = this.needDevice();
-    return this.none('PUT', `/api/devices/${enc(deviceId ?? d)}/push`, { body: { subscription }, device: d });
+    return this.none(API.setPush, { params: { id: deviceId ?? this.needDevice() }, body: { subscription } });
   }
 
   async deletePush(deviceId?: string): Promise<void> {
-    const d = this.needDevice();
-    return this.none('DELETE', `/api/devices/${enc(deviceId ?? d)}/push`, { device: d });
+    return this.none(API.deletePush, { params: { id: deviceId ?? this.needDevice() } });
   }
 
   // ---- contacts ----
 
   contacts(): Promise<Contact[]> {
-    return this.json('GET', '/api/contacts');
+    return this.json(API.contacts);
   }
 
   addContact(nick: string): Promise<UserResponse> {
-    return this.json('POST', '/api/contacts', { body: { nick } });
+    return this.json(API.addContact, { body: { nick } });
   }
 
   deleteContact(nick: string): Promise<void> {
-    return this.none('DELETE', `/api/contacts/${enc(nick)}`);
+    return this.none(API.deleteContact, { params: { nick } });
   }
 
   // ---- rooms ----
 
   rooms(): Promise<Room[]> {
-    return this.json('GET', '/api/rooms');
+    return this.json(API.rooms);
   }
 
   /** X-Device is sent when the client has a device, so this device gets the response and not also an event. */
   createRoom(body: CreateRoomRequest): Promise<Room> {
-    return this.json('POST', '/api/rooms', { body, ...this.optionalDevice() });
+    return this.json(API.createRoom, { body });
   }
 
   changeMembers(roomId: string, body: MembersRequest): Promise<Room> {
-    return this.json('POST', `/api/rooms/${enc(roomId)}/members`, { body });
+    return this.json(API.changeMembers, { params: { id: roomId }, body });
   }
 
   leaveRoom(roomId: string): Promise<void> {
-    return this.none('POST', `/api/rooms/${enc(roomId)}/leave`, this.optionalDevice());
+    return this.none(API.leaveRoom, { params: { id: roomId } });
   }
 
   deleteRoom(roomId: string): Promise<void> {
-    return this.none('DELETE', `/api/rooms/${enc(roomId)}`);
+    return this.none(API.deleteRoom, { params: { id: roomId } });
   }
 
   // ---- messages and events ----
 
   async sendMessage(body: SendMessageRequest): Promise<SendMessageResponse> {
-    return this.json('POST', '/api/messages', { body, device: this.needDevice() });
+    return this.json(API.sendMessage, { body });
   }
 
   /** Acknowledges up to 500 envelope ids in one request. */
   async ack(ids: string[]): Promise<void> {
-    return this.none('POST', '/api/ack', { body: { ids }, device: this.needDevice() });
+    return this.none(API.ack, { body: { ids } });
   }
 
   /** Opens the raw event stream (a streaming Response); EventStream parses and drives it. */
   async openEvents(deviceId?: string, signal?: AbortSignal): Promise<Response> {
-    const d = deviceId ?? this.needDevice();
-    return this.raw('GET', `/api/events?device=${enc(d)}`, signal ? { signal } : {});
+    return this.send(API.openEvents, { query: { device: deviceId ?? this.needDevice() }, ...(signal ? { signal } : {}) });
   }
 }
 

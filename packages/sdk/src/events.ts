@@ -8,7 +8,7 @@
  * acknowledged and the service replays the envelope on the next connection. Acks go out in batches
  * of at most 500 ids: when the replay ends (`ready`), after `ackDelayMs` of quiet, or at 500.
  */
-import { LIMITS, type Envelope, type Room } from '@svc/protocol';
+import { LIMITS, type Envelope, type EventPayloads, type Room } from '@svc/protocol';
 import type { ApiClient } from './api.js';
 import { SdkError } from './errors.js';
 import { SseParser, type SseMessage } from './sse.js';
@@ -232,7 +232,7 @@ export class EventStream {
     }
     switch (m.event) {
       case 'msg': {
-        const env = data as Envelope;
+        const env = data as EventPayloads['msg'];
         if (typeof env?.id !== 'string') return;
         // Stored before (replayed because the ack was still in flight): only acknowledge again.
         if (!this.pendingAcks.has(env.id) && !this.inFlightAcks.has(env.id)) await this.o.onMsg(env);
@@ -248,10 +248,10 @@ export class EventStream {
         await this.o.onReady?.();
         return;
       case 'room':
-        await this.o.onRoom?.(data as Room);
+        await this.o.onRoom?.(data as EventPayloads['room']);
         return;
       case 'room_left':
-        await this.o.onRoomLeft?.(data as { id: string });
+        await this.o.onRoomLeft?.(data as EventPayloads['room_left']);
         return;
       default:
         return;

@@ -10,7 +10,7 @@
  *              rooms and their keys
  */
 export { SdkError, isSdkError, type SdkErrorCode, type ClientErrorCode, type NextStep } from './errors.js';
-export { ApiClient, API_METHODS, errorFrom, type ApiOptions, type RequestOptions } from './api.js';
+export { ApiClient, errorFrom, type ApiMethods, type ApiOptions, type RequestOptions } from './api.js';
 export { cookieFetch, type CookieFetch, type FetchLike } from './cookies.js';
 export { ServerClock } from './clock.js';
 export { randomBytes, utf8, fromUtf8 } from './bytes.js';

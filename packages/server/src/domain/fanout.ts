@@ -2,7 +2,7 @@
  * Turning room changes into events: who gets `room` (with only their own new key) and who gets
  * `room_left`. The device that made the request (X-Device) never gets an event for it.
  */
-import type { Room } from '@svc/protocol';
+import { eventData, type Room } from '@svc/protocol';
 import type { Delivery } from '../bus/types.js';
 import type { LeaveResult, RoomFanout } from '../store/types.js';
 import type { Deps } from './deps.js';
@@ -12,11 +12,11 @@ function except(devices: string[], skip: string | undefined): string[] {
 }
 
 export function roomDelivery(room: Room, key: Room['keys'][number] | null, devices: string[]): Delivery {
-  return { devices, event: 'room', data: JSON.stringify({ ...room, keys: key ? [key] : [] }) };
+  return { devices, event: 'room', data: eventData('room', { ...room, keys: key ? [key] : [] }) };
 }
 
 export function roomLeftDelivery(roomId: string, devices: string[]): Delivery {
-  return { devices, event: 'room_left', data: JSON.stringify({ id: roomId }) };
+  return { devices, event: 'room_left', data: eventData('room_left', { id: roomId }) };
 }
 
 export function fanoutDeliveries(f: RoomFanout, skip: string | undefined): Delivery[] {

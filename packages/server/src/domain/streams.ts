@@ -3,11 +3,12 @@
  * replay the queue as `msg` events, then `ready`. Live events that arrive during the replay
  * are held and sent after it, skipping those the replay already carried.
  */
+import { eventData } from '@svc/protocol';
 import { StreamConn, sseFrame, type StreamSink } from '../bus/streams.js';
 import type { Caller, Deps } from './deps.js';
 
 const REPLAY_PAGE = 1000;
-const READY_FRAME = sseFrame('ready', '{}');
+const READY_FRAME = sseFrame('ready', eventData('ready', {}));
 
 export async function openStream(deps: Deps, caller: Caller, deviceId: string, sink: StreamSink): Promise<StreamConn> {
   const conn = new StreamConn(deviceId, caller.nick, caller.sessionId, sink);

@@ -1,10 +1,10 @@
 /** What every route handler receives, and the shape of the route table. */
-import { ApiError } from '@svc/protocol';
+import { ApiError, type RequestOf, type ResponseOf, type RouteName } from '@svc/protocol';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Caller, Deps } from '../domain/deps.js';
 import type { RouteResult } from '../http/reply.js';
 
-export interface RouteContext {
+export interface RouteContext<N extends RouteName = RouteName> {
   deps: Deps;
   req: FastifyRequest;
   reply: FastifyReply;
@@ -12,13 +12,15 @@ export interface RouteContext {
   caller: Caller | null;
   /** Client address for limits (X-Real-IP only behind a loopback proxy). */
   ip: string;
+  /** Parses the body as a JSON object and checks it with the route table's check of this route. */
+  body(): RequestOf<N>;
 }
 
 /** A handler returns its result, or undefined when it answered on its own (the event stream). */
-export type RouteHandler = (ctx: RouteContext) => Promise<RouteResult | undefined>;
+export type RouteHandler<N extends RouteName = RouteName> = (ctx: RouteContext<N>) => Promise<RouteResult<ResponseOf<N>> | undefined>;
 
-/** Handlers keyed by "METHOD /path" exactly as the protocol's ROUTES list spells them. */
-export type RouteHandlers = Record<string, RouteHandler>;
+/** Handlers keyed by the names of the protocol's route table (API). */
+export type RouteHandlers = { [N in RouteName]: RouteHandler<N> };
 
 export function callerOf(ctx: RouteContext): Caller {
   if (!ctx.caller) throw new ApiError('unauthenticated');

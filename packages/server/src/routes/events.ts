@@ -48,8 +48,8 @@ function refuseStream(res: ServerResponse): void {
   res.end(JSON.stringify(new ApiError('internal').toBody()));
 }
 
-export const eventRoutes: RouteHandlers = {
-  'GET /api/events': async (ctx) => {
+export const eventRoutes: Pick<RouteHandlers, 'openEvents'> = {
+  openEvents: async (ctx) => {
     const caller = callerOf(ctx);
     const device = query(ctx, 'device');
     if (!isDeviceId(device)) throw invalid('device');

@@ -1,11 +1,13 @@
 /**
- * The route table: every route of the protocol's ROUTES list bound to its handler, with the
- * session check and the shared write limit attached as the list says. A route missing a
- * handler, or a handler without a route, stops the start.
+ * Route registration: every route of the protocol's table (API) bound to its handler, with the
+ * session check and the shared write limit attached as the table says, and the route's body check
+ * offered to its handler. The handler map is typed by the table, so a route without a handler does
+ * not compile; the start-time checks below also catch a table and a map that drift at run time.
  */
-import { ApiError, ROUTES, type RouteSpec } from '@svc/protocol';
+import { ApiError, API, ROUTES, type RouteName } from '@svc/protocol';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Deps } from '../domain/deps.js';
+import { parseJsonObject } from '../http/body.js';
 import { clientIp } from '../http/client-ip.js';
 import { authenticate } from '../http/session.js';
 import { accountRoutes } from './account.js';
@@ -14,7 +16,7 @@ import { deviceRoutes } from './devices.js';
 import { eventRoutes } from './events.js';
 import { messageRoutes } from './messages.js';
 import { roomRoutes } from './rooms.js';
-import type { RouteHandlers } from './context.js';
+import type { RouteContext, RouteHandler, RouteHandlers } from './context.js';
 import type { Caller } from '../domain/deps.js';
 
 const HANDLERS: RouteHandlers = { ...accountRoutes, ...deviceRoutes, ...contactRoutes, ...roomRoutes, ...messageRoutes, ...eventRoutes };
@@ -25,16 +27,14 @@ declare module 'fastify' {
   }
 }
 
-export const routeKey = (r: Pick<RouteSpec, 'method' | 'path'>): string => `${r.method} ${r.path}`;
-
 export function registerRoutes(app: FastifyInstance, deps: Deps): void {
-  const keys = new Set(ROUTES.map(routeKey));
-  for (const k of Object.keys(HANDLERS)) if (!keys.has(k)) throw new Error(`handler without a route in the protocol: ${k}`);
+  for (const k of Object.keys(HANDLERS)) if (!(k in API)) throw new Error(`handler without a route in the protocol: ${k}`);
   app.decorateRequest('caller', null);
 
   for (const spec of ROUTES) {
-    const handler = HANDLERS[routeKey(spec)];
-    if (!handler) throw new Error(`route without a handler: ${routeKey(spec)}`);
+    const handler = HANDLERS[spec.name] as RouteHandler<RouteName> | undefined;
+    if (!handler) throw new Error(`route without a handler: ${spec.name} (${spec.method} ${spec.path})`);
+    const check = spec.body;
     // A GET (and the HEAD made from it) answers without waiting for the disk: the only GET that
     // writes is the event stream's, which records the connection time and answers by streaming.
     const writes = spec.method !== 'GET';
@@ -57,7 +57,7 @@ export function registerRoutes(app: FastifyInstance, deps: Deps): void {
       handler: async (req: FastifyRequest, reply: FastifyReply) => {
         const mark = writes ? deps.store.lossMark() : 0;
         // The client address is parsed only by the few routes that limit by it.
-        const result = await handler({
+        const ctx: RouteContext<RouteName> = {
           deps,
           req,
           reply,
@@ -65,7 +65,12 @@ export function registerRoutes(app: FastifyInstance, deps: Deps): void {
           get ip() {
             return clientIp(req.socket.remoteAddress, req.headers['x-real-ip']);
           },
-        });
+          body: () => {
+            if (check === null) throw new Error(`${spec.name} takes no body`);
+            return check(parseJsonObject(req)) as never;
+          },
+        };
+        const result = await handler(ctx);
         if (result === undefined) return reply;
         // What this request wrote may be settled but not yet on disk (its events may already be
         // out): the answer waits until it is durable, and becomes a 500 if it was lost.

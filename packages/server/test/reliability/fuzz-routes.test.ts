@@ -11,7 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
-import { ERROR_STATUS, ROUTES, type RouteSpec } from '@svc/protocol';
+import { ERROR_STATUS, ROUTES, type NamedRoute, type RouteSpec } from '@svc/protocol';
 import { SECURITY_HEADERS } from '../../src/http/headers.js';
 import { ORIGIN, b64, ct, id16, iv, kdf, nick, publicKey, ulid, userWithDevices, wk, startServer, type Client, type TestServer } from '../harness.js';
 import type { TestMode } from '../modes.js';
@@ -297,7 +297,7 @@ interface Built {
   path: string;
   headers: Record<string, string>;
   body: string | undefined;
-  spec: RouteSpec;
+  spec: NamedRoute;
 }
 
 /** Routes are taken in turn (the plan's pick only offsets the turn), so every route gets its share of runs. */
