@@ -12,6 +12,7 @@ import type { Envelope, Kdf, Room } from '@svc/protocol';
 import type { ApiClient } from './api.js';
 import type { PlainInput } from './conversation/plaintext.js';
 import { deriveHistoryKey } from './crypto/atrest.js';
+import { deriveIndexKey } from './crypto/atrest-index.js';
 import { deriveOwnKey, INFO_EXPORT, INFO_TRANSFER } from './crypto/ownkeys.js';
 import { identityMatches, type Identity } from './crypto/identity.js';
 import { checkKdf, KDF_DEFAULTS, type Argon2Fn, type OnProgress } from './crypto/kdf.js';
@@ -52,6 +53,7 @@ interface Me {
   identity: Identity;
   kdf: Kdf;
   historyKey: CryptoKey;
+  indexKey: CryptoKey;
   transferKey: CryptoKey;
   exportKey: CryptoKey;
 }
@@ -90,6 +92,11 @@ export class Messenger {
   /** Key for history at rest (sealAtRest/openAtRest); the same on all devices and across password changes. */
   get historyKey(): CryptoKey {
     return this.need().historyKey;
+  }
+
+  /** HMAC key for the tags that find records at rest without naming them (atRestTag); derived from the history key. */
+  get indexKey(): CryptoKey {
+    return this.need().indexKey;
   }
 
   /** Key that seals history moved between the account's own devices (conversation/transfer.ts). */
@@ -188,8 +195,8 @@ export class Messenger {
 
   private async start(nick: string, identity: Identity, kdf: Kdf, onProgress?: OnProgress): Promise<void> {
     this.reset();
-    const [historyKey, transferKey, exportKey] = await Promise.all([deriveHistoryKey(identity), deriveOwnKey(identity, INFO_TRANSFER), deriveOwnKey(identity, INFO_EXPORT)]);
-    const me: Me = { nick, identity, kdf, historyKey, transferKey, exportKey };
+    const [historyKey, indexKey, transferKey, exportKey] = await Promise.all([deriveHistoryKey(identity), deriveIndexKey(identity), deriveOwnKey(identity, INFO_TRANSFER), deriveOwnKey(identity, INFO_EXPORT)]);
+    const me: Me = { nick, identity, kdf, historyKey, indexKey, transferKey, exportKey };
     const peers = new Peers(this.api, this.keyCheck, me);
     const rooms = new RoomBook({ api: this.api, peers, me: { nick, publicKey: identity.publicKey }, onKeyError: this.onKeyError });
     this.me = me;

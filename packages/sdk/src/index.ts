@@ -117,6 +117,7 @@ export {
 export { newRoomKey, importRoomKey, wrapRoomKey, unwrapRoomKey, roomKeyAad, type NewRoomKey } from './crypto/roomkey.js';
 export { safetyNumber } from './crypto/safety.js';
 export { sealAtRest, openAtRest, deriveHistoryKey, historyKeyBytes, atRestAad, INFO_HISTORY } from './crypto/atrest.js';
+export { atRestTag, deriveIndexKey, indexKeyBytes, INFO_INDEX, TAG_BYTES } from './crypto/atrest-index.js';
 export { deriveOwnKey, ownKeyBytes, INFO_TRANSFER, INFO_EXPORT } from './crypto/ownkeys.js';
 
 // The conversation layer: message types and their rules, outbox, pacing, receipts (docs/CRYPTO.md, docs/WEB.md).

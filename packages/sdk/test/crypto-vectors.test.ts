@@ -31,6 +31,9 @@ import {
   deriveHistoryKey,
   sealAtRest,
   openAtRest,
+  indexKeyBytes,
+  deriveIndexKey,
+  atRestTag,
   safetyNumber,
   type Kdf,
 } from '../src/index.js';
@@ -168,6 +171,21 @@ test('history key = HKDF(ECDH(identity, own public key), svc/history/v1); at-res
   await assert.rejects(openAtRest(key, { iv: h.iv, ct: h.ct }, 'other'));
   const bytes = new Uint8Array([1, 2, 3]);
   assert.deepEqual(await openAtRest(key, await sealAtRest(key, bytes)), bytes);
+});
+
+test('index key = HKDF(history key, svc/atrest-index/v1); a record tag is HMAC-SHA256 of its context, 16 bytes, the same every time', async () => {
+  const alice = await fixtureIdentity('alice');
+  const h = V.history;
+  assert.equal(hex(await indexKeyBytes(alice)), h.indexKey);
+  const key = await deriveIndexKey(alice);
+  assert.equal(key.extractable, false);
+  for (const [context, tag] of Object.entries(h.tags as Record<string, string>)) {
+    assert.equal(await atRestTag(key, context), tag, context);
+    assert.match(tag, /^[A-Za-z0-9_-]{22}$/);
+  }
+  // Another account's index key gives other tags for the same context.
+  const bob = await deriveIndexKey(await fixtureIdentity('bob'));
+  assert.notEqual(await atRestTag(bob, 'chat|dm:bob'), h.tags['chat|dm:bob']);
 });
 
 test('safety number matches the vector and is the same from both sides', async () => {

@@ -6,20 +6,25 @@
  * here (sealed under a key derived from the identity) needs the password again.
  * Resuming works offline: the saved session and the history are local, so the app opens with the
  * stored chats and registers the device once the service answers (connection.ts).
+ *
+ * The account's database is named by a tag of its index key (idb.ts), known once signed in; a
+ * database of the old layout, named by the nick, is moved into it then (migrate.ts).
  */
 import { ApiClient, Messenger, isSdkError, type KeyCheck, type MessengerOptions, type OnProgress } from '@svc/sdk';
 import { restoreChats } from './chatcache.js';
 import { currentAccount, deviceIdFor, forgetDeviceId, rememberKdf, seenKdf, setCurrentAccount } from './device.js';
-import { Db, STORES } from './idb.js';
+import { Db, STORES, accountDbName, done, isAccountDbName, openExisting } from './idb.js';
+import { legacyDbName } from './legacy.js';
+import { moveLegacy } from './migrate.js';
 import { workerArgon2 } from './kdf/worker-argon2.js';
 import { Session } from './session.js';
 
 /** The kv key of the saved session. A save the SDK cannot resume (bad_session) asks for the password once. */
 const SAVED = 'identity';
 
-function messengerOptions(nick?: string): { opts: MessengerOptions; bindTrust: (s: Session) => void } {
+async function messengerOptions(nick?: string): Promise<{ opts: MessengerOptions; bindTrust: (s: Session) => void }> {
   let check: KeyCheck | null = null;
-  const seen = nick ? seenKdf(nick) : null;
+  const seen = nick ? await seenKdf(nick) : null;
   const opts: MessengerOptions = {
     // Sign-in refuses weaker KDF parameters than this browser saw for the account, or than the
     // defaults of new accounts on a browser that never saw it (then the person may accept).
@@ -33,8 +38,8 @@ function messengerOptions(nick?: string): { opts: MessengerOptions; bindTrust: (
   return { opts, bindTrust: (s) => (check = s.trust.keyCheck) };
 }
 
-function newMessenger(nick?: string): { m: Messenger; bindTrust: (s: Session) => void } {
-  const { opts, bindTrust } = messengerOptions(nick);
+async function newMessenger(nick?: string): Promise<{ m: Messenger; bindTrust: (s: Session) => void }> {
+  const { opts, bindTrust } = await messengerOptions(nick);
   return { m: new Messenger(opts), bindTrust };
 }
 
@@ -66,27 +71,34 @@ async function registerDevice(m: Messenger, deviceId: string, mayWait: boolean):
 }
 
 async function open(m: Messenger, bindTrust: (s: Session) => void, mayWait = false): Promise<{ session: Session; deviceReady: boolean }> {
-  const db = await Db.open(m.nick);
-  const deviceId = deviceIdFor(m.nick);
+  const name = await accountDbName(m.indexKey);
+  const db = await Db.open(name);
+  try {
+    await moveLegacy(m, db);
+  } catch (e) {
+    db.close();
+    throw e;
+  }
+  const deviceId = await deviceIdFor(m.indexKey, m.nick);
   const deviceReady = await registerDevice(m, deviceId, mayWait);
   const s = new Session(m, db, deviceId);
   bindTrust(s);
   await s.load();
   await db.put(STORES.kv, m.exportSession(), SAVED);
-  setCurrentAccount(m.nick);
-  rememberKdf(m.nick, m.kdf);
+  setCurrentAccount(name);
+  await rememberKdf(m.nick, m.kdf);
   return { session: s, deviceReady };
 }
 
 export async function signUp(o: { nick: string; password: string; invite?: string }, onProgress: OnProgress): Promise<Session> {
-  const { m, bindTrust } = newMessenger();
+  const { m, bindTrust } = await newMessenger();
   await m.register(o.invite ? o : { nick: o.nick, password: o.password }, onProgress);
   return (await open(m, bindTrust)).session;
 }
 
 /** `acceptWeakKdf`: the person read the warning of a `kdf_weak` refusal and goes on anyway (only offered when this browser never saw the account). */
 export async function signIn(o: { nick: string; password: string; acceptWeakKdf?: boolean }, onProgress: OnProgress): Promise<Session> {
-  const { m, bindTrust } = newMessenger(o.nick);
+  const { m, bindTrust } = await newMessenger(o.nick);
   await m.login(o, onProgress);
   const { session } = await open(m, bindTrust);
   session.askHistory = await isNewDevice(session);
@@ -112,45 +124,60 @@ export interface Resumed {
   deviceReady: boolean;
 }
 
+/** Runs `f` on the `kv` store of a database that exists, without creating or upgrading it. */
+async function withKv<T>(name: string, mode: IDBTransactionMode, f: (kv: IDBObjectStore) => Promise<T>): Promise<T | undefined> {
+  const db = await openExisting(name);
+  if (!db) return undefined;
+  try {
+    return db.objectStoreNames.contains(STORES.kv) ? await f(db.transaction(STORES.kv, mode).objectStore(STORES.kv)) : undefined;
+  } finally {
+    db.close();
+  }
+}
+
+const readSaved = (name: string) => withKv(name, 'readonly', (kv) => done(kv.get(SAVED)) as Promise<{ nick?: unknown } | undefined>);
+const dropSaved = (name: string) => withKv(name, 'readwrite', (kv) => done(kv.delete(SAVED)));
+
 /**
  * Reopens the account this browser was signed in to, if its session is still valid.
  * Returns null (and forgets the saved identity) when the service no longer knows the session.
  * Offline (the browser says so, or the service cannot be reached) it opens from what is stored;
- * the service checks the session when it is reached again.
+ * the service checks the session when it is reached again. `svc.account` names the database; a
+ * nick there is of the old layout, whose database `open` moves.
  */
 export async function resume(): Promise<Resumed> {
-  const nick = currentAccount();
+  const current = currentAccount();
+  if (!current) return { session: null, ended: false, nick: null, deviceReady: false };
+  const legacyNick = isAccountDbName(current) ? null : current;
+  const name = legacyNick === null ? current : legacyDbName(legacyNick);
+  const state = await readSaved(name);
+  const nick = typeof state?.nick === 'string' ? state.nick : legacyNick;
   const none = { session: null, ended: false, nick, deviceReady: false };
-  if (!nick) return none;
-  const db = await Db.open(nick);
+  if (!state || (legacyNick !== null && state.nick !== legacyNick)) return none;
+  const { opts, bindTrust } = await messengerOptions();
+  let m: Messenger;
   try {
-    const saved = await db.get<{ nick?: unknown }>(STORES.kv, SAVED);
-    if (!saved || saved.nick !== nick) return none;
-    const { opts, bindTrust } = messengerOptions();
-    let m: Messenger;
-    try {
-      // Local only (no request); the SDK's test session.test.ts holds it to that.
-      m = await Messenger.resume(opts, saved);
-      if (navigator.onLine) {
-        await m.api.me().catch((e: unknown) => {
-          if (!unreachable(e)) throw e;
-        });
-      }
-    } catch (e) {
-      // The service ended the session, or the saved one is not usable: ask for the password.
-      if (isSdkError(e, 'unauthenticated') || isSdkError(e, 'bad_session')) {
-        await db.delete(STORES.kv, SAVED);
-        setCurrentAccount(null);
-        return { ...none, ended: isSdkError(e, 'unauthenticated') };
-      }
-      throw e;
+    // Local only (no request); the SDK's test session.test.ts holds it to that.
+    m = await Messenger.resume(opts, state);
+    if (navigator.onLine) {
+      await m.api.me().catch((e: unknown) => {
+        if (!unreachable(e)) throw e;
+      });
     }
-    const { session, deviceReady } = await open(m, bindTrust, true);
-    await restoreChats(session);
-    return { session, ended: false, nick, deviceReady };
-  } finally {
-    db.close();
+  } catch (e) {
+    // The service ended the session, or the saved one is not usable: ask for the password.
+    if (isSdkError(e, 'unauthenticated') || isSdkError(e, 'bad_session')) {
+      await dropSaved(name);
+      setCurrentAccount(null);
+      return { ...none, ended: isSdkError(e, 'unauthenticated') };
+    }
+    throw e;
   }
+  // A database holding another account's session is not this account's history.
+  if (legacyNick === null && (await accountDbName(m.indexKey)) !== name) return none;
+  const { session, deviceReady } = await open(m, bindTrust, true);
+  await restoreChats(session);
+  return { session, ended: false, nick, deviceReady };
 }
 
 /** Forgets the keys this browser holds for the account; the encrypted history stays. */
@@ -171,20 +198,22 @@ export async function signOut(s: Session): Promise<void> {
 export async function changePassword(s: Session, oldPassword: string, newPassword: string, onProgress: OnProgress): Promise<void> {
   await s.m.changePassword(oldPassword, newPassword, {}, onProgress);
   await s.db.put(STORES.kv, s.m.exportSession(), SAVED);
-  rememberKdf(s.nick, s.m.kdf);
+  await rememberKdf(s.nick, s.m.kdf);
 }
 
 /** Deletes the account at the service, then everything this browser kept for it. */
 export async function deleteAccount(s: Session, password: string, onProgress: OnProgress): Promise<void> {
+  // The account's keys are gone once it is deleted; its device id is named by one of them.
+  const indexKey = s.m.indexKey;
   await s.m.deleteAccount(password, onProgress);
   s.db.close();
   setCurrentAccount(null);
-  forgetDeviceId(s.nick);
-  await Db.destroy(s.nick).catch(() => undefined);
+  await forgetDeviceId(indexKey, s.nick);
+  await Db.destroy(s.db.name).catch(() => undefined);
 }
 
 /** This device was removed (here or elsewhere): a later sign-in registers a new one. */
 export async function deviceGone(s: Session): Promise<void> {
-  forgetDeviceId(s.nick);
+  await forgetDeviceId(s.m.indexKey, s.nick);
   await forgetLocalKeys(s);
 }

@@ -1,12 +1,14 @@
 /**
  * The chat list model: one entry per DM peer (contacts and anyone who wrote) and per room this
  * account is in, ordered by last activity, with unread counts and the last message's text kept
- * per chat in IndexedDB, sealed under the history key like the messages.
+ * per chat in IndexedDB, sealed under the history key like the messages, the row named by a tag
+ * of the chat id (tags.ts), so neither the chat nor its counts can be read from it.
  */
 import type { Contact } from '@svc/protocol';
 import { isTransferRoom, openAtRest, sealAtRest, type Messenger, type Sealed } from '@svc/sdk';
-import { STORES, type Db } from './idb.js';
+import { STORES, type Db, type Row } from './idb.js';
 import { splitChat } from './route.js';
+import type { Tags } from './tags.js';
 
 /** Per-chat bookkeeping for the chat list. */
 export interface ChatMeta {
@@ -23,10 +25,18 @@ export interface ChatMeta {
   gone?: boolean;
 }
 
-/** The row: the chat id names it; everything else is sealed. Rows of older versions held it all in the clear. */
-type MetaRow = { chat: string; sealed: Sealed } | ChatMeta;
+/** The row: `k` is the tag of the chat id; the meta, chat id included, is sealed. */
+export interface MetaRow extends Row {
+  sealed: Sealed;
+}
 
-const metaCtx = (chat: string) => `chat|${chat}`;
+const metaCtx = (k: string) => `chat|${k}`;
+
+/** The row a chat's meta is stored as (also for moving an old database, migrate.ts). */
+export async function metaRow(key: CryptoKey, tags: Tags, meta: ChatMeta): Promise<MetaRow> {
+  const k = await tags.chatMeta(meta.chat);
+  return { k, sealed: await sealAtRest(key, meta, metaCtx(k)) };
+}
 
 export interface ChatSummary {
   chat: string;
@@ -51,16 +61,14 @@ export class ChatList {
   constructor(
     private readonly m: Messenger,
     private readonly db: Db,
+    private readonly tags: Tags,
   ) {}
 
   async load(): Promise<void> {
     for (const row of await this.db.all<MetaRow>(STORES.chats)) {
-      if (!('sealed' in row)) {
-        this.metas.set(row.chat, { chat: row.chat, lastTs: row.lastTs, unread: row.unread });
-        continue;
-      }
       try {
-        this.metas.set(row.chat, { chat: row.chat, ...((await openAtRest(this.m.historyKey, row.sealed, metaCtx(row.chat))) as Omit<ChatMeta, 'chat'>) });
+        const meta = (await openAtRest(this.m.historyKey, row.sealed, metaCtx(row.k))) as ChatMeta;
+        if (typeof meta.chat === 'string') this.metas.set(meta.chat, meta);
       } catch {
         // a row that does not open starts afresh
       }
@@ -68,8 +76,7 @@ export class ChatList {
   }
 
   private async save(meta: ChatMeta): Promise<void> {
-    const { chat, ...rest } = meta;
-    await this.db.put(STORES.chats, { chat, sealed: await sealAtRest(this.m.historyKey, rest, metaCtx(chat)) } satisfies MetaRow);
+    await this.db.put(STORES.chats, await metaRow(this.m.historyKey, this.tags, meta));
   }
 
   setContacts(list: Contact[]): void {
@@ -156,7 +163,7 @@ export class ChatList {
   /** Drops the chat's entry (its messages are dropped by the conversation store). */
   async forget(chat: string): Promise<void> {
     this.metas.delete(chat);
-    await this.db.delete(STORES.chats, chat);
+    await this.db.delete(STORES.chats, await this.tags.chatMeta(chat));
   }
 }
 

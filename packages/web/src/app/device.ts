@@ -1,63 +1,106 @@
 /**
- * This browser's device id, one per account, kept in localStorage so a reload (or a later
- * sign-in of the same account in this browser) reuses the same device and its queue.
- * The id is random (16 bytes, b64url: 22 characters of A-Z a-z 0-9 _ -), never derived from the
- * nick, so it tells the service nothing.
+ * What this browser keeps in localStorage, none of it naming an account in the clear:
+ *
+ * - `svc.device.<tag>`: this browser's device id for an account, so a reload (or a later sign-in
+ *   of the same account here) reuses the same device and its queue. The tag is of the account's
+ *   index key, known once signed in. The id is random (16 bytes, b64url: 22 characters of A-Z a-z
+ *   0-9 _ -), never derived from the nick, so it tells the service nothing.
+ * - `svc.account`: the database of the account signed in now (a name made of a tag, idb.ts), so a
+ *   reload reopens it without the password; removed at sign-out.
+ * - `svc.kdf.<hash>` and `svc.kdf-salt`: the KDF work seen per account (below).
+ *
+ * Versions before the tagged layout kept `svc.device.<nick>`, `svc.kdf.<nick>` and the nick in
+ * `svc.account`; each is moved to its new name when the account next signs in here.
  */
+import { atRestTag } from '@svc/sdk';
 
-const KEY_PREFIX = 'svc.device.';
+const DEVICE_PREFIX = 'svc.device.';
+const ID = /^[A-Za-z0-9_-]{8,64}$/;
 
-function randomId(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(16));
+function b64url(bytes: Uint8Array): string {
   let s = '';
   for (const b of bytes) s += String.fromCharCode(b);
   return btoa(s).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
 }
 
-export function deviceIdFor(nick: string): string {
-  const key = KEY_PREFIX + nick;
+function randomId(): string {
+  return b64url(crypto.getRandomValues(new Uint8Array(16)));
+}
+
+async function deviceEntry(indexKey: CryptoKey): Promise<string> {
+  return DEVICE_PREFIX + (await atRestTag(indexKey, 'device'));
+}
+
+/** The account's device id on this browser (made once; an id kept under the nick is moved). */
+export async function deviceIdFor(indexKey: CryptoKey, nick: string): Promise<string> {
+  const key = await deviceEntry(indexKey);
+  const legacy = DEVICE_PREFIX + nick;
   let id = localStorage.getItem(key);
-  if (!id || !/^[A-Za-z0-9_-]{8,64}$/.test(id)) {
-    id = randomId();
+  if (!id || !ID.test(id)) {
+    const old = localStorage.getItem(legacy);
+    id = old && ID.test(old) ? old : randomId();
     localStorage.setItem(key, id);
   }
+  localStorage.removeItem(legacy);
   return id;
 }
 
 /** Forget the id (after this device was removed, or the account deleted): the next sign-in makes a new one. */
-export function forgetDeviceId(nick: string): void {
-  localStorage.removeItem(KEY_PREFIX + nick);
+export async function forgetDeviceId(indexKey: CryptoKey, nick: string): Promise<void> {
+  localStorage.removeItem(await deviceEntry(indexKey));
+  localStorage.removeItem(DEVICE_PREFIX + nick);
 }
 
 const CURRENT = 'svc.account';
 
-/** The account signed in on this browser, so a reload reopens it without asking for the password. */
+/** The database of the account signed in on this browser, or (before the tagged layout) its nick. */
 export function currentAccount(): string | null {
   return localStorage.getItem(CURRENT);
 }
 
-export function setCurrentAccount(nick: string | null): void {
-  if (nick) localStorage.setItem(CURRENT, nick);
+export function setCurrentAccount(dbName: string | null): void {
+  if (dbName) localStorage.setItem(CURRENT, dbName);
   else localStorage.removeItem(CURRENT);
 }
 
 const KDF_PREFIX = 'svc.kdf.';
+const KDF_SALT = 'svc.kdf-salt';
 
 /**
- * The strongest key-derivation work (m, t) this browser has seen for an account, so a later
- * sign-in refuses weaker parameters a hostile service might serve (they are public, like the
- * nick kept here already). Null: never seen on this device.
+ * The KDF memory is read before sign-in, when no key of the account exists, so its name cannot be
+ * a tag of one. It is a salted hash of the nick instead, with a random salt of this browser: the
+ * stored names list no nicks, though whoever reads localStorage can still test a nick they guess.
  */
-export function seenKdf(nick: string): { m: number; t: number } | null {
+async function kdfEntry(nick: string): Promise<string> {
+  let salt = localStorage.getItem(KDF_SALT);
+  if (!salt || !ID.test(salt)) {
+    salt = randomId();
+    localStorage.setItem(KDF_SALT, salt);
+  }
+  const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(`svc/kdf-memory/v1|${salt}|${nick}`));
+  return KDF_PREFIX + b64url(new Uint8Array(digest).subarray(0, 16));
+}
+
+function readKdf(key: string): { m: number; t: number } | null {
   try {
-    const v = JSON.parse(localStorage.getItem(KDF_PREFIX + nick) ?? 'null') as { m?: unknown; t?: unknown } | null;
+    const v = JSON.parse(localStorage.getItem(key) ?? 'null') as { m?: unknown; t?: unknown } | null;
     return v && typeof v.m === 'number' && typeof v.t === 'number' ? { m: v.m, t: v.t } : null;
   } catch {
     return null;
   }
 }
 
-export function rememberKdf(nick: string, kdf: { m: number; t: number }): void {
-  const seen = seenKdf(nick);
-  localStorage.setItem(KDF_PREFIX + nick, JSON.stringify({ m: Math.max(kdf.m, seen?.m ?? 0), t: Math.max(kdf.t, seen?.t ?? 0) }));
+/**
+ * The strongest key-derivation work (m, t) this browser has seen for an account, so a later
+ * sign-in refuses weaker parameters a hostile service might serve. Null: never seen on this device.
+ */
+export async function seenKdf(nick: string): Promise<{ m: number; t: number } | null> {
+  const seen = [readKdf(await kdfEntry(nick)), readKdf(KDF_PREFIX + nick)].filter((v) => v !== null);
+  return seen.length === 0 ? null : { m: Math.max(...seen.map((v) => v.m)), t: Math.max(...seen.map((v) => v.t)) };
+}
+
+export async function rememberKdf(nick: string, kdf: { m: number; t: number }): Promise<void> {
+  const seen = await seenKdf(nick);
+  localStorage.setItem(await kdfEntry(nick), JSON.stringify({ m: Math.max(kdf.m, seen?.m ?? 0), t: Math.max(kdf.t, seen?.t ?? 0) }));
+  localStorage.removeItem(KDF_PREFIX + nick);
 }

@@ -1,61 +1,135 @@
 /**
  * A small promise layer over IndexedDB, just what the history store needs: one database per
- * account, a few object stores, single-request transactions. Kept separate from what is stored
- * (history.ts) so the at-rest encryption reads on its own.
+ * account, a few object stores, short transactions. Kept separate from what is stored (store.ts,
+ * chats.ts, trust.ts) so the at-rest encryption reads on its own.
+ *
+ * Nothing here is readable without the account's keys (decisions §12, docs/CRYPTO.md "History at
+ * rest"): the database is named by a tag of the account's index key, every row is found by a tag
+ * (`k`, and the indexed `c`, `m`, `t`), and what a row holds is sealed under the history key. The
+ * one clear number is `o`, the week of a message, which lets a chat be read a page at a time.
  */
+import { atRestTag } from '@svc/sdk';
 
 export const STORES = {
+  /** Named values: the saved session, the chat list, room membership, the transfer's state. */
   kv: 'kv',
+  /** Records of every chat (index `chat_order` on [c, o], index `mid` on m). */
   messages: 'messages',
   chats: 'chats',
   pins: 'pins',
-  /** Edits, reactions and receipts waiting for their target (index `target`). */
+  /** Edits, reactions and receipts waiting for their target (index `target` on t). */
   pending: 'pending',
   /** Messages not yet accepted by the service. */
   outbox: 'outbox',
 } as const;
 export type StoreName = (typeof STORES)[keyof typeof STORES];
 
-/** 2: the conversation layer (pending, outbox, the `mid` index for the duplicate check). */
-const VERSION = 2;
+/**
+ * 3: rows keyed and indexed by tags, under a database named by a tag. Versions 1 and 2 lived in a
+ * database named by the nick with chat ids and times in the clear; legacy.ts reads them once.
+ */
+const VERSION = 3;
 
-function done<T>(req: IDBRequest<T>): Promise<T> {
+/** A stored row: found by its tag, the rest sealed (and, for messages, indexed by tags). */
+export interface Row {
+  k: string;
+}
+
+/** The week a message time falls in: the one clear value of a message row (see `o`). */
+export const BUCKET_MS = 7 * 24 * 60 * 60 * 1000;
+export const bucketOf = (ts: number): number => Math.floor(ts / BUCKET_MS);
+
+/** The database of the account whose index key this is: `svc-` and a tag, nothing of the nick. */
+export async function accountDbName(indexKey: CryptoKey): Promise<string> {
+  return `svc-${await atRestTag(indexKey, 'db')}`;
+}
+
+export function isAccountDbName(name: string): boolean {
+  return /^svc-[A-Za-z0-9_-]{22}$/.test(name);
+}
+
+export function done<T>(req: IDBRequest<T>): Promise<T> {
   return new Promise((resolve, reject) => {
     req.onsuccess = () => resolve(req.result);
     req.onerror = () => reject(req.error ?? new Error('IndexedDB request failed'));
   });
 }
 
-function upgrade(db: IDBDatabase, tx: IDBTransaction): void {
-  if (!db.objectStoreNames.contains(STORES.kv)) db.createObjectStore(STORES.kv);
-  const messages = db.objectStoreNames.contains(STORES.messages) ? tx.objectStore(STORES.messages) : db.createObjectStore(STORES.messages, { keyPath: 'id' });
-  if (!messages.indexNames.contains('chat_ts')) messages.createIndex('chat_ts', ['chat', 'ts']);
-  // The plaintext's random id (never the sender): the duplicate check looks it up.
-  if (!messages.indexNames.contains('mid')) messages.createIndex('mid', 'mid');
-  if (!db.objectStoreNames.contains(STORES.chats)) db.createObjectStore(STORES.chats, { keyPath: 'chat' });
-  if (!db.objectStoreNames.contains(STORES.pins)) db.createObjectStore(STORES.pins, { keyPath: 'nick' });
-  if (!db.objectStoreNames.contains(STORES.pending)) db.createObjectStore(STORES.pending, { keyPath: 'id' }).createIndex('target', 'target');
-  if (!db.objectStoreNames.contains(STORES.outbox)) db.createObjectStore(STORES.outbox, { keyPath: 'id' });
+export function committed(tx: IDBTransaction): Promise<void> {
+  return new Promise((resolve, reject) => {
+    tx.oncomplete = () => resolve();
+    tx.onerror = () => reject(tx.error ?? new Error('IndexedDB write failed'));
+    tx.onabort = () => reject(tx.error ?? new Error('IndexedDB write aborted'));
+  });
 }
 
-export function dbName(nick: string): string {
-  return `svc:${nick}`;
+/**
+ * Opens a database that already exists, at the version it has, as it is (an old layout too),
+ * without creating one: a missing database's creation is aborted.
+ */
+export function openExisting(name: string): Promise<IDBDatabase | null> {
+  return new Promise((resolve, reject) => {
+    const req = indexedDB.open(name);
+    let absent = false;
+    req.onupgradeneeded = () => {
+      absent = true;
+      req.transaction!.abort();
+    };
+    req.onsuccess = () => resolve(req.result);
+    req.onerror = (e) => {
+      if (!absent) return reject(req.error ?? new Error('IndexedDB open failed'));
+      e.preventDefault();
+      resolve(null);
+    };
+  });
 }
+
+/**
+ * Deletes a database. `blocked`: another connection (a tab of an older version) holds it open, and
+ * it goes once that one closes; nobody waits for that.
+ */
+export function deleteDatabase(name: string): Promise<'deleted' | 'blocked'> {
+  return new Promise((resolve, reject) => {
+    const req = indexedDB.deleteDatabase(name);
+    req.onsuccess = () => resolve('deleted');
+    req.onblocked = () => resolve('blocked');
+    req.onerror = () => reject(req.error ?? new Error('IndexedDB delete failed'));
+  });
+}
+
+function upgrade(db: IDBDatabase): void {
+  if (!db.objectStoreNames.contains(STORES.kv)) db.createObjectStore(STORES.kv);
+  if (!db.objectStoreNames.contains(STORES.messages)) {
+    const messages = db.createObjectStore(STORES.messages, { keyPath: 'k' });
+    messages.createIndex('chat_order', ['c', 'o']);
+    messages.createIndex('mid', 'm');
+  }
+  if (!db.objectStoreNames.contains(STORES.chats)) db.createObjectStore(STORES.chats, { keyPath: 'k' });
+  if (!db.objectStoreNames.contains(STORES.pins)) db.createObjectStore(STORES.pins, { keyPath: 'k' });
+  if (!db.objectStoreNames.contains(STORES.pending)) db.createObjectStore(STORES.pending, { keyPath: 'k' }).createIndex('target', 't');
+  if (!db.objectStoreNames.contains(STORES.outbox)) db.createObjectStore(STORES.outbox, { keyPath: 'k' });
+}
+
+/** A chat's rows: those of its tag, every week. */
+const chatRange = (c: string) => IDBKeyRange.bound([c, -Infinity], [c, Infinity]);
 
 export class Db {
-  private constructor(private readonly db: IDBDatabase) {
+  private constructor(
+    private readonly db: IDBDatabase,
+    readonly name: string,
+  ) {
     // Another tab deleting the account's database must not wait for this one forever.
     db.onversionchange = () => db.close();
   }
 
-  static async open(nick: string): Promise<Db> {
-    const req = indexedDB.open(dbName(nick), VERSION);
-    req.onupgradeneeded = () => upgrade(req.result, req.transaction!);
-    return new Db(await done(req));
+  static async open(name: string): Promise<Db> {
+    const req = indexedDB.open(name, VERSION);
+    req.onupgradeneeded = () => upgrade(req.result);
+    return new Db(await done(req), name);
   }
 
-  static async destroy(nick: string): Promise<void> {
-    await done(indexedDB.deleteDatabase(dbName(nick)) as IDBRequest<unknown>);
+  static async destroy(name: string): Promise<void> {
+    await deleteDatabase(name);
   }
 
   close(): void {
@@ -74,11 +148,14 @@ export class Db {
   put(name: StoreName, value: unknown, key?: IDBValidKey): Promise<void> {
     const tx = this.db.transaction(name, 'readwrite');
     tx.objectStore(name).put(value, key);
-    return new Promise((resolve, reject) => {
-      tx.oncomplete = () => resolve();
-      tx.onerror = () => reject(tx.error ?? new Error('IndexedDB write failed'));
-      tx.onabort = () => reject(tx.error ?? new Error('IndexedDB write aborted'));
-    });
+    return committed(tx);
+  }
+
+  /** Writes rows of one store in one transaction (the move of an old database). */
+  putAll(name: StoreName, rows: Row[]): Promise<void> {
+    const tx = this.db.transaction(name, 'readwrite');
+    for (const row of rows) tx.objectStore(name).put(row);
+    return committed(tx);
   }
 
   async delete(name: StoreName, key: IDBValidKey | IDBKeyRange): Promise<void> {
@@ -93,53 +170,56 @@ export class Db {
     return done(this.store(name, 'readonly').getAll()) as Promise<T[]>;
   }
 
-  /** Records of one chat in time order (the compound index chat_ts). */
-  byChat<T>(chat: string): Promise<T[]> {
-    const idx = this.store(STORES.messages, 'readonly').index('chat_ts');
-    const range = IDBKeyRange.bound([chat, -Infinity], [chat, Infinity]);
-    return done(idx.getAll(range)) as Promise<T[]>;
-  }
-
-  /** Records whose index `index` equals `key`. */
+  /** Rows whose index `index` equals `key`. */
   byIndex<T>(name: StoreName, index: string, key: IDBValidKey): Promise<T[]> {
     return done(this.store(name, 'readonly').index(index).getAll(key)) as Promise<T[]>;
   }
 
+  /** Every message row of the chat whose tag is `c`, in no particular order (they are sealed). */
+  chatRows<T>(c: string): Promise<T[]> {
+    return done(this.store(STORES.messages, 'readonly').index('chat_order').getAll(chatRange(c))) as Promise<T[]>;
+  }
+
   /**
-   * The newest `limit` records of a chat (index chat_ts) strictly before `before` (ts, then id),
-   * oldest first: opening a long chat reads one page, not the whole history.
+   * Enough message rows of the chat tagged `c` to hold its newest `limit` records before a time
+   * in week `top` (all weeks when undefined): whole weeks, newest first, until at least `limit`
+   * rows lie in weeks before `top`. Within a week the order is sealed, so the caller opens, sorts
+   * and trims; a long chat still costs about one page and one week, not its whole history.
    */
-  newestOfChat<T extends { id: string; ts: number }>(chat: string, limit: number, before?: { ts: number; id: string }): Promise<T[]> {
-    const idx = this.store(STORES.messages, 'readonly').index('chat_ts');
-    const upper = before ? before.ts : Infinity;
-    const req = idx.openCursor(IDBKeyRange.bound([chat, -Infinity], [chat, upper]), 'prev');
+  newestRows<T>(c: string, limit: number, top?: number): Promise<T[]> {
+    const idx = this.store(STORES.messages, 'readonly').index('chat_order');
+    const req = idx.openCursor(IDBKeyRange.bound([c, -Infinity], [c, top ?? Infinity]), 'prev');
     const out: T[] = [];
+    let counted = 0;
+    let week: number | undefined;
     return new Promise((resolve, reject) => {
       req.onerror = () => reject(req.error ?? new Error('IndexedDB read failed'));
       req.onsuccess = () => {
         const cur = req.result;
-        if (!cur || out.length >= limit) return resolve(out.reverse());
-        const v = cur.value as T;
-        if (!before || v.ts < before.ts || (v.ts === before.ts && v.id < before.id)) out.push(v);
+        if (!cur) return resolve(out);
+        const o = (cur.key as [string, number])[1];
+        if (o !== week) {
+          if (counted >= limit) return resolve(out);
+          week = o;
+        }
+        out.push(cur.value as T);
+        if (top === undefined || o < top) counted += 1;
         cur.continue();
       };
     });
   }
 
-  async deleteChat(chat: string): Promise<void> {
+  /** Deletes the chat's message rows and its chat-list row in one transaction. */
+  async deleteChat(c: string, metaKey: string): Promise<void> {
     const tx = this.db.transaction([STORES.messages, STORES.chats], 'readwrite');
-    const idx = tx.objectStore(STORES.messages).index('chat_ts');
-    const req = idx.openKeyCursor(IDBKeyRange.bound([chat, -Infinity], [chat, Infinity]));
+    const req = tx.objectStore(STORES.messages).index('chat_order').openKeyCursor(chatRange(c));
     req.onsuccess = () => {
       const cur = req.result;
       if (!cur) return;
       tx.objectStore(STORES.messages).delete(cur.primaryKey);
       cur.continue();
     };
-    tx.objectStore(STORES.chats).delete(chat);
-    await new Promise<void>((resolve, reject) => {
-      tx.oncomplete = () => resolve();
-      tx.onerror = () => reject(tx.error ?? new Error('IndexedDB delete failed'));
-    });
+    tx.objectStore(STORES.chats).delete(metaKey);
+    await committed(tx);
   }
 }

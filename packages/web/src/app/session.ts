@@ -10,6 +10,7 @@ import { Db } from './idb.js';
 import { Membership } from './membership.js';
 import { notifyHidden } from './notify.js';
 import { IdbConversationStore } from './store.js';
+import { Tags } from './tags.js';
 import { Trust } from './trust.js';
 
 export type EndReason = 'signed_out' | 'session_ended' | 'device_removed' | 'account_deleted';
@@ -64,14 +65,15 @@ export class Session extends Emitter<SessionEvents> {
   ) {
     super();
     this.nick = m.nick;
-    this.store = new IdbConversationStore(db, m.historyKey);
+    const tags = new Tags(m.indexKey);
+    this.store = new IdbConversationStore(db, m.historyKey, tags);
     this.conv = new Conversations({ messenger: m, store: this.store });
-    this.trust = new Trust(db, m.historyKey, { nick: m.nick, publicKey: m.publicKey });
+    this.trust = new Trust(db, m.historyKey, tags, { nick: m.nick, publicKey: m.publicKey });
     this.trust.onChange = () => {
       this.emit('trust', undefined);
       this.publishChats();
     };
-    this.chats = new ChatList(m, db);
+    this.chats = new ChatList(m, db, tags);
     this.membership = new Membership(this);
     this.transfer = attachTransfer(m, this.conv, deviceId);
     this.transfer.on((e) => this.emit('transfer', e));

@@ -1,68 +1,64 @@
 /**
- * The SDK's ConversationStore over IndexedDB, sealed at rest (decisions §12): every record's
- * content (sender, text, reactions, receipts, outbox plaintext) is AES-256-GCM under the history
- * key, with the record named in the AAD so rows cannot be swapped. In the clear stay only what
- * IndexedDB needs to find rows: the chat id and time (to page a chat), the target id of a waiting
- * action, and the plaintext's random `mid` (the duplicate check; it is random, so it says nothing).
+ * The SDK's ConversationStore over IndexedDB, sealed at rest (decisions §12): every record (its
+ * id, chat, time, sender, text, reactions, receipts; outbox and waiting actions alike) is AES-256-GCM
+ * under the history key, and IndexedDB finds rows only by tags of the index key (tags.ts): a
+ * message by the tag of its id, a chat's messages by the tag of the chat, the duplicate check by
+ * the tag of sender and plaintext id, a waiting action by the tag of its target. The one clear
+ * value is a message's week (`o`), so a chat can be read a page at a time. The row's clear fields
+ * are in the AAD, so a row cannot be moved to another chat, week or name unnoticed.
  *
  * The service forgets a message once this device acknowledges it, so this is the only copy; every
  * method resolves after IndexedDB committed, so the SDK acknowledges only what is stored.
  */
-import { openAtRest, sealAtRest, type ChatId, type ChatMessage, type ConversationStore, type OutboxItem, type PendingAction, type Sealed } from '@svc/sdk';
-import { Db, STORES } from './idb.js';
+import { byTime, openAtRest, sealAtRest, type ChatId, type ChatMessage, type ConversationStore, type OutboxItem, type PendingAction, type Sealed } from '@svc/sdk';
+import { Db, STORES, bucketOf, type Row } from './idb.js';
+import type { Tags } from './tags.js';
 
-interface MessageRow {
-  id: string;
-  chat: string;
-  ts: number;
-  mid?: string;
+/** A message: `c` the chat's tag, `o` its week, `m` the duplicate check's tag. */
+export interface MessageRow extends Row {
+  c: string;
+  o: number;
+  m?: string;
   sealed: Sealed;
 }
 
-interface SealedRow {
-  id: string;
-  target?: string;
-  createdAt?: number;
+/** A waiting action (`t`: the tag of its target) or an outbox item. */
+export interface SealedRow extends Row {
+  t?: string;
   sealed: Sealed;
 }
 
-/** A row written before the conversation layer (one state field, no kind). */
-interface LegacyContent {
-  from: string;
-  body?: string;
-  sentAt?: number;
-  state: 'received' | 'sending' | 'sent' | 'failed' | 'undecryptable';
-  note?: string;
-}
-
-const msgCtx = (chat: string, id: string) => `msg|${chat}|${id}`;
-const pendingCtx = (id: string) => `pending|${id}`;
-const outboxCtx = (id: string) => `outbox|${id}`;
-
-/** Reads a record of either format; an old unsent one becomes "Not sent", so Retry can send it. */
-function fromContent(row: MessageRow, c: Omit<ChatMessage, 'id' | 'chat' | 'ts'> | LegacyContent): ChatMessage {
-  const base = { id: row.id, chat: row.chat as ChatId, ts: row.ts };
-  if ('kind' in c) return { ...base, ...c };
-  if (c.state === 'undecryptable') return { ...base, from: c.from, sentAt: row.ts, kind: 'undecryptable', ...(c.note ? { note: c.note } : {}) };
-  const m: ChatMessage = { ...base, from: c.from, sentAt: c.sentAt ?? row.ts, kind: 'text', body: c.body ?? '' };
-  if (c.state === 'sent') m.state = 'sent';
-  if (c.state === 'sending' || c.state === 'failed') {
-    m.state = 'failed';
-    m.note = c.note ?? 'This message was not sent.';
-  }
-  return m;
-}
+const msgCtx = (r: Omit<MessageRow, 'sealed'>) => `msg|${r.k}|${r.c}|${r.o}|${r.m ?? ''}`;
+const pendingCtx = (r: Omit<SealedRow, 'sealed'>) => `pending|${r.k}|${r.t ?? ''}`;
+const outboxCtx = (r: Omit<SealedRow, 'sealed'>) => `outbox|${r.k}`;
 
 export class IdbConversationStore implements ConversationStore {
   constructor(
     private readonly db: Db,
     private readonly key: CryptoKey,
+    private readonly tags: Tags,
   ) {}
+
+  /** The row a record is stored as (also for moving an old database, migrate.ts). */
+  async messageRow(m: ChatMessage): Promise<MessageRow> {
+    const head: Omit<MessageRow, 'sealed'> = { k: await this.tags.message(m.id), c: await this.tags.chat(m.chat), o: bucketOf(m.ts) };
+    if (m.mid) head.m = await this.tags.mid(m.from, m.mid);
+    return { ...head, sealed: await sealAtRest(this.key, m, msgCtx(head)) };
+  }
+
+  async pendingRow(p: PendingAction): Promise<SealedRow> {
+    const head = { k: await this.tags.pending(p.id), t: await this.tags.target(p.target) };
+    return { ...head, sealed: await sealAtRest(this.key, p, pendingCtx(head)) };
+  }
+
+  async outboxRow(item: OutboxItem): Promise<SealedRow> {
+    const head = { k: await this.tags.outbox(item.id) };
+    return { ...head, sealed: await sealAtRest(this.key, item, outboxCtx(head)) };
+  }
 
   private async openRow(row: MessageRow): Promise<ChatMessage | undefined> {
     try {
-      const c = (await openAtRest(this.key, row.sealed, msgCtx(row.chat, row.id))) as Omit<ChatMessage, 'id' | 'chat' | 'ts'> | LegacyContent;
-      return fromContent(row, c);
+      return (await openAtRest(this.key, row.sealed, msgCtx(row))) as ChatMessage;
     } catch {
       return undefined; // a row that does not open (tampered) is as if absent
     }
@@ -70,36 +66,39 @@ export class IdbConversationStore implements ConversationStore {
 
   private async openAll(rows: MessageRow[]): Promise<ChatMessage[]> {
     const out = await Promise.all(rows.map((r) => this.openRow(r)));
-    return out.filter((m): m is ChatMessage => m !== undefined);
+    return out.filter((m): m is ChatMessage => m !== undefined).sort(byTime);
   }
 
   async get(id: string): Promise<ChatMessage | undefined> {
-    const row = await this.db.get<MessageRow>(STORES.messages, id);
-    return row ? this.openRow(row) : undefined;
+    const row = await this.db.get<MessageRow>(STORES.messages, await this.tags.message(id));
+    const m = row ? await this.openRow(row) : undefined;
+    return m?.id === id ? m : undefined;
   }
 
   async put(m: ChatMessage): Promise<void> {
-    const { id, chat, ts, ...content } = m;
-    const sealed = await sealAtRest(this.key, content, msgCtx(chat, id));
-    const row: MessageRow = { id, chat, ts, sealed, ...(m.mid ? { mid: m.mid } : {}) };
-    await this.db.put(STORES.messages, row);
+    await this.db.put(STORES.messages, await this.messageRow(m));
   }
 
   async remove(id: string): Promise<void> {
-    await this.db.delete(STORES.messages, id);
+    await this.db.delete(STORES.messages, await this.tags.message(id));
   }
 
   async idForMid(from: string, mid: string): Promise<string | undefined> {
-    for (const row of await this.db.byIndex<MessageRow>(STORES.messages, 'mid', mid)) {
+    for (const row of await this.db.byIndex<MessageRow>(STORES.messages, 'mid', await this.tags.mid(from, mid))) {
       const m = await this.openRow(row);
-      if (m?.from === from) return m.id;
+      if (m?.from === from && m.mid === mid) return m.id;
     }
     return undefined;
   }
 
   async chat(chat: ChatId, o: { limit?: number; before?: { ts: number; id: string } } = {}): Promise<ChatMessage[]> {
-    const rows = o.limit !== undefined ? await this.db.newestOfChat<MessageRow>(chat, o.limit, o.before) : await this.db.byChat<MessageRow>(chat);
-    return this.openAll(rows);
+    const c = await this.tags.chat(chat);
+    const { limit, before } = o;
+    const rows = limit !== undefined ? await this.db.newestRows<MessageRow>(c, limit, before ? bucketOf(before.ts) : undefined) : await this.db.chatRows<MessageRow>(c);
+    let list = (await this.openAll(rows)).filter((m) => m.chat === chat);
+    if (before) list = list.filter((m) => byTime(m, before) < 0);
+    if (limit !== undefined) list = list.slice(Math.max(0, list.length - limit));
+    return list;
   }
 
   async all(): Promise<ChatMessage[]> {
@@ -107,15 +106,15 @@ export class IdbConversationStore implements ConversationStore {
   }
 
   async forgetChat(chat: ChatId): Promise<void> {
-    await this.db.deleteChat(chat);
-    for (const p of await this.openSealed<PendingAction>(STORES.pending, pendingCtx)) if (p.chat === chat) await this.db.delete(STORES.pending, p.id);
+    await this.db.deleteChat(await this.tags.chat(chat), await this.tags.chatMeta(chat));
+    for (const [row, p] of await this.openSealed<PendingAction>(STORES.pending, pendingCtx)) if (p.chat === chat) await this.db.delete(STORES.pending, row.k);
   }
 
-  private async openSealed<T>(store: typeof STORES.pending | typeof STORES.outbox, ctx: (id: string) => string, rows?: SealedRow[]): Promise<T[]> {
-    const out: T[] = [];
+  private async openSealed<T>(store: typeof STORES.pending | typeof STORES.outbox, ctx: (r: SealedRow) => string, rows?: SealedRow[]): Promise<[SealedRow, T][]> {
+    const out: [SealedRow, T][] = [];
     for (const row of rows ?? (await this.db.all<SealedRow>(store))) {
       try {
-        out.push((await openAtRest(this.key, row.sealed, ctx(row.id))) as T);
+        out.push([row, (await openAtRest(this.key, row.sealed, ctx(row))) as T]);
       } catch {
         // dropped: tampered
       }
@@ -124,20 +123,20 @@ export class IdbConversationStore implements ConversationStore {
   }
 
   async addPending(p: PendingAction): Promise<void> {
-    await this.db.put(STORES.pending, { id: p.id, target: p.target, sealed: await sealAtRest(this.key, p, pendingCtx(p.id)) } satisfies SealedRow);
+    await this.db.put(STORES.pending, await this.pendingRow(p));
   }
 
   async takePending(target: string): Promise<PendingAction[]> {
-    const rows = await this.db.byIndex<SealedRow>(STORES.pending, 'target', target);
+    const rows = await this.db.byIndex<SealedRow>(STORES.pending, 'target', await this.tags.target(target));
     if (rows.length === 0) return [];
-    const list = await this.openSealed<PendingAction>(STORES.pending, pendingCtx, rows);
-    for (const r of rows) await this.db.delete(STORES.pending, r.id);
-    return list.sort((a, b) => a.ts - b.ts || (a.id < b.id ? -1 : 1));
+    const list = (await this.openSealed<PendingAction>(STORES.pending, pendingCtx, rows)).map(([, p]) => p).filter((p) => p.target === target);
+    for (const r of rows) await this.db.delete(STORES.pending, r.k);
+    return list.sort(byTime);
   }
 
-  /** The transfer's bookkeeping (it names chats and devices): sealed in `kv` under `meta:<key>`. */
+  /** The transfer's bookkeeping (it names chats and devices): sealed in `kv` under the tag of its name. */
   async getMeta(key: string): Promise<unknown> {
-    const row = await this.db.get<Sealed>(STORES.kv, `meta:${key}`);
+    const row = await this.db.get<Sealed>(STORES.kv, await this.tags.meta(key));
     if (!row) return undefined;
     try {
       return await openAtRest(this.key, row, `meta|${key}`);
@@ -147,23 +146,23 @@ export class IdbConversationStore implements ConversationStore {
   }
 
   async putMeta(key: string, value: unknown): Promise<void> {
-    await this.db.put(STORES.kv, await sealAtRest(this.key, value, `meta|${key}`), `meta:${key}`);
+    await this.db.put(STORES.kv, await sealAtRest(this.key, value, `meta|${key}`), await this.tags.meta(key));
   }
 
   async removeMeta(key: string): Promise<void> {
-    await this.db.delete(STORES.kv, `meta:${key}`);
+    await this.db.delete(STORES.kv, await this.tags.meta(key));
   }
 
   async outboxList(): Promise<OutboxItem[]> {
-    const list = await this.openSealed<OutboxItem>(STORES.outbox, outboxCtx);
+    const list = (await this.openSealed<OutboxItem>(STORES.outbox, outboxCtx)).map(([, item]) => item);
     return list.sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1));
   }
 
   async outboxPut(item: OutboxItem): Promise<void> {
-    await this.db.put(STORES.outbox, { id: item.id, sealed: await sealAtRest(this.key, item, outboxCtx(item.id)) } satisfies SealedRow);
+    await this.db.put(STORES.outbox, await this.outboxRow(item));
   }
 
   async outboxRemove(id: string): Promise<void> {
-    await this.db.delete(STORES.outbox, id);
+    await this.db.delete(STORES.outbox, await this.tags.outbox(id));
   }
 }

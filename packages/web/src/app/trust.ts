@@ -3,7 +3,8 @@
  * key later is a key change, which the app shows as a warning and which holds sending to that
  * peer (and wrapping room keys for them) until the user accepts it. Reading stays possible: a
  * message under the new key is authentic for whoever holds it, and the warning says so.
- * Pins are kept sealed at rest like the history, so they cannot be swapped unnoticed.
+ * Pins are kept sealed at rest like the history, so they cannot be swapped unnoticed, each row
+ * named by a tag of the nick (tags.ts), so the stored pins do not say whom this account knows.
  *
  * "Verified" (the user compared safety numbers) belongs to the pinned key and lives in the same
  * sealed row: it can only be set on the key that is pinned, and a key change clears it when the
@@ -13,15 +14,16 @@
  */
 import { SdkError, openAtRest, sealAtRest, type KeyCheck, type Sealed } from '@svc/sdk';
 import type { ChatSummary } from './chats.js';
-import { Db, STORES } from './idb.js';
+import { STORES, type Db, type Row } from './idb.js';
 import { splitChat } from './route.js';
+import type { Tags } from './tags.js';
 
-interface PinRow {
-  nick: string;
+/** `k`: the tag of the nick; the pin, nick included, is sealed. */
+export interface PinRow extends Row {
   sealed: Sealed;
 }
 
-interface Pin {
+export interface Pin {
   publicKey: string;
   pinnedAt: number;
   /** When the user marked this key as verified; absent when it is not. */
@@ -46,7 +48,13 @@ export interface KeyChange {
   seen: string;
 }
 
-const ctx = (nick: string) => `pin|${nick}`;
+const ctx = (k: string) => `pin|${k}`;
+
+/** The row a pin is stored as (also for moving an old database, migrate.ts). */
+export async function pinRow(key: CryptoKey, tags: Tags, nick: string, pin: Pin): Promise<PinRow> {
+  const k = await tags.pin(nick);
+  return { k, sealed: await sealAtRest(key, { ...pin, nick }, ctx(k)) };
+}
 
 export class Trust {
   private pins = new Map<string, Pin>();
@@ -57,13 +65,15 @@ export class Trust {
   constructor(
     private readonly db: Db,
     private readonly key: CryptoKey,
+    private readonly tags: Tags,
     private readonly self: { nick: string; publicKey: string },
   ) {}
 
   async load(): Promise<void> {
     for (const row of await this.db.all<PinRow>(STORES.pins)) {
       try {
-        this.pins.set(row.nick, (await openAtRest(this.key, row.sealed, ctx(row.nick))) as Pin);
+        const { nick, ...pin } = (await openAtRest(this.key, row.sealed, ctx(row.k))) as Pin & { nick: string };
+        if (typeof nick === 'string') this.pins.set(nick, pin);
       } catch {
         // A pin that does not open is treated as absent; the key is pinned again on next use.
       }
@@ -119,7 +129,7 @@ export class Trust {
 
   private async store(nick: string, pin: Pin): Promise<void> {
     this.pins.set(nick, pin);
-    await this.db.put(STORES.pins, { nick, sealed: await sealAtRest(this.key, pin, ctx(nick)) } satisfies PinRow);
+    await this.db.put(STORES.pins, await pinRow(this.key, this.tags, nick, pin));
   }
 
   /** Sees a peer's key (from the SDK, the contact list or a room): pins it, or records a change. */

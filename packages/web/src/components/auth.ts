@@ -164,12 +164,12 @@ export function authView(o: AuthOptions): HTMLElement {
             stopRating();
             o.onSession(s);
           },
-          (err: unknown) => {
+          async (err: unknown) => {
             setBusy(false);
             progress.stop(describeError(err));
             // Weaker parameters than new accounts get, on a browser that never saw this account:
             // the person may go on after the warning (a browser that saw stronger ones refuses).
-            if (isSdkError(err, 'kdf_weak') && !seenKdf(n)) weakKdf.show(() => {
+            if (isSdkError(err, 'kdf_weak') && !(await seenKdf(n))) weakKdf.show(() => {
               setBusy(true);
               progress.start();
               attempt(true);
