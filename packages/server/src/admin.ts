@@ -8,12 +8,12 @@
  */
 import { parseConfig, ConfigError, type Config } from './config.js';
 import { parseAdminArgs, USAGE, type CopyArgs } from './admin-args.js';
-import { copyToPostgres } from './copy.js';
+import { copyToPostgres } from './store/copy-to-postgres.js';
 import { openStore } from './backends.js';
 import { defaultWebRoot } from './paths.js';
 import type { Store } from './store/types.js';
 import * as commands from './ops/admin-commands.js';
-import { backupSqlite } from './ops/backup.js';
+import { backupSqlite } from './store/sqlite/backup.js';
 
 function config(): Config {
   return parseConfig(process.env, { webRoot: defaultWebRoot(), build: { revision: 'dev', commitTime: null } });

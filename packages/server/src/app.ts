@@ -39,6 +39,8 @@ export interface AppOptions {
   logStream?: DestinationStream;
   /** Slow-client bounds (docs/SECURITY.md, "Resource limits"); tests shorten them so they need not wait 30 s. */
   timeouts?: Partial<Timeouts>;
+  /** The store cannot go on (StoreOpenOptions.onFatal); the entry point stops the process. */
+  onStoreFatal?: (err: unknown) => void;
 }
 
 export interface Timeouts {
@@ -109,7 +111,7 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
   fastify.server.headersTimeout = timeouts.headersMs;
 
   // Writes settle before the disk has them; the routes wait for durable() before answering.
-  const store = opts.store ?? (await openStore(config, { settleBeforeSync: true }));
+  const store = opts.store ?? (await openStore(config, { settleBeforeSync: true, ...(opts.onStoreFatal ? { onFatal: opts.onStoreFatal } : {}) }));
   const streams = new LocalStreams(LIMITS.pingIntervalMs);
   const startMark = store.lossMark();
   const secrets = await loadSecrets(config, store);

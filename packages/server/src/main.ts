@@ -20,7 +20,14 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  const app = await createApp(config);
+  const app = await createApp(config, {
+    // Nothing written since can be promised durable: stop, so that a restart recovers from what
+    // is really on disk (the unit restarts on this code).
+    onStoreFatal: (err) => {
+      process.stderr.write(`${JSON.stringify({ level: 'fatal', msg: 'store failed; stopping', err: String(err) })}\n`);
+      process.exit(1);
+    },
+  });
   if (config.pushAllowPrivateTargets) app.deps.log.warn('PUSH_ALLOW_PRIVATE_TARGETS=1: push may reach loopback and private addresses; for tests only');
 
   let stopping = false;

@@ -141,6 +141,12 @@ export interface StoreOpenOptions {
   upgrade?: boolean;
   /** The embedded store may settle writes before they are durable; see `Store.durable`. */
   settleBeforeSync?: boolean;
+  /**
+   * The store cannot go on (the disk refused an fsync): it refuses every write from then on and
+   * tells its owner, which decides what the process does (the service stops, so that a restart
+   * recovers from what is really on disk).
+   */
+  onFatal?: (err: unknown) => void;
 }
 
 export interface Store {

@@ -14,7 +14,7 @@ import type { PushPayload } from '@svc/protocol';
 import { SqliteStore } from '../../src/store/sqlite/index.js';
 import { PostgresStore } from '../../src/store/postgres/index.js';
 import { openDatabase } from '../../src/store/sqlite/db.js';
-import { copyToPostgres, CopyRefused } from '../../src/copy.js';
+import { copyToPostgres, CopyRefused } from '../../src/store/copy-to-postgres.js';
 import type { PushTarget } from '../../src/store/types.js';
 import type { Pusher } from '../../src/push/types.js';
 import { Client, Stream, addDevice, b64, ct, dmBody, id16, iv, publicKey, registerBody, rooms, signup, startServer, ulid, wk, type TestServer } from '../harness.js';

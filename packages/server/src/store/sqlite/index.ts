@@ -85,12 +85,8 @@ export class SqliteStore implements Store {
     this.group = new GroupCommit(db, this.durability, {
       onRollback: () => this.forgetAll(),
       beforeBatch: () => this.forgetIfChangedElsewhere(),
-      onFatal: (err) => {
-        // The disk refused an fsync: nothing written since can be promised durable. Stop, so
-        // that a restart recovers from what is really on disk (the unit restarts on this code).
-        process.stderr.write(`${JSON.stringify({ level: 'fatal', msg: 'SQLite WAL sync failed; stopping', err: String(err) })}\n`);
-        process.exit(1);
-      },
+      // The disk refused an fsync: nothing written since can be promised durable.
+      ...(o.onFatal ? { onFatal: o.onFatal } : {}),
       settleBeforeSync: o.settleBeforeSync === true,
     });
     this.checkpointer = new Checkpointer(db);

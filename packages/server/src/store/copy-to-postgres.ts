@@ -6,9 +6,9 @@
  */
 import Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
-import { SQLITE_MIGRATIONS } from './store/sqlite/migrations.js';
-import { PostgresStore } from './store/postgres/index.js';
-import { transaction, type Sql } from './store/postgres/db.js';
+import { SQLITE_MIGRATIONS } from './sqlite/migrations.js';
+import { PostgresStore } from './postgres/index.js';
+import { transaction, type Sql } from './postgres/db.js';
 
 /** A refusal the operator must act on; nothing was written. */
 export class CopyRefused extends Error {

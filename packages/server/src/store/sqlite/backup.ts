@@ -8,8 +8,8 @@
 import Database from 'better-sqlite3';
 import { existsSync, renameSync, rmSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { ConfigError } from '../config.js';
-import { schemaVersion } from '../store/sqlite/db.js';
+import { ConfigError } from '../../config.js';
+import { schemaVersion } from './db.js';
 
 export interface BackupResult {
   dest: string;
