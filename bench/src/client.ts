@@ -36,7 +36,7 @@ async function main(): Promise<void> {
   const openChat: number[] = [];
   const firstSearch: number[] = [];
   const search: number[] = [];
-  let index = new SearchIndex();
+  let index: SearchIndex;
   for (let run = 0; run < RUNS; run++) {
     let t = performance.now();
     const page = await Promise.all(rows.slice(-PAGE).map(open));

@@ -53,8 +53,8 @@ function healthy(port: number): Promise<boolean> {
 export async function startChild(name: string, args: string[], env: Record<string, string>, port: number, timeoutMs = 30_000): Promise<Child> {
   const proc = spawn(process.execPath, args, { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';
-  proc.stderr!.setEncoding('utf8');
-  proc.stderr!.on('data', (c: string) => {
+  proc.stderr.setEncoding('utf8');
+  proc.stderr.on('data', (c: string) => {
     if (err.length < 20_000) err += c;
   });
   if (proc.pid === undefined) throw new Error(`${name}: could not start`);

@@ -66,7 +66,7 @@ function keyMaterial(b: Body, authField: string): { authKey: string; kdf: Kdf; e
   if (!isAuthKey(b[authField])) throw invalid(authField);
   if (!isKdf(b.kdf)) throw invalid('kdf');
   if (!isEncryptedKey(b.encryptedKey)) throw invalid('encryptedKey');
-  return { authKey: b[authField] as string, kdf: pickKdf(b.kdf), encryptedKey: { iv: b.encryptedKey.iv, ct: b.encryptedKey.ct } };
+  return { authKey: b[authField], kdf: pickKdf(b.kdf), encryptedKey: { iv: b.encryptedKey.iv, ct: b.encryptedKey.ct } };
 }
 
 const wrappedKeys = (keys: WrappedKey[]): WrappedKey[] => keys.map((k) => ({ to: k.to, iv: k.iv, ct: k.ct }));
@@ -74,7 +74,7 @@ const wrappedKeys = (keys: WrappedKey[]): WrappedKey[] => keys.map((k) => ({ to:
 /** A list of nicks; duplicates collapse to one. */
 function nickList(v: unknown, field: string): string[] {
   if (!Array.isArray(v) || !v.every(isNick)) throw invalid(field);
-  return [...new Set(v as string[])];
+  return [...new Set(v)];
 }
 
 export function checkRegister(b: Body): RegisterRequest {
@@ -162,11 +162,11 @@ export function checkSendMessage(b: Body): SendMessageRequest {
   }
   if (!isIv(b.iv)) throw invalid('iv');
   if (!isCt(b.ct)) throw invalid('ct');
-  return { id: b.id, to: target, keyId: b.keyId as string, iv: b.iv, ct: b.ct };
+  return { id: b.id, to: target, keyId: b.keyId, iv: b.iv, ct: b.ct };
 }
 
 export function checkAck(b: Body): AckRequest {
   const ids = b.ids;
   if (!Array.isArray(ids) || ids.length > LIMITS.ackBatch || !ids.every((x) => typeof x === 'string')) throw invalid('ids');
-  return { ids: ids as string[] };
+  return { ids: ids };
 }

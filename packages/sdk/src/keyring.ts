@@ -35,7 +35,7 @@ export class RoomKeyring {
   /** Adds a key; re-adding a known keyId keeps the first one. */
   add(roomId: string, keyId: string, key: CryptoKey, origin: KeyOrigin): void {
     let m = this.rooms.get(roomId);
-    if (!m) this.rooms.set(roomId, (m = new Map()));
+    if (!m) this.rooms.set(roomId, (m = new Map<string, HeldRoomKey>()));
     if (!m.has(keyId)) m.set(keyId, { key, from: origin.from, publicKey: origin.publicKey });
   }
 

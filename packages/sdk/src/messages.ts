@@ -72,7 +72,7 @@ export function splitChatId(chat: string): { kind: 'dm' | 'room'; id: string } {
 export async function sendPlain(c: MessageContext, chat: ChatId, plain: PlainInput, o: SendOptions = {}): Promise<SentMessage> {
   const { kind, id: target } = splitChatId(chat);
   const id = o.id ?? c.api.newId();
-  const p = { ...plain, sentAt: o.sentAt ?? (plain.sentAt || c.api.now()) } as PlainInput;
+  const p = { ...plain, sentAt: o.sentAt ?? (plain.sentAt || c.api.now()) };
   let r;
   if (kind === 'dm') {
     const key = await c.peers.pair(target, 'send');

@@ -37,7 +37,7 @@ test('every plaintext type round-trips and pads to a multiple of 256 bytes like 
 });
 
 test('the field order is fixed: v, type, the type’s fields, sentAt, mid', () => {
-  const json = new TextDecoder().decode(encodePlaintext({ mid: MID, sentAt: 9, replyTo: ID, body: 'x', type: 'text' } as PlainInput)).replace(/\0+$/, '');
+  const json = new TextDecoder().decode(encodePlaintext({ mid: MID, sentAt: 9, replyTo: ID, body: 'x', type: 'text' })).replace(/\0+$/, '');
   assert.equal(json, `{"v":1,"type":"text","body":"x","replyTo":"${ID}","sentAt":9,"mid":"${MID}"}`);
 });
 

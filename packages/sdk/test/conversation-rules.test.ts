@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ingest, MemoryStore, UNKNOWN_TEXT, type ChatId, type DecryptedMessage, type Plain, type PlainInput, type RuleContext } from '../src/index.js';
+import { ingest, MemoryStore, UNKNOWN_TEXT, type ChatId, type Plain, type PlainInput, type RuleContext } from '../src/index.js';
 
 let n = 0;
 const id = (): string => `01JD${String(++n).padStart(22, '0')}`;
@@ -20,7 +20,7 @@ function world(members: Record<string, string[]> = {}) {
     isMember: (chat, nick) => (chat.startsWith('dm:') ? nick === 'alice' || nick === chat.slice(3) : (members[chat] ?? []).includes(nick)),
   };
   const arrive = (from: string, chat: ChatId, plain: PlainInput, envId = id()) =>
-    ingest(c, { ok: true, id: envId, ts: 1000 + n, from, chat, sentAt: plain.sentAt, plain: { v: 1, ...plain } as Plain, ...(plain.type === 'text' ? { body: plain.body } : {}) } as DecryptedMessage);
+    ingest(c, { ok: true, id: envId, ts: 1000 + n, from, chat, sentAt: plain.sentAt, plain: { v: 1, ...plain } as Plain, ...(plain.type === 'text' ? { body: plain.body } : {}) });
   return { store, c, arrive };
 }
 

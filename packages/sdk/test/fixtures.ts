@@ -16,5 +16,5 @@ export const fromB64 = (s: string): Uint8Array => new Uint8Array(Buffer.from(s, 
 export async function fixtureIdentity(nick: string): Promise<{ publicKey: string; privateKey: CryptoKey }> {
   const p = V.parties[nick];
   const privateKey = await webcrypto.subtle.importKey('pkcs8', fromB64(p.pkcs8), { name: 'ECDH', namedCurve: 'P-256' }, false, ['deriveBits']);
-  return { publicKey: p.publicKey, privateKey: privateKey as CryptoKey };
+  return { publicKey: p.publicKey, privateKey: privateKey };
 }

@@ -124,7 +124,7 @@ export function fakeDevice(key: CryptoKey, deviceId: string, from?: { store: Mem
 /** A message as the receiving side gets it: through the wire form and its schema check. */
 export function arrive(plain: PlainInput, o: { from?: string; chat?: ChatId; sentAt?: number } = {}): HistoryMessage {
   const sentAt = o.sentAt ?? clock;
-  const decoded = decodePlaintext(encodePlaintext({ ...plain, sentAt } as PlainInput));
+  const decoded = decodePlaintext(encodePlaintext({ ...plain, sentAt }));
   return { ok: true, id: makeUlid(clock, randomBytes), ts: clock, from: o.from ?? 'alice', chat: o.chat ?? CARRIER, plain: decoded, sentAt } as HistoryMessage;
 }
 

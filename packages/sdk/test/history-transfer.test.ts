@@ -31,7 +31,6 @@ async function started(n: number): Promise<{ old: FakeDevice; neu: FakeDevice; k
 }
 
 const chunks = (d: FakeDevice): HistoryChunkPlain[] => d.out.map((i) => i.plain).filter((p): p is HistoryChunkPlain => p.type === 'history-chunk');
-const ids = async (d: FakeDevice): Promise<string[]> => (await d.store.all()).map((m) => m.id);
 
 test('a new device receives the whole history as it stands: texts, replies, reactions, edits, deletions, in chunks that fit one message', async () => {
   const { old, neu } = await started(1500);

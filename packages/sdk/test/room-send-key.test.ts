@@ -30,7 +30,7 @@ function answer(res: Response, body: unknown): Response {
 function recordPosts(f: FetchLike, posted: string[], fake?: (keyId: string) => boolean): FetchLike {
   return async (url, init) => {
     if (init?.method === 'POST' && pathOf(url) === '/api/messages') {
-      const b = JSON.parse(String(init.body)) as { id: string; keyId: string };
+      const b = JSON.parse(init.body as string) as { id: string; keyId: string };
       posted.push(b.keyId);
       // A hostile service accepts what it can read, whatever the real store says.
       if (fake?.(b.keyId)) return Response.json({ id: b.id, ts: Date.now() }, { status: 202, headers: { date: new Date().toUTCString() } });
@@ -44,6 +44,7 @@ test('a room key wrapped under a changed, not yet accepted key of its wrapper is
   // The service's own key pair, which it shows to bob as alice's.
   const fake = await generateIdentity();
   let showFake = false;
+  // eslint-disable-next-line prefer-const -- read by the fake service's closures above, set once the room exists
   let evil: RoomKey | undefined;
   let roomId = '';
   const posted: string[] = [];

@@ -15,7 +15,7 @@ after(async () => {
 
 const ok = (r: DecryptedMessage): Extract<DecryptedMessage, { ok: true }> => {
   assert.equal(r.ok, true, JSON.stringify(r));
-  return r as Extract<DecryptedMessage, { ok: true }>;
+  return r;
 };
 
 test('DMs both ways decrypt, and the sender\'s other device decrypts its own copy', async () => {

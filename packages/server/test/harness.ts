@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import assert from 'node:assert/strict';
-import { encodeB64url, makeUlid, type EventName, type Room } from '@svc/protocol';
+import { encodeB64url, makeUlid, type Room } from '@svc/protocol';
 import { createApp, type App, type AppOptions } from '../src/app.js';
 import { parseConfig } from '../src/config.js';
 import { defaultWebRoot } from '../src/paths.js';
@@ -162,7 +162,7 @@ export class Client {
       if (m) this.cookie = m[1] ? `svc_session=${m[1]}` : null;
     }
     const text = await r.text();
-    let json: unknown = undefined;
+    let json: unknown;
     try {
       json = text ? JSON.parse(text) : undefined;
     } catch {
@@ -260,7 +260,8 @@ export function dmBody(to: string, id = ulid()) {
 }
 
 export interface SseEvent {
-  event: EventName | string;
+  /** An EventName, or anything else a stream might carry. */
+  event: string;
   id?: string;
   data: string;
   // eslint-disable-next-line @typescript-eslint/no-explicit-any

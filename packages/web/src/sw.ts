@@ -86,7 +86,7 @@ interface PushPayload {
 const CHAT_RE = /^(room:[A-Za-z0-9_-]{1,64}|dm:[a-z0-9_]{2,32})$/;
 
 function readPayload(data: PushMessageData | null): { title: string; body: string; chat: string | null } {
-  let p: PushPayload = {};
+  let p: PushPayload;
   try {
     p = (data?.json() ?? {}) as PushPayload;
   } catch {

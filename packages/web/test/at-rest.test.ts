@@ -99,7 +99,7 @@ async function writeLegacy(page: Page, account: string, rows: LegacyRows, local:
       const opened = (req: IDBOpenDBRequest) =>
         new Promise<IDBDatabase>((resolve, reject) => {
           req.onsuccess = () => resolve(req.result);
-          req.onerror = () => reject(req.error);
+          req.onerror = () => reject(req.error ?? new Error('IndexedDB request failed'));
         });
       let session: unknown;
       if (sessionFrom) {
@@ -107,14 +107,14 @@ async function writeLegacy(page: Page, account: string, rows: LegacyRows, local:
         const get = current.transaction('kv').objectStore('kv').get('identity');
         session = await new Promise((resolve, reject) => {
           get.onsuccess = () => resolve(get.result);
-          get.onerror = () => reject(get.error);
+          get.onerror = () => reject(get.error ?? new Error('IndexedDB request failed'));
         });
         current.close();
         if (!session) throw new Error(`no saved session in ${sessionFrom}`);
         const del = indexedDB.deleteDatabase(sessionFrom);
         await new Promise((resolve, reject) => {
           del.onsuccess = resolve;
-          del.onerror = () => reject(del.error);
+          del.onerror = () => reject(del.error ?? new Error('IndexedDB delete failed'));
         });
       }
       const req = indexedDB.open(`svc:${account}`, 2);
@@ -136,7 +136,7 @@ async function writeLegacy(page: Page, account: string, rows: LegacyRows, local:
       for (const name of ['messages', 'chats', 'pins', 'pending', 'outbox'] as const) for (const row of rows[name]) tx.objectStore(name).put(row);
       await new Promise<void>((resolve, reject) => {
         tx.oncomplete = () => resolve();
-        tx.onerror = () => reject(tx.error);
+        tx.onerror = () => reject(tx.error ?? new Error('IndexedDB transaction failed'));
       });
       db.close();
       for (const [key, value] of Object.entries(local)) localStorage.setItem(key, value);

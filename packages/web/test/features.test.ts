@@ -23,7 +23,6 @@ import {
   messageStatus,
   openChat,
   react,
-  reaction,
   searchBox,
   searchResults,
   seeMessage,

@@ -81,7 +81,7 @@ export function checkRecord(v: unknown): ChatMessage | null {
   for (const f of ['delivered', 'read'] as const) {
     if (o[f] === undefined) continue;
     if (!isNicks(o[f])) return null;
-    m[f] = [...new Set(o[f] as string[])].sort();
+    m[f] = [...new Set(o[f])].sort();
   }
   if (o.reported !== undefined) {
     if (o.reported !== 'delivered' && o.reported !== 'read') return null;

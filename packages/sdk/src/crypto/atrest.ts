@@ -32,7 +32,7 @@ const KIND_BYTES = 1;
 const KIND_JSON = 2;
 
 /** Seals bytes as bytes and anything else as JSON. */
-export function sealAtRest(historyKey: CryptoKey, value: Uint8Array | unknown, context = '', iv?: Uint8Array): Promise<Sealed> {
+export function sealAtRest(historyKey: CryptoKey, value: unknown, context = '', iv?: Uint8Array): Promise<Sealed> {
   const body = value instanceof Uint8Array ? concat(Uint8Array.of(KIND_BYTES), value) : concat(Uint8Array.of(KIND_JSON), utf8(JSON.stringify(value)));
   return seal(historyKey, body, atRestAad(context), iv);
 }

@@ -15,7 +15,7 @@
  * streaming until it ends; the parser reads nothing more meanwhile, so nothing piles up.
  */
 import type { Socket } from 'node:net';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import { ApiError, type ErrorCode } from '@svc/protocol';
 import { JSON_CONTENT_TYPE, SECURITY_HEADERS } from './headers.js';
 
@@ -60,7 +60,7 @@ function answer(socket: Socket, code: ErrorCode): void {
 function answerInOrder(socket: Socket, code: ErrorCode): void {
   if (socket.destroyed) return;
   const res = inFlight(socket);
-  const req = (res as (ServerResponse & { req?: IncomingMessage }) | null)?.req;
+  const req = (res)?.req;
   if (!res || !req?.complete) {
     answer(socket, code);
     return;

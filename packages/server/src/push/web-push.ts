@@ -77,7 +77,7 @@ export class WebPusher implements Pusher {
         },
       );
       const status = await sendPushRequest(
-        { endpoint: details.endpoint, method: details.method, headers: details.headers as Record<string, string | number>, body: details.body ?? null },
+        { endpoint: details.endpoint, method: details.method, headers: details.headers, body: details.body ?? null },
         { resolve: this.o.resolve ?? systemResolver, allowPrivate: this.o.allowPrivate, timeoutMs: this.o.timeoutMs ?? 10_000 },
       );
       if (status === 404 || status === 410) {

@@ -45,11 +45,11 @@ export const accountRoutes: AccountRoutes = {
     // judged: per (IP, nick) against guessing one password, per IP against trying many accounts.
     // Both are one step, so an attempt refused by either is counted by neither.
     let body: unknown;
-    let parseError: unknown = null;
+    let parseError: Error | null = null;
     try {
       body = parseJson(ctx.req);
     } catch (err) {
-      parseError = err;
+      parseError = err as Error;
     }
     const b = isPlainObject(body) ? body : {};
     const nickKey = typeof b.nick === 'string' ? b.nick.slice(0, 64) : '';

@@ -172,7 +172,7 @@ describe(`malformed framing: the answer and the effect agree (${TEST_MODE})`, ()
     const headers = { host: 'svc.test', origin: ORIGIN, ...target.headers, ...JSON_TYPE, 'content-length': '50' };
     const x = await rawExchange(port, [head(`POST ${target.path} HTTP/1.1`, headers) + '{}'], { deadlineMs: 4000 });
     assert.equal(x.responses[0]?.status, 400);
-    assert.equal(JSON.parse(x.responses[0]!.body).error, 'bad_json');
+    assert.equal(JSON.parse(x.responses[0].body).error, 'bad_json');
     assert.equal(await target.done(), false);
   });
 });

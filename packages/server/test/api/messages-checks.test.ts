@@ -289,7 +289,7 @@ describe('check 4: X-Device', () => {
   });
 
   test('check 4 before 5: a foreign X-Device answers unknown_device even to an unknown nick, own nick or foreign room', async () => {
-    const { alice, bob, b1 } = await pair();
+    const { alice, b1 } = await pair();
     assertError(await send(alice, dmBody(nick()), b1), 403, 'unknown_device');
     assertError(await send(alice, dmBody(alice.nick), b1), 403, 'unknown_device');
     assertError(await send(alice, roomBody(id16(), id16()), b1), 403, 'unknown_device');

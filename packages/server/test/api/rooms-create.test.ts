@@ -233,15 +233,15 @@ test('POST /api/rooms: the creator\'s other devices get a `room` event; the call
   for (const s of streams) assert.ok(await s.ready());
   const r = await a.c.post('/api/rooms', body(a.c), { device: d1 });
   assert.equal(r.status, 201, r.text);
-  for (const s of [streams[1]!, streams[2]!]) {
+  for (const s of [streams[1], streams[2]]) {
     assert.ok(await s.until((ev) => ev.some((e) => e.event === 'room')));
     const ev = s.named('room');
     assert.equal(ev.length, 1);
     assert.deepEqual(ev[0]!.json, r.json);
   }
   await Stream.settle();
-  assert.equal(streams[0]!.events.filter((e) => e.event !== 'ready').length, 0);
-  assert.equal(streams[3]!.events.filter((e) => e.event !== 'ready').length, 0);
+  assert.equal(streams[0].events.filter((e) => e.event !== 'ready').length, 0);
+  assert.equal(streams[3].events.filter((e) => e.event !== 'ready').length, 0);
   for (const s of streams) s.close();
 });
 

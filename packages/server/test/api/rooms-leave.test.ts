@@ -80,7 +80,7 @@ test('leave events: remaining members get `room` with needsRekey true and keys [
   const [sa, sb, sc, so] = await Promise.all([openAll(a), openAll(b), openAll(c), openAll(outsider)]);
   assert.equal((await leave(b.c, id, b.devices[0])).status, 204);
   const [expected] = await rooms(a.c);
-  for (const s of [...sa!, ...sc!]) {
+  for (const s of [...sa, ...sc]) {
     assert.ok(await s.until((ev) => ev.some((e) => e.event === 'room')));
     const ev = s.named('room');
     assert.equal(ev.length, 1);
@@ -88,16 +88,16 @@ test('leave events: remaining members get `room` with needsRekey true and keys [
     assert.equal(ev[0]!.json.needsRekey, true);
     assert.deepEqual([...ev[0]!.json.members].sort(), [a.c.nick, c.c.nick].sort());
   }
-  for (const s of sb!.slice(1)) {
+  for (const s of sb.slice(1)) {
     assert.ok(await s.until((ev) => ev.some((e) => e.event === 'room_left')));
     assert.deepEqual(s.named('room_left').map((e) => e.json), [{ id }]);
   }
   await Stream.settle();
-  assert.deepEqual(kinds(sb![0]!), []);
-  for (const s of sb!.slice(1)) assert.deepEqual(kinds(s), ['room_left']);
-  for (const s of [...sa!, ...sc!]) assert.deepEqual(kinds(s), ['room']);
-  assert.deepEqual(kinds(so![0]!), []);
-  for (const s of [...sa!, ...sb!, ...sc!, ...so!]) s.close();
+  assert.deepEqual(kinds(sb[0]!), []);
+  for (const s of sb.slice(1)) assert.deepEqual(kinds(s), ['room_left']);
+  for (const s of [...sa, ...sc]) assert.deepEqual(kinds(s), ['room']);
+  assert.deepEqual(kinds(so[0]!), []);
+  for (const s of [...sa, ...sb, ...sc, ...so]) s.close();
 });
 
 test('leave without X-Device: every device of the caller gets room_left', async () => {
@@ -221,15 +221,15 @@ test('DELETE /api/rooms/{id} events: every member, owner included, gets room_lef
   const id = await roomWith(a.c, [b.c, c.c]);
   const [sa, sb, sc, so] = await Promise.all([openAll(a), openAll(b), openAll(c), openAll(outsider)]);
   assert.equal((await del(a.c, id, a.devices[0])).status, 204);
-  for (const s of [sa![1]!, ...sb!, ...sc!]) {
+  for (const s of [sa[1]!, ...sb, ...sc]) {
     assert.ok(await s.until((ev) => ev.some((e) => e.event === 'room_left')));
     assert.deepEqual(s.named('room_left').map((e) => e.json), [{ id }]);
   }
   await Stream.settle();
-  assert.deepEqual(kinds(sa![0]!), []);
-  assert.deepEqual(kinds(so![0]!), []);
-  for (const s of [sa![1]!, ...sb!, ...sc!]) assert.deepEqual(kinds(s), ['room_left']);
-  for (const s of [...sa!, ...sb!, ...sc!, ...so!]) s.close();
+  assert.deepEqual(kinds(sa[0]!), []);
+  assert.deepEqual(kinds(so[0]!), []);
+  for (const s of [sa[1]!, ...sb, ...sc]) assert.deepEqual(kinds(s), ['room_left']);
+  for (const s of [...sa, ...sb, ...sc, ...so]) s.close();
 });
 
 test('DELETE /api/rooms/{id} refused with not_owner sends no event', async () => {
@@ -239,7 +239,7 @@ test('DELETE /api/rooms/{id} refused with not_owner sends no event', async () =>
   const [sa, sb] = await Promise.all([openAll(a), openAll(b)]);
   assertError(await del(b.c, id), 403, 'not_owner');
   await Stream.settle();
-  assert.deepEqual(kinds(sa![0]!), []);
-  assert.deepEqual(kinds(sb![0]!), []);
-  for (const s of [...sa!, ...sb!]) s.close();
+  assert.deepEqual(kinds(sa[0]!), []);
+  assert.deepEqual(kinds(sb[0]!), []);
+  for (const s of [...sa, ...sb]) s.close();
 });

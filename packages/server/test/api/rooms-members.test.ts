@@ -262,7 +262,7 @@ test('members events: each final member\'s devices get `room` with only their ow
   const a1 = alice.devices[0]!;
   const open = async (u: { c: Client; devices: string[] }) => Promise.all(u.devices.map((d) => Stream.open(u.c, d)));
   const [sa, sb, sc, sd, se] = await Promise.all([open(alice), open(bob), open(carol), open(dave), open(erin)]);
-  const streams = [...sa!, ...sb!, ...sc!, ...sd!, ...se!];
+  const streams = [...sa, ...sb, ...sc, ...sd, ...se];
   for (const s of streams) assert.ok(await s.ready());
 
   const b = mbody([bob.c.nick], [dave.c.nick], [alice.c.nick, carol.c.nick, bob.c.nick]);
@@ -278,15 +278,15 @@ test('members events: each final member\'s devices get `room` with only their ow
     assert.equal(ev.length, 1);
     assert.deepEqual(ev[0]!.json, { ...r.json, keys: keyFor(n) });
   };
-  await expectRoom(sa![1]!, alice.c.nick);
-  await expectRoom(sb![0]!, bob.c.nick);
-  for (const s of sc!) await expectRoom(s, carol.c.nick);
-  assert.ok(await sd![0]!.until((ev) => ev.some((e) => e.event === 'room_left')));
-  assert.deepEqual(sd![0]!.named('room_left').map((e) => e.json), [{ id: room.id }]);
+  await expectRoom(sa[1]!, alice.c.nick);
+  await expectRoom(sb[0]!, bob.c.nick);
+  for (const s of sc) await expectRoom(s, carol.c.nick);
+  assert.ok(await sd[0]!.until((ev) => ev.some((e) => e.event === 'room_left')));
+  assert.deepEqual(sd[0]!.named('room_left').map((e) => e.json), [{ id: room.id }]);
   await Stream.settle();
-  assert.deepEqual(sa![0]!.events.map((e) => e.event), ['ready']);
-  assert.deepEqual(sd![0]!.events.map((e) => e.event), ['ready', 'room_left']);
-  assert.deepEqual(se![0]!.events.map((e) => e.event), ['ready']);
+  assert.deepEqual(sa[0]!.events.map((e) => e.event), ['ready']);
+  assert.deepEqual(sd[0]!.events.map((e) => e.event), ['ready', 'room_left']);
+  assert.deepEqual(se[0]!.events.map((e) => e.event), ['ready']);
   for (const s of streams) s.close();
 });
 

@@ -198,7 +198,7 @@ describe('behind nginx with deploy/nginx-svc.conf', () => {
     const stream = await Stream.open(b, db);
     assert.equal(stream.status, 200);
     assert.equal(stream.headers?.get('content-type'), 'text/event-stream; charset=utf-8');
-    assertSecurityHeaders({ headers: stream.headers! }, '/api/events');
+    assertSecurityHeaders({ headers: stream.headers }, '/api/events');
     try {
       assert.ok(await stream.ready(2000), 'ready did not come through nginx');
       const body = dmBody(b.nick);

@@ -43,8 +43,8 @@ export async function startService(env: Record<string, string>): Promise<Service
         resolve(m[1]!);
       }
     };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
     void exited.then((code) => {
       clearTimeout(timer);
       reject(new Error(`service exited with ${code} before listening:\n${out}`));

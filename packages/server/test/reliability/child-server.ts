@@ -49,7 +49,7 @@ export class ChildServer {
       env: { ...base, ...TEST_RATES, PORT: String(this.port), HOST: '127.0.0.1', ORIGIN, LOG_LEVEL: 'warn', ...this.env },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
-    child.stderr!.on('data', (d: Buffer) => {
+    child.stderr.on('data', (d: Buffer) => {
       this.stderr = (this.stderr + d.toString()).slice(-20_000);
     });
     this.child = child;

@@ -68,7 +68,7 @@ export function rawExchange(port: number, steps: Step[], opts: { deadlineMs?: nu
     sock.on('data', (d: Buffer) => chunks.push(d));
     sock.on('close', () => finish(true));
     sock.on('error', () => finish(true));
-    sock.on('connect', async () => {
+    const write = async () => {
       for (const s of steps) {
         if (done || sock.destroyed) return;
         if (typeof s === 'string' || Buffer.isBuffer(s)) {
@@ -76,7 +76,8 @@ export function rawExchange(port: number, steps: Step[], opts: { deadlineMs?: nu
         } else await new Promise((r) => setTimeout(r, s.pause));
       }
       if (opts.halfClose && !sock.destroyed) sock.end();
-    });
+    };
+    sock.on('connect', () => void write());
   });
 }
 

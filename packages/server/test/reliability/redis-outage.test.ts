@@ -192,7 +192,7 @@ test('closing while Redis is down leaves no reconnecting client behind: the proc
     const said = (word: string) =>
       new Promise<void>((resolve, reject) => {
         const check = () => (out.includes(word) ? resolve() : undefined);
-        child.stdout!.on('data', (d: Buffer) => {
+        child.stdout.on('data', (d: Buffer) => {
           out += d.toString();
           check();
         });
@@ -203,7 +203,7 @@ test('closing while Redis is down leaves no reconnecting client behind: the proc
     await redis.stop();
     await new Promise((r) => setTimeout(r, 500)); // the clients notice and start reconnecting
     const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-    child.stdin!.write('close\n');
+    child.stdin.write('close\n');
     await said('closed');
     const code = await Promise.race([exited, new Promise<'hung'>((r) => setTimeout(() => r('hung'), 5000))]);
     assert.equal(code, 0, 'the process exited by itself after close');

@@ -36,7 +36,7 @@ describe('security headers on every route and every kind of answer', () => {
 
   before(async () => {
     // A store that can be made to fail, to see the headers of a 500 too.
-    const real = await SqliteStore.open(join(dir, 'svc.db'));
+    const real = SqliteStore.open(join(dir, 'svc.db'));
     store = new Proxy(real, {
       get(target, prop, receiver) {
         const v = Reflect.get(target, prop, receiver) as unknown;

@@ -8,8 +8,8 @@ export class Emitter<Events extends Record<string, unknown>> {
       set = new Set();
       this.handlers.set(name, set);
     }
-    set.add(fn as (payload: never) => void);
-    return () => set.delete(fn as (payload: never) => void);
+    set.add(fn);
+    return () => set.delete(fn);
   }
 
   emit<K extends keyof Events>(name: K, payload: Events[K]): void {

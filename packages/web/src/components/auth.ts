@@ -138,7 +138,7 @@ export function authView(o: AuthOptions): HTMLElement {
 
   form.addEventListener('submit', (e) => {
     e.preventDefault();
-    const submitter = (e as SubmitEvent).submitter as HTMLElement | null;
+    const submitter = (e).submitter;
     const creating = submitter?.dataset.action === 'signup';
     const n = nick.input.value.trim().toLowerCase();
     const p = password.input.value;

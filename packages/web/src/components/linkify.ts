@@ -17,7 +17,7 @@ export function linkify(text: string): Node[] {
     const trail = TRAILING.exec(url);
     if (trail) url = url.slice(0, url.length - trail[0].length);
     const at = match.index ?? 0;
-    let parsed: URL | null = null;
+    let parsed: URL | null;
     try {
       parsed = new URL(url);
     } catch {

@@ -28,13 +28,13 @@ export function dumpStorage(page: Page): Promise<StorageDump> {
     const done = <T>(req: IDBRequest<T>) =>
       new Promise<T>((resolve, reject) => {
         req.onsuccess = () => resolve(req.result);
-        req.onerror = () => reject(req.error);
+        req.onerror = () => reject(req.error ?? new Error('IndexedDB request failed'));
       });
     const indexKeys = (index: IDBIndex) =>
       new Promise<unknown[]>((resolve, reject) => {
         const keys: unknown[] = [];
         const req = index.openKeyCursor();
-        req.onerror = () => reject(req.error);
+        req.onerror = () => reject(req.error ?? new Error('IndexedDB request failed'));
         req.onsuccess = () => {
           const cur = req.result;
           if (!cur) return resolve(keys);

@@ -5,8 +5,8 @@
  * device's row lock, taken in id order. So queue_len stays exact, and a device's entries commit
  * in the order of their seq: a replay that pages by seq never skips an entry committed later.
  */
-import { LIMITS, type Envelope, type Target } from '@svc/protocol';
-import type { QueuedEntry, Refusal, SendInput, SendResult, SendTarget } from '../types.js';
+import { LIMITS, type Envelope } from '@svc/protocol';
+import type { QueuedEntry, SendInput, SendResult, SendTarget } from '../types.js';
 import type { Sql } from './db.js';
 import { LOCK } from './locks.js';
 

@@ -102,7 +102,7 @@ export class GroupCommit {
    * dirty pages and will not report it again, so no later sync can be trusted (PostgreSQL stops
    * for the same reason). Every write from then on is refused, and `onFatal` is told.
    */
-  private failed: unknown = null;
+  private failed: Error | null = null;
   /** Set by close(): writes asked for after it are refused. */
   private closing = false;
   /** Generations of settled writes lost (see `durable`). */
@@ -301,7 +301,7 @@ export class GroupCommit {
    * everything still open or queued are refused, and so is every later write.
    */
   private fail(err: unknown, batch: Done[]): void {
-    if (this.failed === null) this.failed = err;
+    if (this.failed === null) this.failed = err instanceof Error ? err : new Error(String(err));
     for (const d of batch) d.job.reject(err);
     this.rollbackQuietly();
     this.onRollback();

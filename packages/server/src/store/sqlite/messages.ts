@@ -1,6 +1,6 @@
 /** Message operations of the SQLite store: the send fan-out, acks, replay and retention. */
 import { LIMITS, type Envelope, type Target } from '@svc/protocol';
-import type { QueuedEntry, Refusal, SendInput, SendResult, SendTarget } from '../types.js';
+import type { QueuedEntry, Refusal, SendInput, SendResult } from '../types.js';
 import { isMember } from './rooms.js';
 import { placeholders, type Statements } from './statements.js';
 import type { QueueIndex } from './queue-index.js';
