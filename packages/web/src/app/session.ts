@@ -23,6 +23,8 @@ export interface SessionEvents extends Record<string, unknown> {
   rooms: undefined;
   /** A chat went away (room deleted, left, or removed from it). */
   gone: string;
+  /** A room's membership record or its standing against the service's list changed (the room id). */
+  membership: string;
   ended: EndReason;
   /** Something failed in the background that the user should know about. */
   problem: string;
@@ -65,7 +67,8 @@ export class Session extends Emitter<SessionEvents> {
     super();
     this.nick = m.nick;
     this.store = new IdbConversationStore(db, m.historyKey);
-    this.conv = new Conversations({ messenger: m, store: this.store });
+    this.conv = new Conversations({ messenger: m, store: this.store, onError: (e) => console.warn('membership record:', e) });
+    this.conv.membership.on((roomId) => this.emit('membership', roomId));
     this.trust = new Trust(db, m.historyKey, { nick: m.nick, publicKey: m.publicKey });
     this.trust.onChange = () => {
       this.emit('trust', undefined);
@@ -168,6 +171,6 @@ export class Session extends Emitter<SessionEvents> {
 
   /** Stops sending (sign-out, the session ended). */
   close(): void {
-    this.conv.outbox.stop();
+    this.conv.stop();
   }
 }
