@@ -22,7 +22,7 @@ import { EventStream, type EventStreamOptions } from './events.js';
 import type { RoomKeyring } from './keyring.js';
 import { decryptEnvelope, sendPlain, type ChatId, type DecryptedMessage, type MessageContext, type SendOptions, type SentMessage } from './messages.js';
 import { Peers, type KeyCheck, type KeyPurpose } from './peers.js';
-import { RoomBook } from './rooms.js';
+import { RoomBook, type RoomGuard } from './rooms.js';
 import { checkSessionState, SESSION_STATE_VERSION, type SessionState } from './session.js';
 
 export type { KeyCheck, KeyPurpose } from './peers.js';
@@ -66,6 +66,7 @@ export class Messenger {
   private readonly kdfFloor: Pick<Kdf, 'm' | 't'>;
   private me: Me | null = null;
   private signedIn: { peers: Peers; rooms: RoomBook; ctx: MessageContext } | null = null;
+  private guard: RoomGuard | null = null;
 
   constructor(opts: MessengerOptions) {
     this.api = opts.api;
@@ -198,7 +199,7 @@ export class Messenger {
     const [historyKey, indexKey, transferKey, exportKey] = await Promise.all([deriveHistoryKey(identity), deriveIndexKey(identity), deriveOwnKey(identity, INFO_TRANSFER), deriveOwnKey(identity, INFO_EXPORT)]);
     const me: Me = { nick, identity, kdf, historyKey, indexKey, transferKey, exportKey };
     const peers = new Peers(this.api, this.keyCheck, me);
-    const rooms = new RoomBook({ api: this.api, peers, me: { nick, publicKey: identity.publicKey }, onKeyError: this.onKeyError });
+    const rooms = new RoomBook({ api: this.api, peers, me: { nick, publicKey: identity.publicKey }, onKeyError: this.onKeyError, guard: () => this.guard });
     this.me = me;
     this.signedIn = { peers, rooms, ctx: { api: this.api, peers, rooms, nick } };
     onProgress?.('done');
@@ -208,6 +209,7 @@ export class Messenger {
     this.signedIn?.rooms.keyring.clear();
     this.me = null;
     this.signedIn = null;
+    this.guard = null;
   }
 
   /** Ends the session and forgets every key in memory. */
@@ -293,6 +295,14 @@ export class Messenger {
 
   // ---- rooms ----
 
+  /**
+   * Who decides whom new room keys are wrapped for: the conversation layer's membership record
+   * (Conversations sets it). Without a guard the service's list of members decides.
+   */
+  setRoomGuard(guard: RoomGuard | null): void {
+    this.guard = guard;
+  }
+
   get keyring(): RoomKeyring {
     return this.parts().rooms.keyring;
   }
@@ -334,6 +344,8 @@ export class Messenger {
   /**
    * Adds and removes members (owner only), always with a new room key wrapped for the final
    * membership, so removed members cannot read what follows and added ones cannot read what came before.
+   * With a room guard set, the final membership is the recorded one: SdkError `unannounced_member`
+   * while the service lists someone nobody added (name them in `add` or `remove` to decide).
    */
   changeMembers(roomId: string, change: { add?: string[]; remove?: string[] }): Promise<Room> {
     return this.parts().rooms.changeMembers(roomId, change);

@@ -20,6 +20,8 @@ export type ClientErrorCode =
   | 'untrusted_key'
   /** no key of this room is held by this client. */
   | 'no_room_key'
+  /** the service lists a room member that no announcement of the room added: no key is wrapped for it. */
+  | 'unannounced_member'
   /** the text does not fit in one message. */
   | 'too_long'
   /** the method needs a logged-in Messenger or a device. */
@@ -42,6 +44,7 @@ const CLIENT_MESSAGE: Record<ClientErrorCode, string> = {
   bad_identity: 'The identity key does not open with this password or does not match the account.',
   untrusted_key: 'The peer key is not trusted; compare safety numbers before sending.',
   no_room_key: 'No key of this room is held; wait for a key rotation by the owner.',
+  unannounced_member: 'The server lists a member nobody added; no room key was made. Remove that member, or add them yourself if you mean to.',
   too_long: 'The message is too long; shorten it.',
   not_ready: 'Log in and register this device first.',
   bad_session: 'The saved session cannot be resumed; log in again.',
@@ -69,6 +72,7 @@ function nextStepFor(code: SdkErrorCode): NextStep {
     case 'bad_identity':
     case 'untrusted_key':
     case 'no_room_key':
+    case 'unannounced_member':
     case 'unknown_device':
       return 'none';
     default:

@@ -36,7 +36,7 @@ export {
 } from './client.js';
 export { splitChatId } from './messages.js';
 export { Peers } from './peers.js';
-export { RoomBook } from './rooms.js';
+export { RoomBook, type RoomGuard, type MemberChange } from './rooms.js';
 export { checkSessionState, SESSION_STATE_VERSION, type SessionState } from './session.js';
 
 export { seal, open, importAesKey, IV_BYTES, type Sealed } from './crypto/aead.js';
@@ -128,6 +128,15 @@ export { ingest, applyAction, FAILURE_TEXT, UNKNOWN_TEXT, type Ingested, type Ru
 export { Outbox, RECEIPT_DELAY_MS, type OutboxDeps } from './conversation/outbox.js';
 export { Pacer, DEFAULT_MESSAGE_LIMIT, WINDOW_MS } from './conversation/pacer.js';
 export { SearchIndex, fold, type SearchHit } from './conversation/search.js';
+export { RoomMembers, K_ROOM_MEMBERS, WARN_AFTER_MS, type MembershipStatus, type RoomMembersDeps } from './conversation/room-members.js';
+export {
+  applyAnnouncement,
+  planChange,
+  followOwnerGone,
+  startRecord,
+  successor,
+  type MembershipRecord,
+} from './conversation/membership-record.js';
 
 // History on every device: the transfer between the account's devices and the sealed file (docs/CRYPTO.md).
 export { HistoryTransfer } from './conversation/transfer.js';

@@ -1,7 +1,9 @@
 /**
  * Rooms as one signed-in account sees them: the rooms the service lists, the room keys this
  * client unwrapped (RoomKeyring), which key is each room's newest, and the owner's actions that
- * make a new key for every membership change.
+ * make a new key for every membership change. Whom a new key is wrapped for is the RoomGuard's
+ * call when one is set (the conversation layer's membership record, conversation/room-members.ts);
+ * without one, the service's list decides.
  */
 import type { Room, RoomKey } from '@svc/protocol';
 import type { ApiClient } from './api.js';
@@ -17,6 +19,30 @@ export interface RoomBookOptions {
   me: { nick: string; publicKey: string };
   /** Told about room keys that could not be unwrapped (a wrapper's key changed or is gone). */
   onKeyError?: ((roomId: string, keyId: string, error: unknown) => void) | undefined;
+  /** The guard in force now (it is set after sign-in, by the conversation layer). */
+  guard?: () => RoomGuard | null;
+}
+
+export interface MemberChange {
+  add: string[];
+  remove: string[];
+}
+
+/**
+ * Decides whom the owner's new room keys are wrapped for, instead of the service's list of
+ * members, and hears of every room listing and change (docs/CRYPTO.md, "Membership record").
+ */
+export interface RoomGuard {
+  /** A listing of the room came (an event, GET /api/rooms, an answer). Never throws. */
+  seen(room: Room): Promise<void>;
+  /** The final membership, in join order, that the new key of `change` is wrapped for; throws to refuse. */
+  recipients(room: Room, change: MemberChange): Promise<string[]>;
+  /** The service took `change`, with a key wrapped for `final`. */
+  changed(room: Room, change: MemberChange, final: string[]): Promise<void>;
+  /** This account created `room`; `alone`: no members are added right after. */
+  created(room: Room, alone: boolean): Promise<void>;
+  /** This account is about to leave `room`. Never throws. */
+  leaving(room: Room): Promise<void>;
 }
 
 export class RoomBook {
@@ -30,6 +56,10 @@ export class RoomBook {
   private tick = 0;
 
   constructor(private readonly o: RoomBookOptions) {}
+
+  private get guard(): RoomGuard | null {
+    return this.o.guard?.() ?? null;
+  }
 
   get list(): Room[] {
     return [...this.cache.values()];
@@ -73,6 +103,7 @@ export class RoomBook {
         this.o.onKeyError?.(room.id, k.keyId, e);
       }
     }
+    await this.guard?.seen(room);
   }
 
   /**
@@ -134,8 +165,10 @@ export class RoomBook {
     const room = await this.o.api.createRoom({ id, name, keyId: rk.keyId, keys: [own] });
     this.keyring.add(id, rk.keyId, await importRoomKey(rk.key), { from: me.nick, publicKey: me.publicKey });
     rk.key.fill(0);
-    await this.take(room, asked);
     const others = members.filter((m) => m !== me.nick);
+    // The newest key is known before the guard queues an announcement, which goes under it.
+    await this.take(room, asked);
+    await this.guard?.created(room, others.length === 0);
     return others.length > 0 ? this.changeMembers(id, { add: others }) : room;
   }
 
@@ -153,7 +186,8 @@ export class RoomBook {
       room = this.cache.get(roomId);
       if (!room) throw new SdkError('not_member');
     }
-    const final = [...new Set([...room.members, ...add])].filter((m) => !remove.includes(m));
+    const guard = this.guard;
+    const final = guard ? await guard.recipients(room, { add, remove }) : [...new Set([...room.members, ...add])].filter((m) => !remove.includes(m));
     const rk = newRoomKey();
     const keys = [];
     for (const m of final) keys.push(await wrapRoomKey(await this.o.peers.pair(m, 'send'), roomId, rk.keyId, m, rk.key));
@@ -161,11 +195,16 @@ export class RoomBook {
     const updated = await this.o.api.changeMembers(roomId, { add, remove, keyId: rk.keyId, keys });
     this.keyring.add(roomId, rk.keyId, await importRoomKey(rk.key), { from: me.nick, publicKey: me.publicKey });
     rk.key.fill(0);
+    // The new key is the newest before the guard queues the announcement: it must go under that
+    // key, which the added members hold and the removed ones do not.
     await this.take(updated, asked);
+    await guard?.changed(updated, { add, remove }, final);
     return updated;
   }
 
   async leave(roomId: string): Promise<void> {
+    const room = this.cache.get(roomId);
+    if (room) await this.guard?.leaving(room);
     await this.o.api.leaveRoom(roomId);
     this.drop(roomId);
   }

@@ -13,7 +13,8 @@ import { splitChatId, type ChatId, type DecryptedMessage } from '../messages.js'
 import { deliveryStatus, type ChatMessage, type DeliveryStatus, type MembershipEvent, type OutboxItem } from './model.js';
 import { Outbox } from './outbox.js';
 import { Pacer } from './pacer.js';
-import { isHistoryPlain, type HistoryPlain, type PlainInput } from './plaintext.js';
+import { isHistoryPlain, type HistoryPlain, type MembersPlain, type PlainInput } from './plaintext.js';
+import { RoomMembers } from './room-members.js';
 import { applyOwn, ingest, type Ingested, type RuleContext } from './rules.js';
 import type { ConversationStore } from './store.js';
 
@@ -37,6 +38,10 @@ export interface ConversationsOptions {
   pacer?: Pacer;
   /** Overrides who is in a chat (rules.ts); by default a DM's two people and the room's members as last listed. */
   isMember?: (chat: string, nick: string) => boolean;
+  /** How long an unannounced member stays listed before the membership status warns (room-members.ts). */
+  warnAfterMs?: number;
+  /** Told about what failed in the background of the membership record. */
+  onError?: (e: unknown) => void;
 }
 
 export const newMid = (): string => b64(randomBytes(16));
@@ -48,6 +53,8 @@ export class Conversations {
   readonly store: ConversationStore;
   readonly pacer: Pacer;
   readonly outbox: Outbox;
+  /** Each room's membership as announced in it; it decides whom the owner's new room keys are wrapped for. */
+  readonly membership: RoomMembers;
   private readonly m: Messenger;
   private readonly listeners = new Set<(c: Change) => void>();
   private readonly rules: RuleContext;
@@ -69,6 +76,17 @@ export class Conversations {
       onUpdate: (item) => this.outboxChanged(item),
       onNewId: (old, item) => this.renamed(old, item),
     });
+    this.membership = new RoomMembers({
+      messenger: this.m,
+      store: this.store,
+      enqueue: (chat, plain, id) => this.outbox.add(chat, plain, { id }),
+      pending: () => this.outbox.pending,
+      drop: (id) => this.outbox.drop(id),
+      newMid,
+      ...(o.warnAfterMs !== undefined ? { warnAfterMs: o.warnAfterMs } : {}),
+      ...(o.onError ? { onError: o.onError } : {}),
+    });
+    this.m.setRoomGuard(this.membership);
   }
 
   get me(): string {
@@ -104,6 +122,7 @@ export class Conversations {
   /** Stops sending (the app is closing, or a test drops the device). */
   stop(): void {
     this.outbox.stop();
+    this.membership.stop();
   }
 
   private emit(c: Change): void {
@@ -134,6 +153,10 @@ export class Conversations {
     if (d.ok && isHistoryPlain(d.plain)) {
       await this.history?.(d as HistoryMessage);
       return { changed: [], ignored: 'history transfer' };
+    }
+    if (d.ok && d.plain.type === 'members') {
+      const taken = await this.membership.take({ ...d, plain: d.plain as MembersPlain });
+      return { changed: [], ignored: taken ? 'membership announcement' : 'membership announcement refused' };
     }
     const r = await ingest(this.rules, d);
     const a = r.added;
@@ -291,6 +314,8 @@ export class Conversations {
   }
 
   private async outboxChanged(item: OutboxItem): Promise<void> {
+    // An announcement the service refused for good (the room is gone) has nothing to wait for.
+    if (item.plain.type === 'members' && item.state === 'failed') return this.outbox.drop(item.id);
     if (item.plain.type !== 'text') return;
     const m = await this.store.get(item.id);
     if (!m) return;

@@ -73,7 +73,9 @@ export interface ReceiptPlain extends Common {
 
 /**
  * A room's membership as its owner changed it (announced inside the room's ciphertext, so that
- * members need not trust the service's list): `members` is the whole membership after the change.
+ * members need not trust the service's list): `members` is the whole membership after the change,
+ * in join order. A member also sends one as it leaves, removing only itself. The rules of who may
+ * announce what are in membership-record.ts.
  */
 export interface MembersPlain extends Common {
   type: 'members';

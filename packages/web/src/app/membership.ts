@@ -73,6 +73,8 @@ export class Membership {
   /** The service says this account is out of the room (removed, or the room was deleted). */
   async removed(roomId: string, name: string): Promise<void> {
     const chat: ChatId = `room:${roomId}`;
+    // The room's membership record goes with it (a later invitation starts a new one).
+    await this.s.conv.membership.forget(roomId);
     // A room this device never saw (made and gone while it was away) leaves nothing behind.
     if (!this.known.delete(roomId) && !this.s.chats.meta(chat)) return;
     await this.save();

@@ -1,11 +1,13 @@
 /**
  * Room actions for the views, and the owner's duty: when a room owes a key rotation
  * (needsRekey, after a member left) the owner's client makes a new key for the remaining members
- * on its own, once per room at a time.
+ * on its own, once per room at a time. "Owner" and "members" are the room's membership record
+ * (the SDK's conversation/room-members.ts): a member the service lists and nobody added gets no
+ * key, and the room shows a warning instead (components/membershipalert.ts).
  */
 import { isNick, isRoomName } from '@svc/protocol';
 import type { Room } from '@svc/protocol';
-import type { ChatId } from '@svc/sdk';
+import { isSdkError, type ChatId } from '@svc/sdk';
 import type { Session } from './session.js';
 import { describeError } from './errors.js';
 
@@ -13,12 +15,14 @@ const rotating = new Set<string>();
 
 export async function rekeyOwedRooms(s: Session): Promise<void> {
   for (const room of s.m.rooms) {
-    if (!room.needsRekey || room.owner !== s.nick || rotating.has(room.id)) continue;
+    if (!room.needsRekey || !s.conv.membership.isOwner(room.id) || rotating.has(room.id)) continue;
     rotating.add(room.id);
     try {
       await s.m.rotateRoomKey(room.id);
       s.emit('rooms', undefined);
     } catch (e) {
+      // The room itself says why (its warning); the rotation is tried again at the next change.
+      if (isSdkError(e, 'unannounced_member')) continue;
       s.emit('problem', `The key of room “${room.name}” could not be rotated: ${describeError(e)}`);
     } finally {
       rotating.delete(room.id);
@@ -62,6 +66,7 @@ export async function removeMember(s: Session, roomId: string, nick: string): Pr
 async function dropRoom(s: Session, roomId: string): Promise<void> {
   const chat: ChatId = `room:${roomId}`;
   await s.membership.forget(roomId);
+  await s.conv.membership.forget(roomId);
   await s.forgetChat(chat);
   s.emit('gone', chat);
   s.emit('rooms', undefined);

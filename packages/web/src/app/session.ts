@@ -24,6 +24,8 @@ export interface SessionEvents extends Record<string, unknown> {
   rooms: undefined;
   /** A chat went away (room deleted, left, or removed from it). */
   gone: string;
+  /** A room's membership record or its standing against the service's list changed (the room id). */
+  membership: string;
   ended: EndReason;
   /** Something failed in the background that the user should know about. */
   problem: string;
@@ -67,7 +69,8 @@ export class Session extends Emitter<SessionEvents> {
     this.nick = m.nick;
     const tags = new Tags(m.indexKey);
     this.store = new IdbConversationStore(db, m.historyKey, tags);
-    this.conv = new Conversations({ messenger: m, store: this.store });
+    this.conv = new Conversations({ messenger: m, store: this.store, onError: (e) => console.warn('membership record:', e) });
+    this.conv.membership.on((roomId) => this.emit('membership', roomId));
     this.trust = new Trust(db, m.historyKey, tags, { nick: m.nick, publicKey: m.publicKey });
     this.trust.onChange = () => {
       this.emit('trust', undefined);
@@ -170,6 +173,6 @@ export class Session extends Emitter<SessionEvents> {
 
   /** Stops sending (sign-out, the session ended). */
   close(): void {
-    this.conv.outbox.stop();
+    this.conv.stop();
   }
 }

@@ -1,8 +1,9 @@
 /**
- * The open chat: header, key-change warning (role alert), room settings or safety number, the
- * message log (components/messagelog.ts) and the composer (components/composer.ts). Records come
- * from the session's conversation layer; a change re-renders only the rows it touched, and one's
- * own messages waiting in the outbox count down every second.
+ * The open chat: header, key-change warning and a room's membership warning (role alert), room
+ * settings or safety number, the message log (components/messagelog.ts) and the composer
+ * (components/composer.ts). Records come from the session's conversation layer; a change
+ * re-renders only the rows it touched, and one's own messages waiting in the outbox count down
+ * every second.
  */
 import type { ChatId, ChatMessage } from '@svc/sdk';
 import { describeError } from '../app/errors.js';
@@ -12,6 +13,7 @@ import type { Session } from '../app/session.js';
 import { closePopups, openActionMenu, openEmojiPicker, type MenuItem } from './actionmenu.js';
 import { composerView } from './composer.js';
 import { clear, h } from './dom.js';
+import { membershipAlert } from './membershipalert.js';
 import { messageLog, PAGE } from './messagelog.js';
 import { roomSettings } from './roomsettings.js';
 import { keyChangeAlert, safetyPanel } from './safety.js';
@@ -29,6 +31,9 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
   const back = h('a', { href: '#/', class: 'back' }, '← Chats');
   const panelSlot = h('div');
   const alertSlot = h('div');
+  const memberSlot = h('div');
+  /** The membership warning on screen, replaced only when its text changes (an alert is announced when it appears). */
+  let memberText = '';
   const problem = h('p', { class: 'status error', role: 'status' });
   let panel: 'none' | 'settings' | 'safety' = 'none';
   const panelBtn = h('button', { type: 'button', 'aria-expanded': 'false' }, kind === 'room' ? 'Room settings' : 'Safety number');
@@ -140,6 +145,16 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
     else composer.block(held.length > 0 ? 'Sending is held until you review the key change above.' : null);
   }
 
+  function renderMembership(): void {
+    const alert = kind === 'room' ? membershipAlert(s, id) : null;
+    const text = alert?.textContent ?? '';
+    if (text === memberText) return;
+    memberText = text;
+    clear(memberSlot);
+    if (alert) memberSlot.append(alert);
+    if (panel === 'settings') renderPanel();
+  }
+
   function markRead(): void {
     if (s.isReading(chat)) void s.conv.markRead(chat, log.records()).catch(() => undefined);
     void s.chats.markRead(chat).then(() => s.publishChats());
@@ -166,6 +181,10 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
       renderHead();
       if (panel === 'settings') renderPanel();
       renderTrust();
+      renderMembership();
+    }),
+    s.on('membership', (roomId) => {
+      if (kind === 'room' && roomId === id) renderMembership();
     }),
   ];
   const onVisible = () => {
@@ -175,6 +194,7 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
 
   renderHead();
   renderTrust();
+  renderMembership();
   void log.open().then(markRead);
   // A DM peer's key is checked (and pinned on first use) as soon as the chat opens.
   // A peer who deleted their account is found out now, before the person tries to send.
@@ -183,7 +203,7 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
     void s.membership.checkPeer(id).then((gone) => gone && s.publishChats());
   }
 
-  const el = h('section', { class: 'main', 'aria-labelledby': 'conv-title' }, head, alertSlot, panelSlot, problem, log.el, composer.el);
+  const el = h('section', { class: 'main', 'aria-labelledby': 'conv-title' }, head, alertSlot, memberSlot, panelSlot, problem, log.el, composer.el);
   return {
     el,
     reveal: (mid) => void log.reveal(mid),

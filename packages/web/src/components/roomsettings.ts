@@ -1,6 +1,7 @@
 /**
  * "Room settings": the members, and for the owner adding and removing them (each change brings a
- * new room key) and deleting the room; for everyone, leaving it.
+ * new room key) and deleting the room; for everyone, leaving it. The owner is the one the room's
+ * membership record names, and a member the service lists that nobody added is marked so.
  */
 import type { Room } from '@svc/protocol';
 import { describeError } from '../app/errors.js';
@@ -11,7 +12,9 @@ import { confirmAction, type ConfirmOptions } from './confirm.js';
 import { field, h } from './dom.js';
 
 export function roomSettings(s: Session, room: Room): HTMLElement {
-  const isOwner = room.owner === s.nick;
+  const record = s.conv.membership.status(room.id);
+  const isOwner = s.conv.membership.isOwner(room.id);
+  const owner = record.owner ?? room.owner;
   const status = h('p', { class: 'status', role: 'status' });
   const busy = (p: Promise<unknown>, done?: () => void) => {
     status.textContent = 'Working…';
@@ -27,7 +30,7 @@ export function roomSettings(s: Session, room: Room): HTMLElement {
 
   const members = h('ul', { class: 'members' });
   for (const nick of [...room.members].sort()) {
-    const label = nick === room.owner ? `${nick} (owner)` : nick;
+    const label = nick === owner ? `${nick} (owner)` : record.warned.includes(nick) ? `${nick} (nobody added them)` : nick;
     const li = h('li', {}, nick === s.nick ? `${label} — you` : label);
     if (isOwner && nick !== s.nick) {
       const remove = h('button', { type: 'button', class: 'danger', 'aria-label': `Remove ${nick}` }, 'Remove');
@@ -47,8 +50,9 @@ export function roomSettings(s: Session, room: Room): HTMLElement {
     });
     parts.push(form);
   } else {
-    parts.push(h('p', { class: 'hint' }, `${room.owner} owns this room and manages its members.`));
+    parts.push(h('p', { class: 'hint' }, `${owner} owns this room and manages its members.`));
   }
+  if (record.ownerDisputed) parts.push(h('p', { class: 'hint' }, `The server names ${room.owner} as the owner, but nobody in the room handed it over; ${owner} owns it as far as this device knows.`));
   const leave = h('button', { type: 'button' }, 'Leave room');
   const leaveDetail = isOwner ? 'The room passes to the member who joined earliest. ' : '';
   asking(leave, { question: `Leave “${room.name}”?`, detail: `${leaveDetail}You stop getting its messages, and its history is removed from this browser. Only the owner can add you again.`, action: 'Leave room' }, () =>

@@ -1,7 +1,7 @@
 /**
  * Looks into the server's SQLite file from outside, read-only, for what no API shows: how many
- * envelopes wait in a device's queue, a room's key history, whether an account exists, and whether
- * any plaintext was stored.
+ * envelopes wait in a device's queue, a room's key history and who holds its keys, whether an
+ * account exists, and whether any plaintext was stored.
  */
 import Database from 'better-sqlite3';
 import { existsSync, readFileSync } from 'node:fs';
@@ -46,6 +46,11 @@ export function roomState(dbPath: string, name: string): RoomKeyState | undefine
     const members = (db.prepare('SELECT nick FROM room_members WHERE room_id = ? ORDER BY seq').all(room.id) as { nick: string }[]).map((r) => r.nick);
     return { id: room.id, keyIds, needsRekey: room.needs_rekey !== 0, members };
   });
+}
+
+/** Every member that holds a wrapped copy of one of the room's keys, as the server keeps them. */
+export function keyHolders(dbPath: string, roomId: string): string[] {
+  return withDb(dbPath, (db) => (db.prepare('SELECT DISTINCT member FROM room_keys WHERE room_id = ? ORDER BY member').all(roomId) as { member: string }[]).map((r) => r.member));
 }
 
 /**
