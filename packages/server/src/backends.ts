@@ -33,10 +33,10 @@ const COMMAND_TIMEOUT_MS = 2_000;
 /**
  * `queueWhileDown` false: while the connection is down a command fails at once instead of
  * waiting for a reconnect, so requests fail fast (or fall back) rather than hang. Only the
- * subscriber keeps the offline queue, since it issues no command after start and must
- * resubscribe by itself when Redis is back.
+ * subscriber keeps the offline queue: its one command is SUBSCRIBE, which the bus sends again
+ * each time the connection is back.
  */
-function redisClient(url: string, log: FastifyBaseLogger, role: string, queueWhileDown: boolean): Redis {
+export function redisClient(url: string, log: FastifyBaseLogger, role: string, queueWhileDown: boolean): Redis {
   const client = new Redis(url, {
     // A request waiting on Redis fails after a few reconnect attempts instead of hanging.
     maxRetriesPerRequest: 2,
@@ -46,6 +46,8 @@ function redisClient(url: string, log: FastifyBaseLogger, role: string, queueWhi
     // Commands issued in the same tick (limiter hits, publishes, presence reads of concurrent
     // requests) leave in one write and come back in one read. The subscriber issues none.
     enableAutoPipelining: !queueWhileDown,
+    // The bus subscribes again by itself, so that it knows when Redis has the subscription (bus/redis.ts).
+    autoResubscribe: false,
     ...(queueWhileDown ? {} : { commandTimeout: COMMAND_TIMEOUT_MS }),
   });
   // ioredis reconnects by itself; without a listener an error event would crash the process.

@@ -54,6 +54,13 @@ export class RedisBus implements Bus {
   private readonly refresher: NodeJS.Timeout;
   private readonly ttl: number;
   private closed = false;
+  /**
+   * Redis has confirmed this instance's subscription on the current connection. Only then may a
+   * stream open here: an event published before Redis has the subscription reaches nobody.
+   */
+  private subscribed = false;
+  /** Counts the subscriber's connections, so that a confirmation from an older one is ignored. */
+  private connection = 0;
   /** Devices that missed a live `msg` because publishing failed (see unannounced()). */
   private readonly missed = new Set<string>();
   /** Stream closings (revocations) that could not be published yet: sent once Redis is back. */
@@ -71,7 +78,10 @@ export class RedisBus implements Bus {
     this.refresher.unref();
   }
 
-  /** Subscribes before returning, so no event published after start is missed. */
+  /**
+   * Subscribes before returning, so no event published after start is missed. `sub` should not
+   * resubscribe by itself (ioredis `autoResubscribe: false`): the bus does it, to know when.
+   */
   static async start(local: LocalStreams, o: RedisBusOptions): Promise<RedisBus> {
     const bus = new RedisBus(local, o);
     o.sub.on('message', (channel: string, text: string) => {
@@ -80,10 +90,34 @@ export class RedisBus implements Bus {
     // Without the subscription this instance misses what others publish, so its streams would
     // silently stop getting live events. They end instead: clients reconnect, and the replay of
     // the queue (in the database) brings what they missed (docs/SECURITY.md, "Failing dependencies").
-    o.sub.on('close', () => bus.dropLocalStreams());
+    o.sub.on('close', () => {
+      bus.subscribed = false;
+      bus.connection++;
+      bus.dropLocalStreams();
+    });
+    o.sub.on('ready', () => void bus.subscribe());
     o.pub.on('ready', () => void bus.flushPending());
+    const connection = bus.connection;
     await o.sub.subscribe(bus.channel);
+    if (connection === bus.connection) bus.subscribed = true;
     return bus;
+  }
+
+  /**
+   * Subscribes again once the connection is back. A connection that is ready is not yet
+   * subscribed: until Redis confirms, streams stay refused, since one opened in between would
+   * replay its queue and then miss what others publish before the subscription arrives.
+   */
+  private async subscribe(): Promise<void> {
+    const connection = this.connection;
+    try {
+      await this.o.sub.subscribe(this.channel);
+    } catch (err) {
+      // The connection went again; its next 'ready' subscribes anew.
+      if (!this.closed) this.o.onError(err, 'bus resubscribe failed');
+      return;
+    }
+    if (connection === this.connection && !this.closed) this.subscribed = true;
   }
 
   private presenceKey(deviceId: string): string {
@@ -111,7 +145,7 @@ export class RedisBus implements Bus {
 
   async attach(conn: StreamConn): Promise<void> {
     // A stream opened while the subscription is down would miss other instances' events.
-    if (this.o.sub.status !== 'ready') throw new Error('bus subscription is down');
+    if (!this.subscribed || this.o.sub.status !== 'ready') throw new Error('bus subscription is down');
     this.local.add(conn);
     const token = `${this.instanceId}:${randomBytes(8).toString('hex')}`;
     this.tokens.set(conn, token);

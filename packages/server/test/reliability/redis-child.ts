@@ -20,6 +20,9 @@ function answersPing(port: number): Promise<boolean> {
   });
 }
 
+/** A SUBSCRIBE command as a client writes it (RESP), for a proxy that holds it. */
+export const SUBSCRIBE = /\$9\r\nsubscribe\r\n/i;
+
 export class RedisChild {
   private child: ChildProcess | null = null;
   port = 0;

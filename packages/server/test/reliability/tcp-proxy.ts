@@ -1,9 +1,10 @@
 /**
- * A TCP proxy between the service and PostgreSQL that a test can cut and restore. Cutting
- * destroys every open connection and stops listening, so new connections are refused: to the
- * service this is PostgreSQL going away (a crash, a restart, a failover, a network cut), without
- * stopping the machine's PostgreSQL that other tests use. Freezing keeps connections open but
- * forwards nothing: a database that hangs or a network that drops packets.
+ * A TCP proxy between the service and PostgreSQL (or Redis) that a test can cut and restore.
+ * Cutting destroys every open connection and stops listening, so new connections are refused: to
+ * the service this is PostgreSQL going away (a crash, a restart, a failover, a network cut),
+ * without stopping the machine's PostgreSQL that other tests use. Freezing keeps connections open
+ * but forwards nothing: a database that hangs or a network that drops packets. Holding delays
+ * the client's bytes that match, and what follows them on that connection: one slow command.
  */
 import { connect, createServer, type Server, type Socket } from 'node:net';
 
@@ -11,6 +12,7 @@ export class TcpProxy {
   private server: Server | null = null;
   private readonly sockets = new Set<Socket>();
   private frozen = false;
+  private held: { match: (chunk: Buffer) => boolean; ms: number } | null = null;
   port = 0;
 
   constructor(
@@ -41,8 +43,15 @@ export class TcpProxy {
     };
     client.on('error', drop).on('close', drop);
     upstream.on('error', drop).on('close', drop);
-    client.on('data', (d) => {
-      if (!this.frozen) upstream.write(d);
+    // Client bytes go out in order; a held chunk delays itself and everything behind it.
+    let outbound = Promise.resolve();
+    client.on('data', (d: Buffer) => {
+      if (this.frozen) return;
+      const hold = this.held?.match(d) ? this.held.ms : 0;
+      outbound = outbound.then(async () => {
+        if (hold > 0) await new Promise((r) => setTimeout(r, hold));
+        if (!upstream.destroyed) upstream.write(d);
+      });
     });
     upstream.on('data', (d) => {
       if (!this.frozen) client.write(d);
@@ -71,6 +80,11 @@ export class TcpProxy {
   /** PostgreSQL hangs: connections stay open, nothing goes through either way. */
   freeze(): void {
     this.frozen = true;
+  }
+
+  /** From now on, a chunk the client sends that `match`es reaches the server `ms` later. */
+  hold(match: (chunk: Buffer) => boolean, ms: number): void {
+    this.held = { match, ms };
   }
 
   async close(): Promise<void> {

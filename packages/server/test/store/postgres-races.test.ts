@@ -163,6 +163,33 @@ describe('store: postgres, instances racing on one database', () => {
     assert.deepEqual(await sqlIn(schema, "SELECT 1 FROM room_keys WHERE member = 'bob'"), []);
   });
 
+  test('accounts sharing rooms, joined in different orders, deleted from two instances at once: every deletion completes, no deadlock surfaces', async () => {
+    const nicks = Array.from({ length: 8 }, (_, i) => `user${i}`);
+    for (const n of nicks) await a.registerAccount(account(n));
+    // Room r is created by user r; in round k it adds user r+k. So user u joins the rooms in the
+    // order u, u-1, u-2, …: every two accounts meet the rooms they share in different orders.
+    const roomIds = nicks.map(() => id16());
+    const members = nicks.map((n) => [n]);
+    for (const [r, roomId] of roomIds.entries()) {
+      await a.createRoom({ id: roomId, name: `R${r}`, owner: nicks[r]!, keyId: id16(), keys: [wrapped(nicks[r]!)], now: NOW });
+    }
+    for (let k = 1; k < nicks.length; k++) {
+      for (const [r, roomId] of roomIds.entries()) {
+        const joining = nicks[(r + k) % nicks.length]!;
+        members[r]!.push(joining);
+        const c = await a.changeMembers({ roomId, caller: nicks[r]!, add: [joining], remove: [], keyId: id16(), keys: members[r]!.map(wrapped), now: NOW });
+        assert.ok('room' in c);
+      }
+    }
+    const rs = await Promise.all(nicks.map((n, i) => (i % 2 ? a : b).deleteAccount(n, NOW)));
+    for (const roomId of roomIds) {
+      const leaves = rs.map((r) => r.rooms.find((l) => l.roomId === roomId)!);
+      assert.ok(leaves.every((l) => l.left));
+      assert.equal(leaves.filter((l) => l.deleted).length, 1, 'the last one out deleted the room');
+    }
+    for (const t of ['rooms', 'room_members', 'room_keys', 'room_key_ids']) assert.deepEqual(await sqlIn(schema, `SELECT 1 FROM ${t}`), [], t);
+  });
+
   test('first DMs crossing in both directions: each side gets one contact row, no deadlock surfaces', async () => {
     for (const n of ['alice', 'bob']) await a.registerAccount(account(n));
     await a.addDevice('alice', 'a-device-1', NOW);

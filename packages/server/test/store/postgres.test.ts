@@ -1,11 +1,12 @@
-/** The storage suite on the PostgreSQL store, each test in its own fresh schema, dropped afterwards. */
+/** The storage suites on the PostgreSQL store, each test in its own fresh schema, dropped afterwards. */
 import { PostgresStore } from '../../src/store/postgres/index.js';
 import type { Store } from '../../src/store/types.js';
-import { storeSuite } from './suite.js';
+import { storeSuite, type StoreFactory } from './suite.js';
+import { roomLeaveSuite } from './room-leave-suite.js';
 import { dropSchema, freshSchema, testPgUrl } from './pg-helpers.js';
 
 const schemas = new Map<Store, string>();
-storeSuite('postgres', {
+const factory: StoreFactory = {
   async make() {
     const schema = await freshSchema();
     const store = await PostgresStore.open(testPgUrl, { schema, max: 4 });
@@ -17,4 +18,6 @@ storeSuite('postgres', {
     await dropSchema(schemas.get(store)!);
     schemas.delete(store);
   },
-});
+};
+storeSuite('postgres', factory);
+roomLeaveSuite('postgres', factory);

@@ -1,12 +1,13 @@
-/** The storage suite on the embedded SQLite store, each test on a fresh file. */
+/** The storage suites on the embedded SQLite store, each test on a fresh file. */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SqliteStore } from '../../src/store/sqlite/index.js';
-import { storeSuite } from './suite.js';
+import { storeSuite, type StoreFactory } from './suite.js';
+import { roomLeaveSuite } from './room-leave-suite.js';
 
 const dirs = new Map<object, string>();
-storeSuite('sqlite', {
+const factory: StoreFactory = {
   async make() {
     const dir = mkdtempSync(join(tmpdir(), 'svc-store-'));
     const store = SqliteStore.open(join(dir, 'svc.db'));
@@ -17,4 +18,6 @@ storeSuite('sqlite', {
     await store.close();
     rmSync(dirs.get(store)!, { recursive: true, force: true });
   },
-});
+};
+storeSuite('sqlite', factory);
+roomLeaveSuite('sqlite', factory);

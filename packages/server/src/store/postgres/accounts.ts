@@ -57,6 +57,9 @@ export async function deleteAccount(q: Sql, nick: string, now: number): Promise<
   // First the account row FOR UPDATE: whoever is adding a membership, device, contact or queue
   // entry for this account holds it shared, so from here on nothing new can name the account.
   await q.run('SELECT 1 FROM accounts WHERE nick = $1 FOR UPDATE', [nick]);
+  // Then its rooms, all of them before it leaves any (see lockRoomsOf); the list read after the
+  // locks is the one to leave, as nothing can add the account to a room any more.
+  await rooms.lockRoomsOf(q, nick);
   const roomResults: LeaveResult[] = [];
   for (const id of await rooms.roomsOf(q, nick)) roomResults.push(await rooms.leaveRoom(q, id, nick));
   const sessions = (await q.all<{ id: string }>('DELETE FROM sessions WHERE nick = $1 RETURNING id', [nick])).map((r) => r.id);

@@ -8,6 +8,7 @@
  */
 import { LIMITS, type Room, type RoomKey, type WrappedKey } from '@svc/protocol';
 import type { LeaveResult, Refusal, RoomFanout } from '../types.js';
+import { leave, leaveResult } from '../../domain/room-leave.js';
 import type { Sql } from './db.js';
 import { LOCK, liveAccounts, lockNicks } from './locks.js';
 
@@ -172,29 +173,27 @@ export async function changeMembers(
   };
 }
 
-/** Removes `nick` from the room; passes ownership on; deletes the room when it empties. */
+/**
+ * The room locked FOR UPDATE, then its members read by a second statement. A statement that
+ * waited for the lock gets the room row as the transaction it waited for left it, but a subquery
+ * of that same statement would still see the members as they were before the wait.
+ */
+async function lockRoom(q: Sql, id: string): Promise<Room | null> {
+  const row = await q.one<Omit<RoomRow, 'members'>>('SELECT r.id, r.name, r.owner, r.created_at, r.needs_rekey FROM rooms r WHERE r.id = $1 FOR UPDATE', [id]);
+  if (!row) return null;
+  return toRoom({ ...row, members: await members(q, id) });
+}
+
+/** Removes `nick` from the room as the leave rule (domain/room-leave.ts) says, and stores the outcome. */
 export async function leaveRoom(q: Sql, roomId: string, nick: string): Promise<LeaveResult> {
   const callerDevices = await devicesOf(q, nick);
-  const row = await q.one<{ owner: string }>('SELECT owner FROM rooms WHERE id = $1 FOR UPDATE', [roomId]);
-  if (!row || !(await isMember(q, roomId, nick))) return { roomId, left: false, deleted: false, callerDevices, fanout: null };
+  const outcome = leave(await lockRoom(q, roomId), nick);
+  if (outcome.kind === 'deleted') await deleteRoomRows(q, roomId);
+  if (outcome.kind !== 'left') return leaveResult(roomId, outcome, callerDevices, new Map());
   await q.run('DELETE FROM room_members WHERE room_id = $1 AND nick = $2', [roomId, nick]);
   await q.run('DELETE FROM room_keys WHERE room_id = $1 AND member = $2', [roomId, nick]);
-  const rest = await members(q, roomId);
-  if (rest.length === 0) {
-    await deleteRoomRows(q, roomId);
-    return { roomId, left: true, deleted: true, callerDevices, fanout: null };
-  }
-  const owner = row.owner === nick ? rest[0]! : row.owner;
-  await q.run('UPDATE rooms SET owner = $2, needs_rekey = TRUE WHERE id = $1', [roomId, owner]);
-  const room = (await loadRoom(q, roomId))!;
-  const devices = await devicesByNick(q, rest);
-  return {
-    roomId,
-    left: true,
-    deleted: false,
-    callerDevices,
-    fanout: { room, members: rest.map((m) => ({ nick: m, devices: devices.get(m)!, key: null })), removed: [] },
-  };
+  await q.run('UPDATE rooms SET owner = $2, needs_rekey = $3 WHERE id = $1', [roomId, outcome.room.owner, outcome.room.needsRekey]);
+  return leaveResult(roomId, outcome, callerDevices, await devicesByNick(q, outcome.room.members));
 }
 
 async function deleteRoomRows(q: Sql, roomId: string): Promise<void> {
@@ -216,6 +215,15 @@ export async function deleteRoom(
   const devices = await devicesByNick(q, list);
   await deleteRoomRows(q, roomId);
   return { deleted: true, members: list.map((m) => ({ nick: m, devices: devices.get(m)! })) };
+}
+
+/**
+ * Locks every room `nick` belongs to, in id order, for account deletion: deletions of accounts
+ * that share rooms then queue on the first room they share instead of each holding a room the
+ * other waits for (a deadlock, which the database breaks by failing one of them).
+ */
+export async function lockRoomsOf(q: Sql, nick: string): Promise<void> {
+  await q.run('SELECT 1 FROM rooms WHERE id IN (SELECT room_id FROM room_members WHERE nick = $1) ORDER BY id FOR UPDATE', [nick]);
 }
 
 /** Rooms `nick` belongs to, in join order, for account deletion. */

@@ -1,6 +1,7 @@
 /** Room operations of the SQLite store. Each function runs inside the caller's transaction. */
 import { LIMITS, type Room, type RoomKey, type WrappedKey } from '@svc/protocol';
 import type { LeaveResult, Refusal, RoomFanout } from '../types.js';
+import { leave, leaveResult } from '../../domain/room-leave.js';
 import type { Statements } from './statements.js';
 
 interface RoomRow {
@@ -135,28 +136,17 @@ export function changeMembers(
   };
 }
 
-/** Removes `nick` from the room; passes ownership on; deletes the room when it empties. */
+/** Removes `nick` from the room as the leave rule (domain/room-leave.ts) says, and stores the outcome. */
 export function leaveRoom(q: Statements, roomId: string, nick: string): LeaveResult {
   const callerDevices = devicesOf(q, nick);
-  const row = q.one<{ owner: string }>('SELECT owner FROM rooms WHERE id = ?', roomId);
-  if (!row || !isMember(q, roomId, nick)) return { roomId, left: false, deleted: false, callerDevices, fanout: null };
+  const outcome = leave(loadRoom(q, roomId), nick);
+  if (outcome.kind === 'deleted') deleteRoomRows(q, roomId);
+  if (outcome.kind !== 'left') return leaveResult(roomId, outcome, callerDevices, new Map());
   q.run('DELETE FROM room_members WHERE room_id = ? AND nick = ?', roomId, nick);
   q.run('DELETE FROM room_keys WHERE room_id = ? AND member = ?', roomId, nick);
-  const rest = members(q, roomId);
-  if (rest.length === 0) {
-    deleteRoomRows(q, roomId);
-    return { roomId, left: true, deleted: true, callerDevices, fanout: null };
-  }
-  if (row.owner === nick) q.run('UPDATE rooms SET owner = ? WHERE id = ?', rest[0], roomId);
-  q.run('UPDATE rooms SET needs_rekey = 1 WHERE id = ?', roomId);
-  const room = loadRoom(q, roomId)!;
-  return {
-    roomId,
-    left: true,
-    deleted: false,
-    callerDevices,
-    fanout: { room, members: rest.map((m) => ({ nick: m, devices: devicesOf(q, m), key: null })), removed: [] },
-  };
+  q.run('UPDATE rooms SET owner = ?, needs_rekey = ? WHERE id = ?', outcome.room.owner, outcome.room.needsRekey ? 1 : 0, roomId);
+  const devices = new Map(outcome.room.members.map((m) => [m, devicesOf(q, m)]));
+  return leaveResult(roomId, outcome, callerDevices, devices);
 }
 
 function deleteRoomRows(q: Statements, roomId: string): void {
