@@ -13,7 +13,7 @@ import { splitChatId, type ChatId, type DecryptedMessage } from '../messages.js'
 import { deliveryStatus, type ChatMessage, type DeliveryStatus, type MembershipEvent, type OutboxItem } from './model.js';
 import { Outbox } from './outbox.js';
 import { Pacer } from './pacer.js';
-import { isHistoryPlain, type HistoryPlain, type MembersPlain, type PlainInput } from './plaintext.js';
+import { isHistoryPlain, type HistoryPlain, type PlainInput } from './plaintext.js';
 import { RoomMembers } from './room-members.js';
 import { applyOwn, ingest, type Ingested, type RuleContext } from './rules.js';
 import type { ConversationStore } from './store.js';
@@ -155,7 +155,7 @@ export class Conversations {
       return { changed: [], ignored: 'history transfer' };
     }
     if (d.ok && d.plain.type === 'members') {
-      const taken = await this.membership.take({ ...d, plain: d.plain as MembersPlain });
+      const taken = await this.membership.take({ ...d, plain: d.plain });
       return { changed: [], ignored: taken ? 'membership announcement' : 'membership announcement refused' };
     }
     const r = await ingest(this.rules, d);

@@ -176,13 +176,13 @@ export const isEmoji = (v: unknown): v is string => isStr(v) && v.length > 0 && 
 
 /** Per type: the fields it must have (checked) and how to copy them, in wire order. */
 const SCHEMAS: { [T in PlainType]: (o: Fields) => Omit<Extract<KnownPlain, { type: T }>, 'v' | 'type' | 'sentAt' | 'mid'> | null } = {
-  text: (o) => (isStr(o.body) && (o.replyTo === undefined || isUlid(o.replyTo)) ? { body: o.body, ...(o.replyTo !== undefined ? { replyTo: o.replyTo as string } : {}) } : null),
+  text: (o) => (isStr(o.body) && (o.replyTo === undefined || isUlid(o.replyTo)) ? { body: o.body, ...(o.replyTo !== undefined ? { replyTo: o.replyTo } : {}) } : null),
   reaction: (o) => (isUlid(o.target) && isEmoji(o.emoji) && (o.op === 'add' || o.op === 'remove') ? { target: o.target, emoji: o.emoji, op: o.op } : null),
   edit: (o) => (isUlid(o.target) && isStr(o.body) ? { target: o.target, body: o.body } : null),
   delete: (o) => (isUlid(o.target) ? { target: o.target } : null),
   receipt: (o) =>
     Array.isArray(o.ids) && o.ids.length > 0 && o.ids.length <= MAX_RECEIPT_IDS && o.ids.every(isUlid) && (o.status === 'delivered' || o.status === 'read')
-      ? { ids: [...(o.ids as string[])], status: o.status }
+      ? { ids: [...(o.ids)], status: o.status }
       : null,
   members: (o) => {
     const list = (v: unknown): v is string[] => Array.isArray(v) && v.length <= 256 && v.every(isNick);
@@ -219,7 +219,7 @@ function isKnownType(t: unknown): t is PlainType {
 /** The JSON of a plaintext in its fixed field order: v, type, the type's fields, sentAt, mid. */
 function toJson(p: PlainInput): string {
   const check = SCHEMAS[p.type] as (o: Fields) => Fields | null;
-  const fields = check(p as unknown as Fields);
+  const fields = check(p);
   if (!fields || !isMs(p.sentAt) || (p.mid !== undefined && !MID_RE.test(p.mid))) throw new SdkError('invalid', { message: `Not a valid ${p.type} message.` });
   return JSON.stringify({ v: 1, type: p.type, ...fields, sentAt: p.sentAt, ...(p.mid !== undefined ? { mid: p.mid } : {}) });
 }

@@ -35,7 +35,7 @@ describe('store: postgres, instances racing on one database', () => {
     const [x, y] = [account('alice'), account('alice')];
     const rs = await Promise.all([a.registerAccount(x), b.registerAccount(y)]);
     assert.deepEqual(outcomes(rs), outcomes([{ ok: true }, { error: 'nick_taken' }]));
-    const winner = rs[0]!.hasOwnProperty('ok') ? x : y;
+    const winner = 'ok' in rs[0] ? x : y;
     assert.equal((await a.getAccount('alice'))?.publicKey, winner.publicKey);
     assert.equal((await sqlIn(schema, 'SELECT id FROM sessions')).length, 1, 'only the winner got a session');
   });

@@ -150,9 +150,9 @@ export function roomLeaveSuite(name: string, factory: StoreFactory): void {
       assert.deepEqual(end, { owner: 'zed', members: ['zed', 'amy', 'bea'] });
       await assertStored(store, f, end, ['olga', 'zed', 'amy', 'bea']);
       // The new owner has the owner's rights, and the rotation it owes clears needsRekey.
-      const rot = await store.changeMembers({ roomId: f.roomId, caller: 'zed', add: [], remove: [], keyId: id16(), keys: end!.members.map(wrapped), now: NOW });
+      const rot = await store.changeMembers({ roomId: f.roomId, caller: 'zed', add: [], remove: [], keyId: id16(), keys: end.members.map(wrapped), now: NOW });
       assert.ok('room' in rot && rot.room.needsRekey === false && rot.room.owner === 'zed');
-      assert.deepEqual(await store.changeMembers({ roomId: f.roomId, caller: 'amy', add: [], remove: [], keyId: id16(), keys: end!.members.map(wrapped), now: NOW }), {
+      assert.deepEqual(await store.changeMembers({ roomId: f.roomId, caller: 'amy', add: [], remove: [], keyId: id16(), keys: end.members.map(wrapped), now: NOW }), {
         error: 'not_owner',
       });
     });
