@@ -85,6 +85,8 @@ export class Sender {
   failed = 0;
   /** Sends answered 202. */
   accepted = 0;
+  /** The last answer that was not a 202, for the message of a failing test. */
+  lastFailure = '';
   stopped = false;
   private loop: Promise<void> | null = null;
 
@@ -107,6 +109,7 @@ export class Sender {
       this.accepted++;
       return true;
     }
+    this.lastFailure = r === null ? 'no answer' : `${r.status} ${r.text}`;
     if (unknownOutcome(r)) this.failed++;
     else this.errors.push(`send ${m.body.id}: ${r!.status} ${r!.text}`);
     return false;

@@ -103,7 +103,11 @@ describe('PostgreSQL and Redis restarting under load (two instances, private ser
         const sendersBack = senders.every((x, i) => x.unsettled === 0 && x.accepted > sent[i]!);
         const readersBack = !streamsEnded || readers.every((r, i) => r.replays > replays[i]!);
         if (sendersBack && readersBack) return;
-        assert.ok(Date.now() < deadline, `${what}: the service did not recover within 60 s`);
+        if (Date.now() > deadline) {
+          const state = senders.map((x) => `sender ${x.c.nick}: ${x.accepted} accepted, ${x.unsettled} to retry, last failure ${x.lastFailure}`);
+          const logs = instances.map((p, n) => `instance ${n} stderr:\n${p.stderr.slice(-4000)}`);
+          assert.fail(`${what}: the service did not recover within 60 s\n${state.join('\n')}\nreplays ${readers.map((r) => r.replays).join(', ')}\n${logs.join('\n')}`);
+        }
         await pause(100);
       }
     }
