@@ -103,6 +103,7 @@ export class Sender {
 
   private async sendOne(m: Outgoing): Promise<boolean> {
     this.ledger.try({ id: m.body.id, from: this.c.nick, targets: m.targets, ct: m.body.ct });
+    const started = performance.now();
     const r = await this.c.post('/api/messages', m.body, { device: this.device }).catch(() => null);
     if (r?.status === 202) {
       this.ledger.accept(m.body.id);
@@ -111,7 +112,7 @@ export class Sender {
     }
     this.lastFailure = r === null ? 'no answer' : `${r.status} ${r.text}`;
     if (unknownOutcome(r)) this.failed++;
-    else this.errors.push(`send ${m.body.id}: ${r!.status} ${r!.text}`);
+    else this.errors.push(`send ${m.body.id}: ${r!.status} ${r!.text} after ${Math.round(performance.now() - started)} ms (connection: ${r!.headers.get('connection')})`);
     return false;
   }
 
