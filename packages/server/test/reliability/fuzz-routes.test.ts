@@ -517,15 +517,20 @@ for (const mode of (['sqlite', 'postgres'] as const satisfies readonly TestMode[
         if (keep) ({ server, state, fx, used } = l);
       }
 
+      // A failing round stops the others from starting new rounds, so the run ends with its failure.
+      let failed = false;
       await Promise.all(
         Array.from({ length: LANES }, async () => {
-          while (claimed < RUNS[mode]) {
+          while (claimed < RUNS[mode] && !failed) {
             const runs = Math.min(ROUND, RUNS[mode] - claimed);
             claimed += runs;
             // The last round's server stays for the tests below.
             const keep = claimed >= RUNS[mode];
             if (keep) lastRound = runs;
-            await round(runs, keep);
+            await round(runs, keep).catch((err: unknown) => {
+              failed = true;
+              throw err;
+            });
           }
         }),
       );
