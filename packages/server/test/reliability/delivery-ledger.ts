@@ -171,6 +171,11 @@ export class Reader {
   /** Accepted, unacknowledged envelopes a replay left out, as `id@open`. */
   readonly resumeGaps: string[] = [];
   readonly errors: string[] = [];
+  /** What the reader is doing, for the message of a failing test. */
+  get state(): string {
+    const s = this.stream;
+    return `${this.device} on ${this.c.server.url}: ${this.opens} opens, ${this.refused} refused, ${this.replays} replays, stream ${s === null ? 'none' : s.ended ? 'ended' : `open with ${s.events.length} events${s.events.some((e) => e.event === 'ready') ? ', ready' : ''}`}`;
+  }
   private stream: Stream | null = null;
   private stopped = false;
   private loop: Promise<void> | null = null;
