@@ -5,7 +5,7 @@
  * (PostgreSQL refuses to run as root) and its commands run as that user.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { userInfo, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from './child-server.js';
@@ -29,8 +29,8 @@ export class PostgresChild {
   private readonly asRoot = userInfo().uid === 0;
   private running = false;
   port = 0;
-  /** Kept for the message of a failing test. */
-  log = join(this.dir, 'server.log');
+  /** The server's own log: quoted when it fails to start. */
+  readonly log = join(this.dir, 'server.log');
 
   constructor() {
     const bin = binDir();
@@ -85,7 +85,12 @@ export class PostgresChild {
     const opts = `-p ${this.port} -c listen_addresses=127.0.0.1 -k ${this.dir} -c max_connections=50 -c shared_buffers=32MB`;
     this.running = true;
     process.once('exit', this.onExit);
-    await this.run('pg_ctl', ['-D', this.data, '-l', this.log, '-o', opts, '-w', '-t', '60', 'start']);
+    try {
+      await this.run('pg_ctl', ['-D', this.data, '-l', this.log, '-o', opts, '-w', '-t', '60', 'start']);
+    } catch (err) {
+      const log = existsSync(this.log) ? readFileSync(this.log, 'utf8').slice(-4000) : '(no log)';
+      throw new Error(`${(err as Error).message}\nserver log:\n${log}`);
+    }
   }
 
   /**
