@@ -9,7 +9,9 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { Store } from '../src/store/types.js';
 import { PostgresStore } from '../src/store/postgres/index.js';
-import { dropSchema, freshSchema, sqlIn, testPgUrl } from './store/pg-helpers.js';
+import pg from 'pg';
+import { withDefaultUser } from '../src/store/postgres/db.js';
+import { dropSchema, freshSchema, testPgUrl } from './store/pg-helpers.js';
 
 export type TestMode = 'sqlite' | 'postgres' | 'postgres-2';
 export const TEST_MODES: readonly TestMode[] = ['sqlite', 'postgres', 'postgres-2'];
@@ -54,12 +56,29 @@ export async function openBackend(mode: TestMode): Promise<Backend> {
   if (mode === 'sqlite') return { instances: 1, env: {}, store: async () => undefined, destroy: async () => {} };
   const schema = await freshSchema();
   const prefix = `test:${randomBytes(6).toString('hex')}:`;
+  // One connection for the test's own statements, opened on first use: a new connection costs tens
+  // of milliseconds, and the fuzz test reads the stored state before every request.
+  let client: Promise<pg.Client> | null = null;
+  const connect = async (): Promise<pg.Client> => {
+    const c = new pg.Client({ connectionString: withDefaultUser(testPgUrl) });
+    // A connection that breaks is opened again by the next statement instead of crashing the test process.
+    c.on('error', () => {
+      client = null;
+    });
+    await c.connect();
+    await c.query(`SET search_path TO "${schema}"`);
+    return c;
+  };
   return {
     instances: mode === 'postgres-2' ? 2 : 1,
     env: { REDIS_URL: testRedisUrl, REDIS_PREFIX: prefix },
     store: () => PostgresStore.open(testPgUrl, { schema }),
-    sql: (text) => sqlIn(schema, text),
+    async sql(text) {
+      client ??= connect();
+      return (await (await client).query(text)).rows as Record<string, unknown>[];
+    },
     async destroy() {
+      if (client) await (await client.catch(() => null))?.end();
       await dropSchema(schema);
       await dropRedisPrefix(prefix);
     },

@@ -21,17 +21,23 @@ const FRAMEWORK_CODES: Record<string, ErrorCode> = {
   FST_ERR_ASYNC_CONSTRAINT: 'not_found',
 };
 
-export function toApiError(err: unknown): ApiError | null {
+/**
+ * `clientGone`: the client's connection is closed. A reset or an abort then comes from the body
+ * stream (a client that went away mid-body): the client's fault, and nobody reads the answer. While
+ * the client is still connected, a reset comes from one of our own connections, PostgreSQL's or
+ * Redis's (pg reports a reset socket as ECONNRESET too): internal, so that the client retries
+ * instead of taking its request for malformed and giving the message up.
+ */
+export function toApiError(err: unknown, clientGone = true): ApiError | null {
   if (err instanceof ApiError) return err;
   const code = (err as { code?: unknown } | null)?.code;
   if (typeof code === 'string' && code in FRAMEWORK_CODES) return new ApiError(FRAMEWORK_CODES[code]!);
-  // Body stream errors (a client that aborts or lies about its length) are the client's fault.
-  if (code === 'ECONNRESET' || (err as { type?: unknown } | null)?.type === 'request.aborted') return new ApiError('bad_json');
+  if (clientGone && (code === 'ECONNRESET' || (err as { type?: unknown } | null)?.type === 'request.aborted')) return new ApiError('bad_json');
   return null;
 }
 
 export function sendError(reply: FastifyReply, err: unknown, log: FastifyBaseLogger): FastifyReply {
-  let api = toApiError(err);
+  let api = toApiError(err, reply.raw.socket?.destroyed ?? true);
   if (!api) {
     // Message, code and stack only: a PostgreSQL error's detail holds row values such as nicks.
     log.error({ err: errorForLog(err) }, 'internal error');

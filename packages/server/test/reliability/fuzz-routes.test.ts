@@ -5,7 +5,9 @@
  * with a code of the catalog and its status, carry the security headers, and a refused request
  * must leave the stored state exactly as it was. Runs on SQLite and on PostgreSQL.
  *
- * A failing run prints fast-check's seed and the request; `FUZZ_SEED=<seed>` replays it.
+ * A failing run prints fast-check's seed and the request; `FUZZ_SEED=<seed>` replays it (a long
+ * run's rounds have seeds of their own: the one printed replays the failing round). Each run
+ * prints its row of docs/RELIABILITY.md's fuzz table.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -15,13 +17,35 @@ import { ERROR_STATUS, ROUTES, type NamedRoute, type RouteSpec } from '@svc/prot
 import { SECURITY_HEADERS } from '../../src/http/headers.js';
 import { ORIGIN, b64, ct, id16, iv, kdf, nick, publicKey, ulid, userWithDevices, wk, startServer, type Client, type TestServer } from '../harness.js';
 import type { TestMode } from '../modes.js';
+import { printRow } from './delivery-ledger.js';
 import { StateReader } from './snapshot.js';
 
-/** Runs per backend: enough to meet every route many times, small enough for a few seconds each. */
-const RUNS: Record<'sqlite' | 'postgres', number> = { sqlite: 400, postgres: 200 };
+/**
+ * Requests per backend: FUZZ_RUNS (`npm run soak:fuzz` sets 100,000); by default enough to meet
+ * every route many times in a few seconds each, for `npm test`.
+ */
+const RUNS: Record<'sqlite' | 'postgres', number> = process.env.FUZZ_RUNS
+  ? { sqlite: Number(process.env.FUZZ_RUNS), postgres: Number(process.env.FUZZ_RUNS) }
+  : { sqlite: 400, postgres: 200 };
+if (!Number.isInteger(RUNS.sqlite) || RUNS.sqlite < 1) throw new Error('FUZZ_RUNS must be a whole number of at least 1');
+/**
+ * Runs per server: the state snapshot before each request reads every stored row, so a long run
+ * is cut into rounds, each on a fresh server and store, to keep that read small.
+ */
+const ROUND = 1000;
 const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : undefined;
-/** A request that takes longer than this is a hang. */
-const HANG_MS = 5000;
+/**
+ * Rounds that run at once, each on its own server and store (FUZZ_LANES, 1 by default): a round
+ * spends much of its time waiting for its database, which another round can use.
+ */
+const LANES = Math.max(1, Number(process.env.FUZZ_LANES || 1));
+/**
+ * A request that takes longer than this is a hang: 5 s, the fail-fast bound of the service.
+ * FUZZ_HANG_MS raises it for long runs with several rounds at once (FUZZ_LANES), whose clients and
+ * servers share this process's one thread: on a loaded machine a request there also waits for the
+ * other rounds' work, which is not the service hanging.
+ */
+const HANG_MS = Number(process.env.FUZZ_HANG_MS || 5000);
 /** A query parameter sent on many requests, to prove that query strings never reach the log. */
 const QUERY_MARKER = `zzq${randomBytes(6).toString('hex')}`;
 
@@ -301,10 +325,8 @@ interface Built {
 }
 
 /** Routes are taken in turn (the plan's pick only offsets the turn), so every route gets its share of runs. */
-let turn = 0;
-
-function build(p: Plan, fx: Fixture): Built {
-  const spec = ROUTES[(turn++ + (p.method === null ? 0 : p.route)) % ROUTES.length]!;
+function build(p: Plan, fx: Fixture, turn: number): Built {
+  const spec = ROUTES[(turn + (p.method === null ? 0 : p.route)) % ROUTES.length]!;
   const method = p.method ?? spec.method;
   let path = spec.path.replace(/:(\w+)/g, (_m, name: string) => pickValue(fx, name, p.params[0]!));
   const q: string[] = [];
@@ -384,41 +406,140 @@ function checkAnswer(r: Built, a: Answer): void {
   } else assert.deepEqual(keys, ['error', 'message'], what);
 }
 
-for (const mode of ['sqlite', 'postgres'] as const satisfies readonly TestMode[]) {
+/** Log lines of a run that hold a nick, device id, room id, query string or the client IP it used. */
+function leaks(logs: Record<string, unknown>[], used: Set<string>): string[] {
+  const out: string[] = [];
+  for (const v of [...used, QUERY_MARKER, '127.0.0.1']) {
+    // The framework's start line names the server's own listening address, not a client's.
+    const line = logs.find((l) => !String(l.msg).startsWith('Server listening at') && JSON.stringify(l).includes(v));
+    if (line !== undefined) out.push(`the log holds ${v}: ${JSON.stringify(line)}`);
+  }
+  for (const l of logs) if ('url' in l || 'req' in l || 'remoteAddress' in l) out.push(JSON.stringify(l));
+  return out;
+}
+
+/** Routes whose success leaves the fixture's accounts, sessions, devices, room and key usable. */
+const KEEPS_FIXTURE = new Set([
+  'POST /api/register',
+  'POST /api/login',
+  'POST /api/devices',
+  'PUT /api/devices/:id/push',
+  'DELETE /api/devices/:id/push',
+  'POST /api/contacts',
+  'POST /api/rooms',
+  'POST /api/messages',
+  'POST /api/ack',
+]);
+
+const STORE_NAME = { sqlite: 'SQLite', postgres: 'PostgreSQL' } as const;
+
+before(() => {
+  printRow(['store', 'fuzzed requests', 'routes', '2xx/3xx', '4xx', '5xx', 'crashes', 'time']);
+  printRow(['---', '---:', '---', '---:', '---:', '---:', '---:', '---:']);
+});
+
+/** FUZZ_STORES=sqlite or postgres runs one backend only (both by default). */
+const STORES = (process.env.FUZZ_STORES || 'sqlite,postgres').split(',');
+
+for (const mode of (['sqlite', 'postgres'] as const satisfies readonly TestMode[]).filter((m) => STORES.includes(m))) {
   describe(`bad input never hurts (${mode})`, () => {
     let server: TestServer;
     let state: StateReader;
     let fx: Fixture;
     const protoKeys = Object.getOwnPropertyNames(Object.prototype).sort();
-    const used = new Set<string>();
+    let used = new Set<string>();
+    /** Requests of the last round, whose server the later tests still use. */
+    let lastRound = 0;
 
-    before(async () => {
-      server = await startServer({}, {}, mode);
-      state = new StateReader(server, mode);
-      fx = await makeFixture(server);
-    });
+    interface Lane {
+      server: TestServer;
+      state: StateReader;
+      fx: Fixture;
+      used: Set<string>;
+    }
+    async function lane(): Promise<Lane> {
+      const s = await startServer({}, {}, mode);
+      return { server: s, state: new StateReader(s, mode), fx: await makeFixture(s), used: new Set() };
+    }
+
     after(async () => {
-      await server.close();
+      await server?.close();
     });
 
     test(`generated requests over every route: no 5xx, no hang, the error form, and a refused request changes nothing (${RUNS[mode]} runs)`, async () => {
-      const seen = new Set<number>();
-      await fc.assert(
-        fc.asyncProperty(plan, async (p) => {
-          const r = build(p, fx);
-          seen.add(ROUTES.indexOf(r.spec));
-          for (const v of [fx.a.nick, fx.b.nick, fx.aDev, fx.bDev, fx.roomId]) used.add(v);
-          const before = await state.read();
-          const a = await send(server, r);
-          checkAnswer(r, a);
-          if (a.status >= 400) assert.equal(await state.read(), before, `a refused request changed the stored state: ${r.method} ${r.path} → ${a.status} ${a.text}`);
-          // A request that did something (logout, deletion, password change…) may have used up the
-          // fixture: later requests get a fresh one.
-          else if (r.method !== 'GET' && r.method !== 'HEAD') fx = await makeFixture(server);
+      const perRoute = new Array<number>(ROUTES.length).fill(0);
+      const statuses = { '2xx': 0, '3xx': 0, '4xx': 0, '5xx': 0 };
+      let crashes = 0;
+      let claimed = 0;
+      const started = performance.now();
+
+      /** One round: a fresh server, `runs` generated requests, then its log is checked and, unless kept, it is closed. */
+      async function round(runs: number, keep: boolean): Promise<void> {
+        const l = await lane();
+        let turn = 0;
+        // The state after a refused request is the state before the next one: nothing else writes.
+        let known: string | null = null;
+        let sinceFixture = 0;
+        try {
+          await fc.assert(
+            fc.asyncProperty(plan, async (p) => {
+              const r = build(p, l.fx, turn++);
+              perRoute[ROUTES.indexOf(r.spec)]!++;
+              for (const v of [l.fx.a.nick, l.fx.b.nick, l.fx.aDev, l.fx.bDev, l.fx.roomId]) l.used.add(v);
+              const before = known ?? (await l.state.read());
+              known = null;
+              const a = await send(l.server, r);
+              statuses[`${Math.min(5, Math.floor(a.status / 100))}xx` as keyof typeof statuses]++;
+              checkAnswer(r, a);
+              if (a.status >= 400) {
+                const now = await l.state.read();
+                assert.equal(now, before, `a refused request changed the stored state: ${r.method} ${r.path} → ${a.status} ${a.text}`);
+                known = now;
+              }
+              // A request that did something else (logout, deletion, password change, a key rotation…)
+              // may have used up the fixture: later requests get a fresh one, as they do after every 100
+              // other successes.
+              else if ((r.method !== 'GET' && r.method !== 'HEAD' && !KEEPS_FIXTURE.has(`${r.method} ${r.spec.path}`)) || ++sinceFixture >= 100) {
+                l.fx = await makeFixture(l.server);
+                sinceFixture = 0;
+              }
+            }),
+            { numRuns: runs, endOnFailure: true, ...(SEED !== undefined ? { seed: SEED } : {}) },
+          );
+          // The service lives in this process: an uncaught error would end the run, and one that
+          // left it unable to answer shows here.
+          if (!(await fetch(`${l.server.url}/healthz`).then((x) => x.ok, () => false))) crashes++;
+          if (!keep) assert.deepEqual(leaks(l.server.logs, l.used), [], 'the request log holds nothing it must not');
+          if (RUNS[mode] > ROUND) console.error(`fuzz ${mode}: ${perRoute.reduce((a, b) => a + b, 0)} requests, ${Math.round((performance.now() - started) / 1000)} s`);
+        } finally {
+          if (!keep) await l.server.close();
+        }
+        if (keep) ({ server, state, fx, used } = l);
+      }
+
+      // A failing round stops the others from starting new rounds, so the run ends with its failure.
+      let failed = false;
+      await Promise.all(
+        Array.from({ length: LANES }, async () => {
+          while (claimed < RUNS[mode] && !failed) {
+            const runs = Math.min(ROUND, RUNS[mode] - claimed);
+            claimed += runs;
+            // The last round's server stays for the tests below.
+            const keep = claimed >= RUNS[mode];
+            if (keep) lastRound = runs;
+            await round(runs, keep).catch((err: unknown) => {
+              failed = true;
+              throw err;
+            });
+          }
         }),
-        { numRuns: RUNS[mode], endOnFailure: true, ...(SEED !== undefined ? { seed: SEED } : {}) },
       );
-      assert.equal(seen.size, ROUTES.length, 'every route was tried');
+      const requests = perRoute.reduce((a, b) => a + b, 0);
+      printRow([STORE_NAME[mode], requests, `${perRoute.filter((n) => n > 0).length} of ${ROUTES.length} (at least ${Math.min(...perRoute)} each)`, statuses['2xx'] + statuses['3xx'], statuses['4xx'], statuses['5xx'], crashes, `${Math.round((performance.now() - started) / 1000)} s`]);
+      assert.equal(requests, RUNS[mode]);
+      assert.equal(statuses['5xx'], 0);
+      assert.equal(crashes, 0, 'the service answered /healthz after every round');
+      assert.ok(Math.min(...perRoute) > 0, 'every route was tried');
     });
 
     test('bodies with __proto__ and constructor keys pollute no prototype of the server process', () => {
@@ -465,13 +586,8 @@ for (const mode of ['sqlite', 'postgres'] as const satisfies readonly TestMode[]
     });
 
     test('the request log of this run holds none of the nicks, device ids, room ids, query strings or the client IP used', () => {
-      assert.ok(server.logs.length > RUNS[mode], 'the requests were logged');
-      for (const v of [...used, QUERY_MARKER, '127.0.0.1']) {
-        // The framework's start line names the server's own listening address, not a client's.
-        const line = server.logs.find((l) => !String(l.msg).startsWith('Server listening at') && JSON.stringify(l).includes(v));
-        assert.equal(line, undefined, `the log holds ${v}: ${JSON.stringify(line)}`);
-      }
-      for (const l of server.logs) assert.ok(!('url' in l) && !('req' in l) && !('remoteAddress' in l), JSON.stringify(l));
+      assert.ok(server.logs.length > lastRound, 'the requests were logged');
+      assert.deepEqual(leaks(server.logs, used), []);
     });
   });
 }

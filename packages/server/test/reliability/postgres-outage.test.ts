@@ -113,6 +113,19 @@ describe('PostgreSQL going away (through a TCP proxy)', () => {
     await load(300);
   });
 
+  test('reset: connections ended with a TCP RST make requests answer 500 internal, never a client error, and the service recovers', async () => {
+    // pg reports a reset as ECONNRESET, the code a client's aborted body has too: a 400 here
+    // would tell the client its request was bad, and it would give the message up.
+    await load(300);
+    const during = load(1500);
+    await new Promise((r) => setTimeout(r, 200));
+    await proxy.cut({ reset: true });
+    assertFailsFast(await during, 'reset');
+    await proxy.restore();
+    await recovers('after the reset');
+    await load(300);
+  });
+
   test('freeze: requests on hung connections answer 500 internal within 5 s instead of hanging, then the service recovers', async () => {
     proxy.freeze();
     const during = await load(2500, 2);

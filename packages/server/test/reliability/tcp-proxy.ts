@@ -58,11 +58,18 @@ export class TcpProxy {
     });
   }
 
-  /** PostgreSQL goes away: open connections are reset and new ones refused. */
-  async cut(): Promise<void> {
+  /**
+   * PostgreSQL goes away: open connections are closed and new ones refused. With `reset`, each
+   * connection ends with a TCP RST, as when the server process dies or a firewall drops the
+   * session: the service's client then reads ECONNRESET instead of an end of stream.
+   */
+  async cut(opts: { reset?: boolean } = {}): Promise<void> {
     const server = this.server;
     this.server = null;
-    for (const s of this.sockets) s.destroy();
+    for (const s of this.sockets) {
+      if (opts.reset && !s.destroyed) s.resetAndDestroy();
+      else s.destroy();
+    }
     this.sockets.clear();
     if (server) await new Promise((r) => server.close(r));
   }

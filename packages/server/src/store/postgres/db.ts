@@ -114,10 +114,33 @@ function connectionLost(e: unknown): boolean {
   return msg === 'Query read timeout' || /Connection terminated|ECONNRESET|EPIPE|not queryable/i.test(msg);
 }
 
+/**
+ * A pooled connection for statements of our own, and how to give it back. The pool listens for
+ * errors on idle connections only, and pg's client emits 'error' when its connection ends under
+ * it (PostgreSQL restarting or crashing, a network cut): with no listener that ends the process.
+ * The listener here keeps the error; the statement that was running fails with it anyway, and
+ * release() without a cause of its own gives it, so that the pool drops the connection.
+ */
+async function checkout(pool: pg.Pool): Promise<{ client: pg.PoolClient; release: (broken?: Error) => void }> {
+  const client = await pool.connect();
+  let lost: Error | undefined;
+  const onError = (err: Error): void => {
+    lost = err;
+  };
+  client.on('error', onError);
+  return {
+    client,
+    release: (broken) => {
+      client.off('error', onError);
+      client.release(broken ?? lost);
+    },
+  };
+}
+
 /** Runs `fn` in one transaction on one pooled connection; commits, or rolls back and rethrows. */
 export async function transaction<T>(pool: pg.Pool, fn: (q: Sql) => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
-    const client = await pool.connect();
+    const { client, release } = await checkout(pool);
     let broken: Error | undefined;
     try {
       await client.query('BEGIN');
@@ -139,7 +162,7 @@ export async function transaction<T>(pool: pg.Pool, fn: (q: Sql) => Promise<T>):
       }
       throw e;
     } finally {
-      client.release(broken);
+      release(broken);
     }
   }
 }
@@ -151,7 +174,7 @@ export async function transaction<T>(pool: pg.Pool, fn: (q: Sql) => Promise<T>):
  */
 export async function autocommit<T>(pool: pg.Pool, fn: (q: Sql) => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
-    const client = await pool.connect();
+    const { client, release } = await checkout(pool);
     let broken: Error | undefined;
     try {
       return await fn(new Sql(client));
@@ -163,7 +186,7 @@ export async function autocommit<T>(pool: pg.Pool, fn: (q: Sql) => Promise<T>): 
       }
       throw e;
     } finally {
-      client.release(broken);
+      release(broken);
     }
   }
 }
@@ -173,7 +196,7 @@ export async function autocommit<T>(pool: pg.Pool, fn: (q: Sql) => Promise<T>): 
  * advisory lock keeps instances that start together from migrating at the same time.
  */
 export async function migrate(pool: pg.Pool, schema: string | undefined, migrations: PgMigration[] = PG_MIGRATIONS, upgrade = true): Promise<void> {
-  const client = await pool.connect();
+  const { client, release } = await checkout(pool);
   const q = new Sql(client);
   try {
     await q.run('SELECT pg_advisory_lock($1, hashtext($2))', [MIGRATE_LOCK, schema ?? '']);
@@ -202,6 +225,6 @@ export async function migrate(pool: pg.Pool, schema: string | undefined, migrati
       await q.run('SELECT pg_advisory_unlock($1, hashtext($2))', [MIGRATE_LOCK, schema ?? '']);
     }
   } finally {
-    client.release();
+    release();
   }
 }
