@@ -23,7 +23,7 @@ import { RoomsWorkload } from './workloads/rooms.js';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const resultsDir = join(root, 'bench', 'results');
 const profileDir = join(resultsDir, 'profiles');
-/** The most decisions.md §1 lets a limit be; the benchmark must never meet a 429. */
+/** The most a limit may be (docs/API.md §1.8); the benchmark must never meet a 429. */
 const RAISED_LIMIT = '10000000';
 
 function machine() {

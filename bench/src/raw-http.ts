@@ -45,7 +45,7 @@ const enum St {
 /** What the head of a response says about it. */
 export interface Head {
   status: number;
-  /** false when the server will close the connection after this response (or HTTP/1.0 without keep-alive). */
+  /** false when the server closes the connection after this response (or HTTP/1.0 without keep-alive). */
   keepAlive: boolean;
   /** The server's keep-alive timeout from `Keep-Alive: timeout=N`, in ms, or null. */
   keepAliveMs: number | null;

@@ -1,7 +1,7 @@
 /**
  * From the repetitions of a run to the table: every figure is the median over the repetitions,
- * next to the ceiling's figure of the same run and their ratio, and the issue's targets with
- * pass or fail.
+ * next to the ceiling's figure of the same run and their ratio, and the targets of
+ * docs/BENCHMARKS.md with pass or fail.
  */
 import type { IdleRun } from './workloads/idle.js';
 import type { DmRun } from './workloads/dm.js';

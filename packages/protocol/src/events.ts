@@ -1,4 +1,4 @@
-/** Event stream names and payloads (interface.md "Events", decisions.md §7). */
+/** Event stream names and payloads (docs/API.md §3). */
 import type { Envelope, Room } from './types.js';
 
 export const EVENT_NAMES = ['msg', 'ready', 'room', 'room_left'] as const;

@@ -1,4 +1,4 @@
-/** Limits of interface.md "Limits" and decisions.md. Rate limits are defaults the server config may override. */
+/** Limits of docs/API.md §5 (value bounds: §1.9; push TTL: §6). Rate limits (§1.8) are defaults the server config may override. */
 export const LIMITS = {
   bodyBytes: 32768,
   ackBatch: 500,
@@ -24,11 +24,11 @@ export const DEFAULT_RATES = {
   writesPerMin: 60,
   registerPerHour: 5,
   loginPer10Min: 10,
-  /** decisions.md §1: a second login bucket per client IP, across all nicks. */
+  /** A second login bucket per client IP, across all nicks (docs/API.md §1.8). */
   loginPerIpPer10Min: 100,
 } as const;
 
-/** KDF parameter bounds (decisions §2) and the defaults for new accounts (§12). */
+/** KDF parameter bounds and the defaults for new accounts (docs/API.md §1.9, docs/CRYPTO.md §1). */
 export const KDF_BOUNDS = {
   m: { min: 19456, max: 1048576 },
   t: { min: 2, max: 16 },

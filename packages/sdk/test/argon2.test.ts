@@ -2,8 +2,8 @@
  * The SDK's BLAKE2b and Argon2id (adapters over @noble/hashes) against independent implementations:
  * RFC 9106's Argon2id vector (secret and associated data included), RFC 7693's BLAKE2b vector,
  * node:crypto's BLAKE2b-512, and hash-wasm (WebAssembly) over many random parameter sets. These
- * pinned the SDK's former own implementation and now keep the library honest across upgrades. The
- * reference implementation's vectors are in crypto-vectors.test.ts.
+ * keep the library honest across upgrades. The reference implementation's vectors are in
+ * crypto-vectors.test.ts.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -10,7 +10,7 @@ import { attachTransfer, Conversations, isTransferRoom, MemoryStore, type FetchL
 import { fill, makeHistory } from './history-fixtures.js';
 import { loginDevice, register, reload, sleep, startServer, type Device, type TestServer } from './server.js';
 
-/** TRANSFER_MESSAGES=10000 runs the first test as the benchmark (about a minute). */
+/** TRANSFER_MESSAGES=10000 runs the first test at the size of a long history (about a minute). */
 const N = Number(process.env.TRANSFER_MESSAGES ?? 2000);
 
 let server: TestServer;

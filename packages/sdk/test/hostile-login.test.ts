@@ -1,7 +1,7 @@
 /**
  * Sign-in as a hostile service would try it: the answer to POST /api/login names an account other
- * than the one typed. The client refuses it and opens nothing (hardening issue: "Sign-in trusts
- * the nick the server sends back").
+ * than the one typed. The client refuses it and opens nothing (docs/CRYPTO.md §3: the
+ * service cannot switch a person into another account).
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';

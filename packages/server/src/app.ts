@@ -1,6 +1,6 @@
 /**
  * createApp(config, options): the whole service as a Fastify instance, testable in-process
- * with real stores. The request pipeline follows interface.md General rule 2:
+ * with real stores. The request pipeline follows docs/API.md §1.4:
  *   origin check → body-size check → routing → session (401) → write limit (429) → handler
  * and inside the handler: parse (bad_json, too_large) → shape (invalid) → rights → business rules.
  */
@@ -85,12 +85,12 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
   const timeouts: Timeouts = { ...DEFAULT_TIMEOUTS, ...opts.timeouts };
   const fastify = Fastify({
     // Every error logged anywhere (`{ err }`, by this code or by the framework) keeps only its
-    // message, code and stack (log-error.ts): decisions.md §11 keeps row values out of the log.
+    // message, code and stack (log-error.ts): docs/API.md §1.3 keeps row values out of the log.
     logger: { level: config.logLevel, base: null, serializers: { err: errorForLog as never }, ...(opts.logStream ? { stream: opts.logStream } : {}) },
     logController: new LogController({ disableRequestLogging: true }),
-    // No per-request child logger: nothing logs through request.log, and decisions.md §11 keeps
-    // request data (a request id included) out of the log. Building a pino child for every
-    // request cost an allocation and a serialised binding each.
+    // No per-request child logger: nothing logs through request.log, docs/API.md §1.10 keeps
+    // request data (a request id included) out of the log, and a pino child for every request
+    // would cost an allocation and a serialised binding each.
     childLoggerFactory: (logger) => logger,
     bodyLimit: LIMITS.bodyBytes,
     // Slow clients cannot hold a connection forever: whole request in 30 s, headers in 10 s.
@@ -101,8 +101,8 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
     connectionTimeout: 0,
     return503OnClosing: false,
     forceCloseConnections: 'idle',
-    // A long path parameter reaches its handler (which refuses it as the spec says) rather than
-    // the router's own 414; the URL as a whole is bounded by Node's 16 KiB header limit.
+    // A long path parameter reaches its handler (which refuses it by its checks, docs/API.md §2)
+    // rather than the router's own 414; the URL as a whole is bounded by Node's 16 KiB header limit.
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 16 * 1024 },
     frameworkErrors: frameworkError,
     // HEAD answers like GET without a body wherever GET exists (RFC 9110 §9.3.2).
@@ -130,7 +130,7 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
   const deps: Deps = { config, store, bus, limiter, pusher, secrets, log: fastify.log, now: opts.now ?? Date.now };
 
   // Bodies are collected raw (any content type, 32 KiB at most) and parsed by the handler,
-  // so that the session and rate-limit checks come before bad_json, as the spec orders them.
+  // so that the session and rate-limit checks come before bad_json, as docs/API.md §1.4 orders them.
   fastify.removeAllContentTypeParsers();
   fastify.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
 
@@ -156,7 +156,7 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
     done(null, payload);
   });
 
-  // The request log of decisions.md §11: no path, IP, nick, query, cookie, header or body.
+  // The request log of docs/API.md §1.10: no path, IP, nick, query, cookie, header or body.
   // Levels are fixed at start (LOG_LEVEL): below info the hook is not even registered.
   if (['trace', 'debug', 'info'].includes(config.logLevel)) {
     fastify.addHook('onResponse', (req, reply, done) => {

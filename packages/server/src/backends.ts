@@ -1,5 +1,5 @@
 /**
- * The parts chosen by configuration (decisions.md §1): the store from DATABASE_URL, and from
+ * The parts chosen by configuration (README.md "Configuration"): the store from DATABASE_URL, and from
  * REDIS_URL either the in-process bus and limiter (one instance) or the Redis ones (several).
  */
 import { Redis } from 'ioredis';

@@ -1,5 +1,5 @@
 /**
- * Configuration (decisions.md §1), parsed and validated once at start. Only the entry point
+ * Configuration (README.md "Configuration"), parsed and validated once at start. Only the entry point
  * reads the environment; everything else receives this typed object.
  */
 import { DEFAULT_RATES } from '@svc/protocol';

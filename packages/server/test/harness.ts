@@ -61,9 +61,9 @@ function logCollector(logs: Record<string, unknown>[]): Writable {
 }
 
 /**
- * Starts the service in the backend mode of this test run (TEST_MODE, see modes.ts): one
- * instance on a fresh SQLite file, one on a fresh PostgreSQL schema with Redis, or two such
- * instances behind a round-robin balancer. `env` overrides configuration variables (§1).
+ * Starts the service in the backend mode of this test run (TEST_MODE, see modes.ts): one instance
+ * on a fresh SQLite file, one on a fresh PostgreSQL schema with Redis, or two such instances behind
+ * a round-robin balancer. `env` overrides configuration variables (README.md "Configuration").
  */
 export async function startServer(env: Record<string, string> = {}, opts: AppOptions = {}, mode: TestMode = TEST_MODE): Promise<TestServer> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-test-'));
@@ -177,7 +177,7 @@ export class Client {
   del = (path: string, body?: unknown, o: ReqOptions = {}) => this.req('DELETE', path, { ...o, ...(body !== undefined ? { body } : {}) });
 }
 
-/** Asserts the error form of the spec: the status, `{error, message}` and `field` exactly when given. */
+/** Asserts the error form of docs/API.md §1.3: the status, `{error, message}` and `field` exactly when given. */
 export function assertError(r: Res, status: number, code: string, field?: string): void {
   assert.equal(r.status, status, `expected ${status} ${code}, got ${r.status} ${r.text}`);
   assert.equal(r.json?.error, code, r.text);
@@ -244,7 +244,7 @@ export async function userWithDevices(server: TestServer, n = 1, name = nick()):
   return { c, devices };
 }
 
-/** A wrapped room key for `to` (WrappedKey of interface.md). */
+/** A wrapped room key for `to` (the wrapped key input of docs/API.md §1.9). */
 export const wk = (to: string) => ({ to, iv: iv(), ct: ct() });
 
 /** The caller's rooms, as GET /api/rooms answers them. */

@@ -17,7 +17,7 @@ const SHELL = __SVC_SHELL__;
 const CACHE_PREFIX = 'svc-shell-';
 const CACHE = CACHE_PREFIX + SHELL.version;
 
-/** The service's own answers: never cached, never answered from a cache (interface.md). */
+/** The service's own answers: never cached, never answered from a cache (docs/API.md §1.2: `Cache-Control: no-store`). */
 function isService(path: string): boolean {
   return path.startsWith('/api/') || path === '/api' || path === '/healthz' || path.startsWith('/healthz/');
 }

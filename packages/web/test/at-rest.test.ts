@@ -1,6 +1,6 @@
 /**
  * Nothing this browser stores says who chats with whom, in which chats, when or how much
- * (decisions §12, hardening issue): read raw, IndexedDB and localStorage hold no nick, no chat id,
+ * (docs/CRYPTO.md §8, "What IndexedDB shows"): read raw, IndexedDB and localStorage hold no nick, no chat id,
  * no message text, no timestamp and no message id (a ULID carries its time), in any database
  * name, key, index key or value. While signed in, the saved session (kv `identity`) holds the nick
  * it resumes; signing out removes it, and then nothing names the account.

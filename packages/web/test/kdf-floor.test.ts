@@ -1,5 +1,5 @@
 /**
- * A hostile service cannot lower the key-derivation work at sign-in unnoticed (hardening issue):
+ * A hostile service cannot lower the key-derivation work at sign-in unnoticed (docs/CRYPTO.md §3):
  * a browser that never saw the account warns before signing in with parameters weaker than new
  * accounts get, and sends nothing until the person chooses "Sign in anyway"; a browser that saw
  * the account's parameters refuses weaker ones the service serves later.

@@ -1,8 +1,9 @@
 /**
- * Nothing typed is lost (issue 21): the outbox keeps every message until the service accepted
- * it, sends it again by itself after a lost connection, a lost answer or a reload, paces itself
- * under the message limit with a live countdown, and shows "Not sent" with Retry only for a
- * refusal. The server runs at the default message limit (30 a minute per nick), as people meet it.
+ * Nothing typed is lost (docs/WEB.md, "Sending: the outbox, pacing, and the shared budget"): the
+ * outbox keeps every message until the service accepted it, sends it again by itself after a lost
+ * connection, a lost answer or a reload, paces itself under the message limit with a live
+ * countdown, and shows "Not sent" with Retry only for a refusal. The server runs at the default
+ * message limit (30 a minute per nick), as people meet it.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';

@@ -100,7 +100,7 @@ export interface HistoryRequestPlain extends Common {
   tag: string;
 }
 
-/** A device will send `records` records in `total` chunks under transfer id `transfer`. */
+/** Announces that a device sends `records` records in `total` chunks under transfer id `transfer`. */
 export interface HistoryOfferPlain extends Common {
   type: 'history-offer';
   transfer: string;

@@ -2,11 +2,11 @@
  * Argon2id (RFC 9106, version 0x13) and BLAKE2b (RFC 7693): thin adapters over `@noble/hashes`,
  * an audited plain-JavaScript library. Plain JavaScript because WebCrypto has no memory-hard KDF
  * and the service's Content-Security-Policy (no 'wasm-unsafe-eval') forbids WebAssembly in the web
- * app. The SDK used to carry its own implementation; noble's is audited and measured about twice as
- * fast at the default parameters (docs/BENCHMARKS.md). Synchronous, seconds at the defaults: a
- * browser app runs it in a Worker (kdf.ts lets the caller supply where it runs). Pinned by RFC
- * 9106's and RFC 7693's vectors, the reference implementation's vectors and cross-checks against
- * hash-wasm and node:crypto (test/argon2.test.ts, test/crypto-vectors.test.ts).
+ * app. An audited library rather than code of the SDK's own (timings in docs/BENCHMARKS.md).
+ * Synchronous, seconds at the defaults: a browser app runs it in a Worker (kdf.ts lets the
+ * caller supply where it runs). Pinned by RFC 9106's and RFC 7693's vectors, the reference
+ * implementation's vectors and cross-checks against hash-wasm and node:crypto (test/argon2.test.ts,
+ * test/crypto-vectors.test.ts).
  *
  * noble zeroes its memory array, H0 and the other working buffers when it returns or throws.
  */

@@ -12,7 +12,7 @@ import type { Redis } from 'ioredis';
 import type { Bus, CloseSelector, Delivery } from './types.js';
 import type { LocalStreams, StreamConn } from './streams.js';
 
-/** A device counts as online this long after its instance last refreshed it (decisions: within a minute). */
+/** A device counts as online this long after its instance last refreshed it (docs/API.md §3: offline within a minute). */
 export const PRESENCE_TTL_S = 60;
 /** At most this many devices are remembered as having missed an event during an outage. */
 const MAX_MISSED = 100_000;

@@ -1,6 +1,6 @@
 /**
  * The event bus: fan-out of events to device streams and stream control, wherever the stream
- * is open. The memory bus serves one process; a Redis bus will relay between instances, and an
+ * is open. The memory bus serves one process; the Redis bus relays between instances, and an
  * event that arrives from the bus goes to local streams only, never relayed again.
  */
 import type { EventName } from '@svc/protocol';

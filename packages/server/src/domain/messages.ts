@@ -1,4 +1,4 @@
-/** Messages: the send path of interface.md "Messages" steps 3–8, and acknowledgements. */
+/** Messages: the send path of docs/API.md §2.5 from its check 8 on, and acknowledgements. */
 import { ApiError, LIMITS, ulidTime, type SendMessageRequest, type SendMessageResponse, type PushPayload } from '@svc/protocol';
 import type { SendTarget } from '../store/types.js';
 import type { Caller, Deps } from './deps.js';
@@ -6,7 +6,10 @@ import { requireOwnDevice } from './devices.js';
 
 export const PUSH_BODY = 'New message';
 
-/** Steps 1–2 (parse and shape) are the route's; this is steps 3–8. */
+/**
+ * Checks 1–7 of docs/API.md §2.5 (pipeline, parse, shape) come before; this is check 8 on, the
+ * delivery and the push.
+ */
 export async function sendMessage(deps: Deps, caller: Caller, req: SendMessageRequest): Promise<SendMessageResponse> {
   const now = deps.now();
   if (Math.abs(ulidTime(req.id) - now) > LIMITS.clockWindowMs) throw new ApiError('clock_skew');
@@ -26,7 +29,7 @@ export async function sendMessage(deps: Deps, caller: Caller, req: SendMessageRe
     r.roomName !== null
       ? { title: `#${r.roomName}`, body: PUSH_BODY, chat: `room:${(r.envelope.to as { room: string }).room}` }
       : { title: `@${caller.nick}`, body: PUSH_BODY, chat: `dm:${caller.nick}` };
-  // Step 8 runs after the answer is decided and never delays it.
+  // The push (docs/API.md §6) runs after the answer is decided and never delays it.
   void pushOffline(deps, caller.nick, r.targets, payload).catch((err: unknown) => deps.log.error({ err }, 'push scheduling failed'));
   return { id: r.envelope.id, ts: r.envelope.ts };
 }

@@ -8,9 +8,9 @@
  * Answers keep the order of the requests (RFC 9112 §9.3.2). Bytes that are not HTTP after a
  * request that was read whole (trailing garbage after a chunked body, the rest of a body longer
  * than its Content-Length) are a second, broken request: the first one still runs, so its own
- * answer must go out first. Writing the 400 at once used to put it ahead of that answer, and
- * the client read "400 bad_json" for a request whose handler then ran (a leave that answered an
- * error yet left the room). A request whose own body is still incomplete never reaches its
+ * answer must go out first. Writing the 400 at once would put it ahead of that answer, and the
+ * client would read "400 bad_json" for a request whose handler then ran (a leave answered with an
+ * error that still left the room). A request whose own body is still incomplete never reaches its
  * handler, so its error is answered at once. An event stream followed by such bytes keeps
  * streaming until it ends; the parser reads nothing more meanwhile, so nothing piles up.
  */

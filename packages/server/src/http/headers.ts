@@ -1,4 +1,4 @@
-/** Headers every response carries (interface.md "What the service does"). */
+/** Headers every response carries (docs/API.md §1.2). */
 export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'content-security-policy': "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
   'referrer-policy': 'no-referrer',

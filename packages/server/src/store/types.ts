@@ -1,10 +1,10 @@
 /**
- * The storage interface: one method per domain action, each one transaction. The SQLite store
- * implements it now and a PostgreSQL store will implement the same interface, checked by one
- * test suite. Methods are async so that a networked database fits; no SQL leaves the store.
+ * The storage interface: one method per domain action, each one transaction. The SQLite and
+ * PostgreSQL stores implement it, checked by one test suite. Methods are async so that a networked
+ * database fits; no SQL leaves the store.
  *
  * Refusals that depend on stored state come back as `{ error: code }` results rather than
- * exceptions, in the order the spec lists them, so the domain layer decides how to answer.
+ * exceptions, in the order docs/API.md §2 lists them, so the domain layer decides how to answer.
  */
 import type { Envelope, Kdf, EncryptedKey, Room, Target, WrappedKey, Contact, ErrorCode } from '@svc/protocol';
 

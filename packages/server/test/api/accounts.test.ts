@@ -1,5 +1,5 @@
 /**
- * Accounts, part 1 (decisions.md §3, value formats of §2): config, kdf and its decoy, register
+ * Accounts, part 1 (docs/API.md §2.1, value formats of §1.9): config, kdf and its decoy, register
  * with the order of its checks and invites, nick_taken, users/{nick}.
  */
 import { after, before, describe, test } from 'node:test';

@@ -1,4 +1,4 @@
-/** Contacts: interface.md "Contacts" and "Other resources", decisions.md §4 and §3 (account deletion). */
+/** Contacts: docs/API.md §2.3, and §2.1 for account deletion. */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { assertError, dmBody, signup, startServer, userWithDevices, type Client, type TestServer } from '../harness.js';

@@ -1,4 +1,4 @@
-/** The new user's path of issue "Done when": register, login, device, stream, DM, ack, reconnect. */
+/** A new user's path end to end: register, login, device, stream, DM, ack, reconnect. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client, Stream, addDevice, dmBody, signup, startServer } from '../harness.js';

@@ -1,9 +1,9 @@
 /**
- * A refused request changes nothing (issue 20): bodies with malformed framing, sent over raw
+ * A refused request changes nothing (docs/API.md §1.4): bodies with malformed framing, sent over raw
  * sockets to the routes that take no body (logout, leave, room delete, device delete, push
  * delete, contact delete) and to one that does (contact add). Whatever the bytes, the answer and
- * the effect agree: an error and nothing stored, or success and the action done (decisions.md
- * §8a: a route without a body ignores one). Never an error with the effect, never a 5xx.
+ * the effect agree: an error and nothing stored, or success and the action done (a route
+ * without a body ignores one). Never an error with the effect, never a 5xx.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,6 +1,6 @@
 /**
- * POST /api/ack (interface.md "Messages", decisions.md §6) and the device queue cap of
- * decisions.md §6 (10,000 envelopes per device, oldest dropped).
+ * POST /api/ack (docs/API.md §2.5) and the device queue cap of docs/API.md §5 (10,000
+ * envelopes per device, oldest dropped).
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';

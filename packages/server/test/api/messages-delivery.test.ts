@@ -1,5 +1,6 @@
 /**
- * POST /api/messages check 7 (interface.md "Messages" 7, "Envelope"; decisions.md §6): the 202
+ * POST /api/messages, group 7 of messages-checks.test.ts (docs/API.md §2.5, the Envelope,
+ * check 12 and "Delivery"): the 202
  * answer, the envelope as delivered (fields, order, service-set from and ts), the exact target
  * devices, queueing for offline devices, and idempotent retries.
  */

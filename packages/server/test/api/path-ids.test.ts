@@ -1,7 +1,8 @@
 /**
- * Ids in the path that no room or device can have (decisions.md §2 formats) are answered like
- * ids of a room or device that does not exist, on every store: the characters PostgreSQL refuses
- * in text (U+0000) and other odd ones must never reach the store and turn into a 500.
+ * Ids in the path that no room or device can have (docs/API.md §1.9 formats) are answered like ids
+ * of a room or device that does not exist (docs/API.md §2.2, §2.4), on every store: the characters
+ * PostgreSQL refuses in text (U+0000) and other odd ones must never reach the store and turn into a
+ * 500.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,6 +1,6 @@
 /**
- * General rules and the request pipeline (interface.md "Endpoints / General rules", "Errors";
- * decisions.md §8 origin check, §8a bodies and static files): origin → body size → routing →
+ * General rules and the request pipeline (docs/API.md §1.4, §4; the origin check of §1.5, static
+ * files of §2.7): origin → body size → routing →
  * session → handler, and the headers every response carries.
  */
 import { after, before, describe, test } from 'node:test';

@@ -1,4 +1,4 @@
-/** Room creation: interface.md "Rooms" (create rules, in order), "Room" resource, States, Events. */
+/** Room creation: docs/API.md §2.4 (POST /api/rooms, its checks in order, the Room resource) and §3 (events). */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { assertError, rooms, wk, Stream, b64, ct, deviceId, id16, iv, signup, startServer, userWithDevices, type Client, type TestServer } from '../harness.js';

@@ -1,4 +1,4 @@
-/** Room leave and delete: interface.md "Rooms" (Leave, Delete), States, Events; decisions.md §5. */
+/** Room leave and delete: docs/API.md §2.4 (leave, DELETE, ownership) and §3 (events). */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { assertError, rooms, wk, Stream, ct, deviceId, id16, iv, nick, signup, startServer, ulid, userWithDevices, type Client, type TestServer } from '../harness.js';

@@ -1,4 +1,4 @@
-/** GET /api/rooms and room limits: interface.md "Rooms", "Room", "RoomKey"; decisions.md §5. */
+/** GET /api/rooms and room limits: docs/API.md §2.4 (the Room resource and its keys) and §5. */
 import { after, before, test } from 'node:test';
 import type { RoomKey } from '@svc/protocol';
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
 /**
- * Two instances on one PostgreSQL schema and one Redis (decisions.md §1 REDIS_URL, §7): every
+ * Two instances on one PostgreSQL schema and one Redis (REDIS_URL, docs/DEPLOY.md "Several instances"): every
  * rule holds whichever instance a request or a stream lands on. Each test talks to a chosen
  * instance directly, so the crossing is certain rather than left to a balancer.
  */

@@ -1,6 +1,6 @@
 /**
- * Web Push delivery against a real HTTPS push service on loopback (interface.md push states,
- * Messages step 8, push payload; decisions.md §9). The service trusts the test CA through
+ * Web Push delivery against a real HTTPS push service on loopback (docs/API.md §6,
+ * docs/PUSH.md). The service trusts the test CA through
  * NODE_EXTRA_CA_CERTS and runs with PUSH_ALLOW_PRIVATE_TARGETS=1.
  */
 import { describe, test, before, after } from 'node:test';

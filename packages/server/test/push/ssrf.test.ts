@@ -1,8 +1,8 @@
 /**
- * Push connections reach public addresses only (decisions.md §9). With the test switch off,
- * loopback, private, link-local, CGNAT, IPv6 local and IPv4-mapped forms are refused without a
- * connection, and so is a host name that resolves to loopback (resolver injected: no traffic
- * goes to any outside or private address).
+ * Push connections reach public addresses only (docs/PUSH.md, "Safety of the connection"). With the
+ * test switch off, loopback, private, link-local, CGNAT, IPv6 local and IPv4-mapped forms are
+ * refused without a connection, and so is a host name that resolves to loopback (resolver injected:
+ * no traffic goes to any outside or private address).
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,7 +1,7 @@
 /**
  * Races between instances: two (or more) PostgresStore instances, each with its own pool, on one
- * schema, firing the same operation at once. Exactly one wins and the others get the spec's
- * refusal; nothing throws, nothing is stored twice.
+ * schema, firing the same operation at once. Exactly one wins and the others get the refusal
+ * docs/API.md gives for the route; nothing throws, nothing is stored twice.
  */
 import { describe, test, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,6 +1,6 @@
 /**
  * The storage test suite, written once against the Store interface and run for every backend
- * (SQLite now; PostgreSQL calls the same function). Each test gets a fresh, empty store.
+ * (sqlite.test.ts and postgres.test.ts call it). Each test gets a fresh, empty store.
  */
 import { describe, test, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-/** Configuration (decisions.md §1): defaults, overrides, and a clear refusal of bad values. */
+/** Configuration (README.md "Configuration"): defaults, overrides, and a clear refusal of bad values. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';

@@ -1,5 +1,5 @@
 /**
- * What a person does in the web client, by the accessible names the issue fixes and nothing else
+ * What a person does in the web client, by the accessible names of docs/WEB.md ("Screens") and nothing else
  * (no CSS selectors, no test ids), so these steps hold whatever the DOM looks like.
  */
 import type { Locator, Page } from 'playwright-core';
@@ -133,9 +133,9 @@ export async function signedOut(page: Page, timeout = 30_000): Promise<void> {
 }
 
 /**
- * Changes the password under "Settings". The issue fixes only the button "Settings", so the form's
- * labels are matched loosely: a "current" password field, a "new" one, an optional repeat, and a
- * button that changes or saves.
+ * Changes the password under "Settings". Only the button "Settings" is matched exactly; the form's
+ * labels are matched loosely, so a rewording of the form does not break the step: a "current"
+ * password field, a "new" one, an optional repeat, and a button that changes or saves.
  */
 export async function changePassword(page: Page, current: string, next: string): Promise<void> {
   await button(page, 'Settings').click();

@@ -10,7 +10,7 @@ import type { QueuedEntry, SendInput, SendResult, SendTarget } from '../types.js
 import type { Sql } from './db.js';
 import { LOCK } from './locks.js';
 
-/** Envelope JSON in the field order of interface.md: id, to, from, keyId, iv, ct, ts. */
+/** Envelope JSON in the field order of docs/API.md §2.5: id, to, from, keyId, iv, ct, ts. */
 export function envelopeJson(e: Envelope): string {
   return JSON.stringify({ id: e.id, to: e.to, from: e.from, keyId: e.keyId, iv: e.iv, ct: e.ct, ts: e.ts });
 }

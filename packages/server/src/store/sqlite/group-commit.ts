@@ -99,7 +99,7 @@ export class GroupCommit {
   private readonly rollbackTo: Database.Statement;
   /**
    * Set for good once a sync has failed: after a failed fsync the kernel may have dropped the
-   * dirty pages and will not report it again, so no later sync can be trusted (PostgreSQL stops
+   * dirty pages and does not report it again, so no later sync can be trusted (PostgreSQL stops
    * for the same reason). Every write from then on is refused, and `onFatal` is told.
    */
   private failed: Error | null = null;

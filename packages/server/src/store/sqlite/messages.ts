@@ -5,7 +5,7 @@ import { isMember } from './rooms.js';
 import { placeholders, type Statements } from './statements.js';
 import type { QueueIndex } from './queue-index.js';
 
-/** Envelope JSON in the field order of interface.md: id, to, from, keyId, iv, ct, ts. */
+/** Envelope JSON in the field order of docs/API.md §2.5: id, to, from, keyId, iv, ct, ts. */
 export function envelopeJson(e: Envelope): string {
   return JSON.stringify({ id: e.id, to: e.to, from: e.from, keyId: e.keyId, iv: e.iv, ct: e.ct, ts: e.ts });
 }

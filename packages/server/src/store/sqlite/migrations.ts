@@ -133,8 +133,8 @@ CREATE INDEX queue_ts ON queue (ts);
   {
     version: 3,
     name: 'queue lengths kept in memory',
-    // Keeping devices.queue_len exact cost a scattered row update per target on every send; the
-    // store now counts a device's queue once and keeps the count in memory (queue-counts.ts).
+    // Keeping devices.queue_len exact costs a scattered row update per target on every send; the
+    // store counts a device's queue once instead and keeps the count in memory (queue-counts.ts).
     sql: 'ALTER TABLE devices DROP COLUMN queue_len;',
   },
   {
