@@ -106,7 +106,7 @@ describe('POST /api/ack', () => {
   });
 });
 
-describe('queue cap (decisions.md §6)', () => {
+describe('queue cap (docs/API.md §2.5)', () => {
   test('queue cap: a device queue holds at most 10,000 envelopes; past that the oldest are dropped', async () => {
     const a = await userWithDevices(server, 1);
     const b = await userWithDevices(server, 1);

@@ -100,7 +100,7 @@ describe('pipeline', () => {
     return r.status === 201;
   }
 
-  describe('origin check (decisions §8)', () => {
+  describe('origin check (docs/API.md §1.5)', () => {
     test('an Origin header that differs from ORIGIN is refused with 403 bad_origin on every kind of route', async () => {
       const alice = await signup(server);
       const foreign = ['http://evil.example', 'https://svc.test', 'http://svc.test:8080', 'http://sub.svc.test', 'null'];

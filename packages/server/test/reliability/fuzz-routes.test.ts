@@ -164,7 +164,8 @@ interface Plan {
   method: string | null;
   params: ValuePick[];
   query: { nick: ValuePick; device: ValuePick; extra: string | null; repeat: boolean; marker: boolean };
-  origin: string | null | 'ok';
+  /** A header value, none, or 'ok' for the configured origin. */
+  origin: string | null;
   site: string | null;
   device: 'none' | 'own' | 'other' | { odd: string };
   contentType: string | null;
@@ -379,7 +380,7 @@ async function send(server: TestServer, r: Built): Promise<Answer> {
     ctrl.abort();
     return { status: res.status, headers: res.headers, text, ms: performance.now() - started };
   } catch (err) {
-    if (ctrl.signal.aborted && performance.now() - started >= HANG_MS - 50) throw new Error(`no answer within ${HANG_MS} ms: ${r.method} ${r.path}`);
+    if (ctrl.signal.aborted && performance.now() - started >= HANG_MS - 50) throw new Error(`no answer within ${HANG_MS} ms: ${r.method} ${r.path}`, { cause: err });
     throw err;
   } finally {
     clearTimeout(timer);

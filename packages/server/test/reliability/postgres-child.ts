@@ -89,7 +89,7 @@ export class PostgresChild {
       await this.run('pg_ctl', ['-D', this.data, '-l', this.log, '-o', opts, '-w', '-t', '60', 'start']);
     } catch (err) {
       const log = existsSync(this.log) ? readFileSync(this.log, 'utf8').slice(-4000) : '(no log)';
-      throw new Error(`${(err as Error).message}\nserver log:\n${log}`);
+      throw new Error(`${(err as Error).message}\nserver log:\n${log}`, { cause: err });
     }
   }
 

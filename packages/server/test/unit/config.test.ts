@@ -6,7 +6,7 @@ import { ConfigError, parseConfig } from '../../src/config.js';
 
 const defaults = { webRoot: '/tmp/web', build: { revision: 'dev', commitTime: null } };
 
-test('defaults match decisions §1', () => {
+test('defaults match the configuration table of the README', () => {
   const c = parseConfig({}, defaults);
   assert.equal(c.port, 8080);
   assert.equal(c.host, '127.0.0.1');
