@@ -4,8 +4,14 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 
 let info = { revision: 'dev', commitTime: null };
 try {
-  const revision = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
-  const seconds = Number(execFileSync('git', ['log', '-1', '--format=%ct'], { stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim());
+  const revision = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { stdio: ['ignore', 'pipe', 'ignore'] })
+    .toString()
+    .trim();
+  const seconds = Number(
+    execFileSync('git', ['log', '-1', '--format=%ct'], { stdio: ['ignore', 'pipe', 'ignore'] })
+      .toString()
+      .trim(),
+  );
   info = { revision, commitTime: Number.isFinite(seconds) ? seconds * 1000 : null };
 } catch {
   // not a git checkout: the build reports "dev"

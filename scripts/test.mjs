@@ -68,7 +68,8 @@ function runOne(run, index) {
     ...baseEnv,
     TEST_MODE: run.mode,
     TEST_ASSERT_LOG: assertLog,
-    NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${pathToFileURL(join(dirname(fileURLToPath(import.meta.url)), 'count-asserts.mjs')).href}`.trim(),
+    NODE_OPTIONS:
+      `${process.env.NODE_OPTIONS ?? ''} --import=${pathToFileURL(join(dirname(fileURLToPath(import.meta.url)), 'count-asserts.mjs')).href}`.trim(),
   };
   const args = ['--enable-source-maps', '--test', ...run.flags, '--test-reporter=spec', ...run.batch];
   return new Promise((resolve) => {
@@ -86,7 +87,10 @@ function runOne(run, index) {
       const tests = Number(/^ℹ tests (\d+)/m.exec(text)?.[1] ?? 0);
       const passed = Number(/^ℹ pass (\d+)/m.exec(text)?.[1] ?? 0);
       const asserts = existsSync(assertLog)
-        ? readFileSync(assertLog, 'utf8').split('\n').filter(Boolean).reduce((n, line) => n + Number(line), 0)
+        ? readFileSync(assertLog, 'utf8')
+            .split('\n')
+            .filter(Boolean)
+            .reduce((n, line) => n + Number(line), 0)
         : 0;
       resolve({ run, ok: code === 0, tests, passed, asserts, seconds });
     });

@@ -45,7 +45,9 @@ async function main(): Promise<void> {
 
     t = performance.now();
     index = new SearchIndex();
-    const all = await Promise.all(rows.map(async (r) => ({ ...((await open(r)) as object), id: r.id, chat: 'dm:bob', ts: r.ts }) as unknown as ChatMessage));
+    const all = await Promise.all(
+      rows.map(async (r) => ({ ...((await open(r)) as object), id: r.id, chat: 'dm:bob', ts: r.ts }) as unknown as ChatMessage),
+    );
     for (const m of all) index.put(m);
     firstSearch.push(performance.now() - t);
 

@@ -28,7 +28,14 @@ const RAISED_LIMIT = '10000000';
 
 function machine() {
   const cpuModel = /^model name\s*:\s*(.+)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? cpus()[0]?.model ?? 'unknown';
-  return { nproc: cpus().length, cpuModel, memoryGiB: Math.round((totalmem() / 2 ** 30) * 10) / 10, freeMemoryGiB: Math.round((freemem() / 2 ** 30) * 10) / 10, node: process.version, loadavg: loadavg() };
+  return {
+    nproc: cpus().length,
+    cpuModel,
+    memoryGiB: Math.round((totalmem() / 2 ** 30) * 10) / 10,
+    freeMemoryGiB: Math.round((freemem() / 2 ** 30) * 10) / 10,
+    node: process.version,
+    loadavg: loadavg(),
+  };
 }
 
 /** Open-file limit of this process (/proc/self/limits), so 10,000 streams fail early and clearly if it is too low. */
@@ -40,18 +47,23 @@ function maxOpenFiles(): number {
 async function startService(o: Options, backend: Backend): Promise<Child> {
   const port = await freePort();
   const args = [...(o.profile ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []), join(root, 'packages/server/dist/src/main.js')];
-  return startChild('service', args, {
-    ...backend.env,
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    ORIGIN: `http://127.0.0.1:${port}`,
-    LIMIT_MESSAGES_PER_MIN: RAISED_LIMIT,
-    LIMIT_WRITES_PER_MIN: RAISED_LIMIT,
-    LIMIT_REGISTER_PER_HOUR: RAISED_LIMIT,
-    LIMIT_LOGIN_PER_10MIN: RAISED_LIMIT,
-    LIMIT_LOGIN_PER_IP_PER_10MIN: RAISED_LIMIT,
-    LOG_LEVEL: 'warn',
-  }, port);
+  return startChild(
+    'service',
+    args,
+    {
+      ...backend.env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      ORIGIN: `http://127.0.0.1:${port}`,
+      LIMIT_MESSAGES_PER_MIN: RAISED_LIMIT,
+      LIMIT_WRITES_PER_MIN: RAISED_LIMIT,
+      LIMIT_REGISTER_PER_HOUR: RAISED_LIMIT,
+      LIMIT_LOGIN_PER_10MIN: RAISED_LIMIT,
+      LIMIT_LOGIN_PER_IP_PER_10MIN: RAISED_LIMIT,
+      LOG_LEVEL: 'warn',
+    },
+    port,
+  );
 }
 
 async function startCeiling(): Promise<Child> {
@@ -60,7 +72,14 @@ async function startCeiling(): Promise<Child> {
 }
 
 /** Runs `fn` for both targets in each repetition, alternating which goes first. */
-async function sideBySide<W, R>(o: Options, targets: Target[], setup: (t: Target) => Promise<W>, fn: (w: W, t: Target, rep: number) => Promise<R>, out: Map<Target, R[]>, close?: (w: W) => void): Promise<void> {
+async function sideBySide<W, R>(
+  o: Options,
+  targets: Target[],
+  setup: (t: Target) => Promise<W>,
+  fn: (w: W, t: Target, rep: number) => Promise<R>,
+  out: Map<Target, R[]>,
+  close?: (w: W) => void,
+): Promise<void> {
   const made = new Map<Target, W>();
   for (const t of targets) made.set(t, await setup(t));
   try {
@@ -97,7 +116,9 @@ async function main(): Promise<void> {
 
   const startedAt = new Date();
   const meta = { date: startedAt.toISOString(), command: `npm run bench${argv.length ? ` -- ${argv.join(' ')}` : ''}`, machineAtStart: machine() };
-  process.stderr.write(`bench: ${meta.command}, ${meta.machineAtStart.nproc} CPUs, load ${meta.machineAtStart.loadavg.map((x) => x.toFixed(2)).join(' ')}\n`);
+  process.stderr.write(
+    `bench: ${meta.command}, ${meta.machineAtStart.nproc} CPUs, load ${meta.machineAtStart.loadavg.map((x) => x.toFixed(2)).join(' ')}\n`,
+  );
 
   const backend = o.backend === 'sqlite' ? sqliteBackend() : await postgresBackend();
   let cleaned = false;
@@ -125,19 +146,45 @@ async function main(): Promise<void> {
 
     if (o.workloads.has('idle')) {
       process.stderr.write(`idle streams: setting up ${o.idleStreams} devices\n`);
-      await sideBySide(o, targets, (t) => IdleWorkload.setup(t, o, `i${tag}`), (w, _t, rep) => w.run(rep), collect('idle'));
+      await sideBySide(
+        o,
+        targets,
+        (t) => IdleWorkload.setup(t, o, `i${tag}`),
+        (w, _t, rep) => w.run(rep),
+        collect('idle'),
+      );
     }
     if (o.workloads.has('dm')) {
       process.stderr.write(`dm: ${o.pairs} pairs\n`);
-      await sideBySide(o, targets, (t) => DmWorkload.setup(t, o, `d${tag}`), (w) => w.run(o), collect('dm'), (w) => w.close());
+      await sideBySide(
+        o,
+        targets,
+        (t) => DmWorkload.setup(t, o, `d${tag}`),
+        (w) => w.run(o),
+        collect('dm'),
+        (w) => w.close(),
+      );
     }
     if (o.workloads.has('rooms')) {
       process.stderr.write(`rooms: ${o.rooms} × ${o.roomSize} members × 2 devices, ${o.roomSenders} senders each\n`);
-      await sideBySide(o, targets, (t) => RoomsWorkload.setup(t, o, `r${tag}`), (w) => w.run(o), collect('rooms'), (w) => w.close());
+      await sideBySide(
+        o,
+        targets,
+        (t) => RoomsWorkload.setup(t, o, `r${tag}`),
+        (w) => w.run(o),
+        collect('rooms'),
+        (w) => w.close(),
+      );
     }
     if (o.workloads.has('replay')) {
       process.stderr.write(`replay: ${o.replayCount} envelopes\n`);
-      await sideBySide(o, [service], (t) => ReplayWorkload.setup(t, `q${tag}`), (w) => w.run(o), collect('replay'));
+      await sideBySide(
+        o,
+        [service],
+        (t) => ReplayWorkload.setup(t, `q${tag}`),
+        (w) => w.run(o),
+        collect('replay'),
+      );
     }
 
     for (const t of targets) t.api.close();

@@ -95,7 +95,12 @@ export function summarise(file: string, n = 25): ProfileSummary {
 
 export function formatSummary(s: ProfileSummary): string {
   // "Busy" is every sample not idle: CPU work and also time blocked in a synchronous call (an fsync, a socket write).
-  const lines = [`Profile ${s.file}: ${s.busyMs} ms on the main thread (not idle) of ${s.totalMs} ms`, '', '| self ms | % of busy | function | where |', '|---:|---:|---|---|'];
+  const lines = [
+    `Profile ${s.file}: ${s.busyMs} ms on the main thread (not idle) of ${s.totalMs} ms`,
+    '',
+    '| self ms | % of busy | function | where |',
+    '|---:|---:|---|---|',
+  ];
   for (const f of s.functions) lines.push(`| ${f.selfMs} | ${f.percent} | \`${f.name}\` | ${f.where} |`);
   lines.push('', '| self ms | % of busy | area |', '|---:|---:|---|');
   for (const a of s.areas) lines.push(`| ${a.selfMs} | ${a.percent} | ${a.name} |`);

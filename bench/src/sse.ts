@@ -71,7 +71,12 @@ export class EventStream implements ParserEvents {
    * Opens the device's stream. Resolves once the 200 headers arrived; `ready` resolves on the
    * `ready` event. `localAddress` spreads many streams over loopback addresses (each has its own ports).
    */
-  static open(port: number, device: string, cookie: string, o: { localAddress?: string; keepIds?: boolean; onMsg?: MsgListener; timeoutMs?: number } = {}): Promise<EventStream> {
+  static open(
+    port: number,
+    device: string,
+    cookie: string,
+    o: { localAddress?: string; keepIds?: boolean; onMsg?: MsgListener; timeoutMs?: number } = {},
+  ): Promise<EventStream> {
     const s = new EventStream();
     if (o.keepIds) s.ids = [];
     if (o.onMsg) s.onMsg = o.onMsg;
@@ -95,7 +100,12 @@ export class EventStream implements ParserEvents {
         }
         return true;
       };
-      const sock = connect({ host: '127.0.0.1', port, onread: { buffer: READ_BUFFER, callback: onRead }, ...(o.localAddress ? { localAddress: o.localAddress } : {}) });
+      const sock = connect({
+        host: '127.0.0.1',
+        port,
+        onread: { buffer: READ_BUFFER, callback: onRead },
+        ...(o.localAddress ? { localAddress: o.localAddress } : {}),
+      });
       s.sock = sock;
       const timer = setTimeout(() => fail(new Error(`stream ${device}: no answer`)), o.timeoutMs ?? 30_000);
       s.onHead = (h) => {

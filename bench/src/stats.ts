@@ -56,7 +56,13 @@ export class Recorder {
 
   latency(): Latency {
     const sorted = this.samples.slice(0, this.n).sort();
-    return { samples: this.n, p50: percentile(sorted, 50), p95: percentile(sorted, 95), p99: percentile(sorted, 99), max: sorted.length ? sorted[sorted.length - 1]! : NaN };
+    return {
+      samples: this.n,
+      p50: percentile(sorted, 50),
+      p95: percentile(sorted, 95),
+      p99: percentile(sorted, 99),
+      max: sorted.length ? sorted[sorted.length - 1]! : NaN,
+    };
   }
 
   /** Waits until `expected` deliveries arrived or `timeoutMs` passed; returns the count. */

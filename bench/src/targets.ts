@@ -71,7 +71,11 @@ export class ServiceTarget implements Target {
     const id = id16();
     const first = id16();
     const opts = { cookie: owner.cookie, device: owner.devices[0]! };
-    expect(await this.api.call('POST', '/api/rooms', { ...opts, body: { id, name: 'bench', keyId: first, keys: [wrappedKey(owner.nick)] } }), 'create room', 201);
+    expect(
+      await this.api.call('POST', '/api/rooms', { ...opts, body: { id, name: 'bench', keyId: first, keys: [wrappedKey(owner.nick)] } }),
+      'create room',
+      201,
+    );
     const keyId = id16();
     const body = { add: members.slice(1).map((m) => m.nick), remove: [], keyId, keys: members.map((m) => wrappedKey(m.nick)) };
     expect(await this.api.call('POST', `/api/rooms/${id}/members`, { ...opts, body }), 'add members', 200);

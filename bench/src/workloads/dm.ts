@@ -45,8 +45,12 @@ export class DmWorkload {
     api.resize(this.senders.length);
     const maxCount = 1_000_000;
     // Warm-up: sockets open, code paths compiled; not measured.
-    await measurePhase(this.t, this.streams, TARGETS_PER_MESSAGE, (rec) => closedLoop(api, this.senders, rec, { durationMs: Math.min(1000, o.durationMs), maxCount }));
-    const max = await measurePhase(this.t, this.streams, TARGETS_PER_MESSAGE, (rec) => closedLoop(api, this.senders, rec, { durationMs: o.durationMs, maxCount }));
+    await measurePhase(this.t, this.streams, TARGETS_PER_MESSAGE, (rec) =>
+      closedLoop(api, this.senders, rec, { durationMs: Math.min(1000, o.durationMs), maxCount }),
+    );
+    const max = await measurePhase(this.t, this.streams, TARGETS_PER_MESSAGE, (rec) =>
+      closedLoop(api, this.senders, rec, { durationMs: o.durationMs, maxCount }),
+    );
     progress(this.t, 'dm max', max);
     const paced = await this.paced(o, o.pacedRate);
     progress(this.t, `dm ${o.pacedRate}/s`, paced);

@@ -59,7 +59,12 @@ function post(api: Endpoint, s: Sender, rec: Recorder | null, out: SendResult): 
 const empty = (): SendResult => ({ accepted: 0, errors: 0, firstError: null, skipped: 0, elapsedMs: 0 });
 
 /** Every sender sends, one message at a time, until `durationMs` passed or `maxCount` messages were sent in all. */
-export async function closedLoop(api: Endpoint, senders: Sender[], rec: Recorder | null, o: { durationMs: number; maxCount: number }): Promise<SendResult> {
+export async function closedLoop(
+  api: Endpoint,
+  senders: Sender[],
+  rec: Recorder | null,
+  o: { durationMs: number; maxCount: number },
+): Promise<SendResult> {
   const out = empty();
   const start = performance.now();
   const end = start + o.durationMs;
@@ -83,7 +88,12 @@ export async function closedLoop(api: Endpoint, senders: Sender[], rec: Recorder
  * schedule: every millisecond tick sends what is due by then. At most `maxInFlight` requests may
  * be open; what is due beyond that is skipped and counted, never sent late.
  */
-export async function openLoop(api: Endpoint, senders: Sender[], rec: Recorder | null, o: { rate: number; durationMs: number; maxInFlight: number }): Promise<SendResult> {
+export async function openLoop(
+  api: Endpoint,
+  senders: Sender[],
+  rec: Recorder | null,
+  o: { rate: number; durationMs: number; maxInFlight: number },
+): Promise<SendResult> {
   const out = empty();
   const total = Math.floor((o.rate * o.durationMs) / 1000);
   const pending = new Set<Promise<void>>();

@@ -34,7 +34,13 @@ export interface PhaseResult {
 
 const DRAIN_TIMEOUT_MS = 10_000;
 
-export async function measurePhase(t: Target, streams: EventStream[], fanout: number, send: (rec: Recorder) => Promise<SendResult>, rate?: number): Promise<PhaseResult> {
+export async function measurePhase(
+  t: Target,
+  streams: EventStream[],
+  fanout: number,
+  send: (rec: Recorder) => Promise<SendResult>,
+  rate?: number,
+): Promise<PhaseResult> {
   const rec = new Recorder();
   for (const s of streams) s.onMsg = rec.onMsg;
   const cpu0 = cpuTimes(t.child.pid);

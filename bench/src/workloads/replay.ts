@@ -59,7 +59,9 @@ export class ReplayWorkload {
     const ackMs = performance.now() - t1;
     s.close();
     const run = { queued: fill.accepted, fillMs: fill.elapsedMs, toReadyMs, replayed: ids.length, ackMs, ackBatches: batches };
-    process.stderr.write(`  ${this.t.name.padEnd(7)} replay         ${run.replayed}/${run.queued} to ready ${toReadyMs.toFixed(0)} ms, ack ${ackMs.toFixed(0)} ms in ${batches} batches (fill ${fill.elapsedMs.toFixed(0)} ms)\n`);
+    process.stderr.write(
+      `  ${this.t.name.padEnd(7)} replay         ${run.replayed}/${run.queued} to ready ${toReadyMs.toFixed(0)} ms, ack ${ackMs.toFixed(0)} ms in ${batches} batches (fill ${fill.elapsedMs.toFixed(0)} ms)\n`,
+    );
     // The stream closes on the server asynchronously; the next fill must find the device offline.
     await new Promise((r) => setTimeout(r, 200));
     return run;

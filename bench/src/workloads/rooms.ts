@@ -27,7 +27,8 @@ export class RoomsWorkload {
     for (let r = 0; r < o.rooms; r++) {
       const members = await t.createAccounts(`${tag}${r}`, o.roomSize, DEVICES_PER_MEMBER);
       const room = await t.createRoom(members);
-      for (const m of members.slice(0, o.roomSenders)) senders.push({ cookie: m.cookie, device: m.devices[0]!, next: () => roomBody(room.id, room.keyId) });
+      for (const m of members.slice(0, o.roomSenders))
+        senders.push({ cookie: m.cookie, device: m.devices[0]!, next: () => roomBody(room.id, room.keyId) });
       const devices = members.flatMap((a) => a.devices.map((d) => ({ a, d })));
       await pool(devices, 50, async ({ a, d }) => {
         const s = await EventStream.open(t.child.port, d, a.cookie);
@@ -42,8 +43,12 @@ export class RoomsWorkload {
     const api = this.t.api;
     api.resize(this.senders.length);
     const maxCount = 1_000_000;
-    await measurePhase(this.t, this.streams, this.fanout, (rec) => closedLoop(api, this.senders, rec, { durationMs: Math.min(1000, o.durationMs), maxCount }));
-    const r = await measurePhase(this.t, this.streams, this.fanout, (rec) => closedLoop(api, this.senders, rec, { durationMs: o.durationMs, maxCount }));
+    await measurePhase(this.t, this.streams, this.fanout, (rec) =>
+      closedLoop(api, this.senders, rec, { durationMs: Math.min(1000, o.durationMs), maxCount }),
+    );
+    const r = await measurePhase(this.t, this.streams, this.fanout, (rec) =>
+      closedLoop(api, this.senders, rec, { durationMs: o.durationMs, maxCount }),
+    );
     progress(this.t, 'rooms', r);
     return r;
   }

@@ -62,11 +62,7 @@ function inBounds(v: unknown, b: { min: number; max: number }): boolean {
 export function isKdf(v: unknown): v is Kdf {
   if (!isPlainObject(v)) return false;
   return (
-    v.alg === 'argon2id' &&
-    isB64urlOfLength(v.salt, 16) &&
-    inBounds(v.m, KDF_BOUNDS.m) &&
-    inBounds(v.t, KDF_BOUNDS.t) &&
-    inBounds(v.p, KDF_BOUNDS.p)
+    v.alg === 'argon2id' && isB64urlOfLength(v.salt, 16) && inBounds(v.m, KDF_BOUNDS.m) && inBounds(v.t, KDF_BOUNDS.t) && inBounds(v.p, KDF_BOUNDS.p)
   );
 }
 

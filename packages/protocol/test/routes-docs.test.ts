@@ -17,7 +17,9 @@ const docPath = (spec: RouteSpec) => spec.path.replace(/:([a-zA-Z]+)/g, '{$1}');
 /** The text of the route's own section: from its `#### METHOD path` heading to the next heading. */
 function section(spec: RouteSpec): string | null {
   const lines = doc.split('\n');
-  const start = lines.findIndex((l) => l.startsWith(`#### ${spec.method} ${docPath(spec)}`) && !l.slice(`#### ${spec.method} ${docPath(spec)}`.length).startsWith('/'));
+  const start = lines.findIndex(
+    (l) => l.startsWith(`#### ${spec.method} ${docPath(spec)}`) && !l.slice(`#### ${spec.method} ${docPath(spec)}`.length).startsWith('/'),
+  );
   if (start < 0) return null;
   const end = lines.findIndex((l, i) => i > start && /^#{1,4} /.test(l));
   return lines.slice(start, end < 0 ? undefined : end).join('\n');

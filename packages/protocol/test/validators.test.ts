@@ -104,7 +104,8 @@ describe('ulid', () => {
     const id = makeUlid(Date.now(), (n) => new Uint8Array(randomBytes(n)));
     assert.ok(isUlid(id));
     assert.ok(isUlid(id.toLowerCase()));
-    for (const bad of [id.slice(1), id + 'A', id.slice(0, 25) + 'U', id.slice(0, 25) + 'I', '8' + id.slice(1), 5]) assert.equal(isUlid(bad), false, String(bad));
+    for (const bad of [id.slice(1), id + 'A', id.slice(0, 25) + 'U', id.slice(0, 25) + 'I', '8' + id.slice(1), 5])
+      assert.equal(isUlid(bad), false, String(bad));
   });
   test('the time prefix decodes to the creation time', () => {
     const t = 1_800_000_000_123;
@@ -159,13 +160,31 @@ describe('kdf', () => {
   const good = () => ({ alg: 'argon2id', salt: b64(16), m: 65536, t: 3, p: 1 });
   test('accepts the bounds m 19456..1048576, t 2..16, p 1..4', () => {
     assert.ok(isKdf(good()));
-    for (const [k, v] of [['m', 19456], ['m', 1048576], ['t', 2], ['t', 16], ['p', 1], ['p', 4]] as const) assert.ok(isKdf({ ...good(), [k]: v }), `${k}=${v}`);
+    for (const [k, v] of [
+      ['m', 19456],
+      ['m', 1048576],
+      ['t', 2],
+      ['t', 16],
+      ['p', 1],
+      ['p', 4],
+    ] as const)
+      assert.ok(isKdf({ ...good(), [k]: v }), `${k}=${v}`);
   });
   test('refuses values outside the bounds, non-integers, other algorithms and salts not 16 bytes', () => {
     for (const [k, v] of [
-      ['m', 19455], ['m', 1048577], ['t', 1], ['t', 17], ['p', 0], ['p', 5], ['m', 65536.5], ['t', '3'],
-      ['alg', 'argon2i'], ['salt', b64(15)], ['salt', b64(17)],
-    ] as const) assert.equal(isKdf({ ...good(), [k]: v }), false, `${k}=${v}`);
+      ['m', 19455],
+      ['m', 1048577],
+      ['t', 1],
+      ['t', 17],
+      ['p', 0],
+      ['p', 5],
+      ['m', 65536.5],
+      ['t', '3'],
+      ['alg', 'argon2i'],
+      ['salt', b64(15)],
+      ['salt', b64(17)],
+    ] as const)
+      assert.equal(isKdf({ ...good(), [k]: v }), false, `${k}=${v}`);
     assert.equal(isKdf(null), false);
     assert.equal(isKdf([]), false);
   });

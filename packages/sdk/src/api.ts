@@ -306,7 +306,8 @@ export async function errorFrom(res: Response): Promise<SdkError> {
   const b = (typeof body === 'object' && body !== null ? body : {}) as { error?: unknown; message?: unknown; field?: unknown };
   const retry = Number(res.headers.get('retry-after'));
   const retryAfter = Number.isFinite(retry) && retry > 0 ? Math.max(1, Math.ceil(retry)) : res.status === 429 ? 1 : undefined;
-  if (!isErrorCode(b.error)) return new SdkError('bad_response', { status: res.status, message: `Unexpected answer ${res.status} from the service.` });
+  if (!isErrorCode(b.error))
+    return new SdkError('bad_response', { status: res.status, message: `Unexpected answer ${res.status} from the service.` });
   return new SdkError(b.error, {
     status: res.status,
     ...(typeof b.field === 'string' ? { field: b.field } : {}),

@@ -20,7 +20,15 @@ import { keysFor, newAccount, openAccount, resealAccount, type KdfChoice } from 
 import { SdkError } from './errors.js';
 import { EventStream, type EventStreamOptions } from './events.js';
 import type { RoomKeyring } from './keyring.js';
-import { decryptEnvelope, sendPlain, type ChatId, type DecryptedMessage, type MessageContext, type SendOptions, type SentMessage } from './messages.js';
+import {
+  decryptEnvelope,
+  sendPlain,
+  type ChatId,
+  type DecryptedMessage,
+  type MessageContext,
+  type SendOptions,
+  type SentMessage,
+} from './messages.js';
 import { Peers, type KeyCheck, type KeyPurpose } from './peers.js';
 import { RoomBook, type RoomGuard } from './rooms.js';
 import { checkSessionState, SESSION_STATE_VERSION, type SessionState } from './session.js';
@@ -147,7 +155,9 @@ export class Messenger {
     onProgress?.('fetching_params');
     const kdf = checkKdf(await this.api.kdf(o.nick));
     if ((kdf.m < this.kdfFloor.m || kdf.t < this.kdfFloor.t) && !o.acceptWeakKdf) {
-      throw new SdkError('kdf_weak', { message: `The service asks for a weaker key derivation for ${o.nick} (m=${kdf.m} KiB, t=${kdf.t}) than expected (m=${this.kdfFloor.m} KiB, t=${this.kdfFloor.t}). This can mean someone is trying to make your password easier to guess. Nothing was sent.` });
+      throw new SdkError('kdf_weak', {
+        message: `The service asks for a weaker key derivation for ${o.nick} (m=${kdf.m} KiB, t=${kdf.t}) than expected (m=${this.kdfFloor.m} KiB, t=${this.kdfFloor.t}). This can mean someone is trying to make your password easier to guess. Nothing was sent.`,
+      });
     }
     const keys = await keysFor(o.password, kdf, this.argon2, onProgress);
     onProgress?.('contacting_service');
@@ -155,7 +165,8 @@ export class Messenger {
     await this.api.logout();
     const res = await this.api.login({ nick: o.nick, authKey: keys.authKey });
     // A service that answers with another account than the one typed is not followed.
-    if (res.nick !== o.nick) throw new SdkError('bad_response', { message: `The service answered the sign-in of ${o.nick} with another account; nothing was opened.` });
+    if (res.nick !== o.nick)
+      throw new SdkError('bad_response', { message: `The service answered the sign-in of ${o.nick} with another account; nothing was opened.` });
     onProgress?.('opening_identity');
     const identity = await openAccount(keys, res.encryptedKey, res.nick, res.publicKey);
     await this.start(res.nick, identity, checkKdf(res.kdf), onProgress);
@@ -187,7 +198,8 @@ export class Messenger {
    */
   static async resume(opts: MessengerOptions, state: unknown): Promise<Messenger> {
     const s = checkSessionState(state);
-    if (!(await identityMatches(s.privateKey, s.publicKey))) throw new SdkError('bad_session', { message: 'The saved identity key does not match its public key; log in again.' });
+    if (!(await identityMatches(s.privateKey, s.publicKey)))
+      throw new SdkError('bad_session', { message: 'The saved identity key does not match its public key; log in again.' });
     const m = new Messenger(opts);
     if (s.deviceId !== null) m.api.setDevice(s.deviceId);
     await m.start(s.nick, { publicKey: s.publicKey, privateKey: s.privateKey }, s.kdf);
@@ -196,10 +208,21 @@ export class Messenger {
 
   private async start(nick: string, identity: Identity, kdf: Kdf, onProgress?: OnProgress): Promise<void> {
     this.reset();
-    const [historyKey, indexKey, transferKey, exportKey] = await Promise.all([deriveHistoryKey(identity), deriveIndexKey(identity), deriveOwnKey(identity, INFO_TRANSFER), deriveOwnKey(identity, INFO_EXPORT)]);
+    const [historyKey, indexKey, transferKey, exportKey] = await Promise.all([
+      deriveHistoryKey(identity),
+      deriveIndexKey(identity),
+      deriveOwnKey(identity, INFO_TRANSFER),
+      deriveOwnKey(identity, INFO_EXPORT),
+    ]);
     const me: Me = { nick, identity, kdf, historyKey, indexKey, transferKey, exportKey };
     const peers = new Peers(this.api, this.keyCheck, me);
-    const rooms = new RoomBook({ api: this.api, peers, me: { nick, publicKey: identity.publicKey }, onKeyError: this.onKeyError, guard: () => this.guard });
+    const rooms = new RoomBook({
+      api: this.api,
+      peers,
+      me: { nick, publicKey: identity.publicKey },
+      onKeyError: this.onKeyError,
+      guard: () => this.guard,
+    });
     this.me = me;
     this.signedIn = { peers, rooms, ctx: { api: this.api, peers, rooms, nick } };
     onProgress?.('done');
@@ -228,7 +251,18 @@ export class Messenger {
   async changePassword(oldPassword: string, newPassword: string, o: { kdf?: KdfChoice } = {}, onProgress?: OnProgress): Promise<void> {
     const me = this.need();
     const current = await this.api.me();
-    const r = await resealAccount({ nick: me.nick, oldPassword, oldKdf: checkKdf(current.kdf), encryptedKey: current.encryptedKey, newPassword, ...(o.kdf ? { choice: o.kdf } : {}) }, this.argon2, onProgress);
+    const r = await resealAccount(
+      {
+        nick: me.nick,
+        oldPassword,
+        oldKdf: checkKdf(current.kdf),
+        encryptedKey: current.encryptedKey,
+        newPassword,
+        ...(o.kdf ? { choice: o.kdf } : {}),
+      },
+      this.argon2,
+      onProgress,
+    );
     onProgress?.('contacting_service');
     await this.api.changePassword(r);
     me.kdf = r.kdf;

@@ -22,7 +22,13 @@ export async function keysFor(password: string, kdf: Kdf, argon2: Argon2Fn | und
 }
 
 /** A new account's material: fresh KDF parameters, its keys, and a new identity sealed under them. */
-export async function newAccount(nick: string, password: string, choice: KdfChoice | undefined, argon2: Argon2Fn | undefined, onProgress?: OnProgress): Promise<{ kdf: Kdf; keys: AccountKeys; identity: Identity; encryptedKey: EncryptedKey }> {
+export async function newAccount(
+  nick: string,
+  password: string,
+  choice: KdfChoice | undefined,
+  argon2: Argon2Fn | undefined,
+  onProgress?: OnProgress,
+): Promise<{ kdf: Kdf; keys: AccountKeys; identity: Identity; encryptedKey: EncryptedKey }> {
   const kdf = newKdf(choice);
   const keys = await keysFor(password, kdf, argon2, onProgress);
   const identity = await generateIdentity();

@@ -40,7 +40,8 @@ const CLIENT_MESSAGE: Record<ClientErrorCode, string> = {
   network: 'The service cannot be reached; check the connection and retry.',
   bad_response: 'The service answered in an unexpected form; reload the app, and if it persists tell the operator.',
   kdf_refused: 'The service asked for key-derivation parameters that are too weak or too large; refusing them.',
-  kdf_weak: 'The service asks for a weaker key derivation than this account is known to use; this can mean someone is trying to make the password easier to guess. Nothing was sent.',
+  kdf_weak:
+    'The service asks for a weaker key derivation than this account is known to use; this can mean someone is trying to make the password easier to guess. Nothing was sent.',
   bad_identity: 'The identity key does not open with this password or does not match the account.',
   untrusted_key: 'The peer key is not trusted; compare safety numbers before sending.',
   no_room_key: 'No key of this room is held; wait for a key rotation by the owner.',
@@ -90,10 +91,7 @@ export class SdkError extends Error {
   readonly retryAfter: number | undefined;
   readonly next: NextStep;
 
-  constructor(
-    code: SdkErrorCode,
-    opts: { status?: number; message?: string; field?: string; retryAfter?: number; cause?: unknown } = {},
-  ) {
+  constructor(code: SdkErrorCode, opts: { status?: number; message?: string; field?: string; retryAfter?: number; cause?: unknown } = {}) {
     super(opts.message ?? defaultMessage(code, opts.retryAfter), opts.cause !== undefined ? { cause: opts.cause } : undefined);
     this.name = 'SdkError';
     this.code = code;

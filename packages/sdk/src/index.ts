@@ -15,13 +15,7 @@ export { cookieFetch, type CookieFetch, type FetchLike } from './cookies.js';
 export { ServerClock } from './clock.js';
 export { randomBytes, utf8, fromUtf8 } from './bytes.js';
 export { SseParser, type SseMessage } from './sse.js';
-export {
-  EventStream,
-  type ConnectionState,
-  type CloseReason,
-  type StateInfo,
-  type EventStreamOptions,
-} from './events.js';
+export { EventStream, type ConnectionState, type CloseReason, type StateInfo, type EventStreamOptions } from './events.js';
 export { RoomKeyring, type KeyOrigin, type HeldRoomKey } from './keyring.js';
 export {
   Messenger,
@@ -122,26 +116,45 @@ export { deriveOwnKey, ownKeyBytes, INFO_TRANSFER, INFO_EXPORT } from './crypto/
 
 // The conversation layer: message types and their rules, outbox, pacing, receipts (docs/CRYPTO.md, docs/WEB.md).
 export { Conversations, EDIT_WINDOW_MS, newMid, type Change, type ConversationsOptions, type HistoryMessage } from './conversation/conversations.js';
-export { deliveryStatus, isShown, type ChatMessage, type DeliveryStatus, type MessageKind, type MembershipEvent, type OutboxItem, type PendingAction, type Priority, type SendState } from './conversation/model.js';
+export {
+  deliveryStatus,
+  isShown,
+  type ChatMessage,
+  type DeliveryStatus,
+  type MessageKind,
+  type MembershipEvent,
+  type OutboxItem,
+  type PendingAction,
+  type Priority,
+  type SendState,
+} from './conversation/model.js';
 export { MemoryStore, byTime, type ConversationStore } from './conversation/store.js';
 export { ingest, applyAction, FAILURE_TEXT, UNKNOWN_TEXT, type Ingested, type RuleContext } from './conversation/rules.js';
 export { Outbox, RECEIPT_DELAY_MS, type OutboxDeps } from './conversation/outbox.js';
 export { Pacer, DEFAULT_MESSAGE_LIMIT, WINDOW_MS } from './conversation/pacer.js';
 export { SearchIndex, fold, type SearchHit } from './conversation/search.js';
 export { RoomMembers, K_ROOM_MEMBERS, WARN_AFTER_MS, type MembershipStatus, type RoomMembersDeps } from './conversation/room-members.js';
-export {
-  applyAnnouncement,
-  planChange,
-  followOwnerGone,
-  startRecord,
-  successor,
-  type MembershipRecord,
-} from './conversation/membership-record.js';
+export { applyAnnouncement, planChange, followOwnerGone, startRecord, successor, type MembershipRecord } from './conversation/membership-record.js';
 
 // History on every device: the transfer between the account's devices and the sealed file (docs/CRYPTO.md).
 export { HistoryTransfer } from './conversation/transfer.js';
-export { TRANSFER_KEEP_MS, type TransferLink, type TransferProgress, type TransferRequest, type TransferEvent } from './conversation/transfer-types.js';
+export {
+  TRANSFER_KEEP_MS,
+  type TransferLink,
+  type TransferProgress,
+  type TransferRequest,
+  type TransferEvent,
+} from './conversation/transfer-types.js';
 export { attachTransfer, messengerLink, isTransferRoom, TRANSFER_ROOM_NAME } from './conversation/transfer-link.js';
-export { exportHistory, importHistory, openExport, exportAad, EXPORT_VERSION, EXPORT_ERRORS, type ExportAccount, type ImportResult } from './conversation/export.js';
+export {
+  exportHistory,
+  importHistory,
+  openExport,
+  exportAad,
+  EXPORT_VERSION,
+  EXPORT_ERRORS,
+  type ExportAccount,
+  type ImportResult,
+} from './conversation/export.js';
 export { mergeRecords, mergeRecord, type MergeResult } from './conversation/merge.js';
 export { checkRecord, isSettled } from './conversation/history-codec.js';

@@ -109,7 +109,8 @@ async function roomSendKey(c: MessageContext, roomId: string): Promise<{ keyId: 
   if (!k) {
     if (!c.rooms.get(roomId)) throw new SdkError('not_member');
     throw new SdkError('no_room_key', {
-      message: 'The room’s newest key could not be unwrapped on this device, and an older key is never used for sending. Retry later, or ask the owner to rotate the key.',
+      message:
+        'The room’s newest key could not be unwrapped on this device, and an older key is never used for sending. Retry later, or ask the owner to rotate the key.',
     });
   }
   return k;

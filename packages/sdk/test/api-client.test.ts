@@ -11,7 +11,10 @@ interface Call {
   body: string | undefined;
 }
 
-function fakeFetch(answer: (c: Call) => Response = () => Response.json({})): { calls: Call[]; fetch: (u: string, i?: RequestInit) => Promise<Response> } {
+function fakeFetch(answer: (c: Call) => Response = () => Response.json({})): {
+  calls: Call[];
+  fetch: (u: string, i?: RequestInit) => Promise<Response>;
+} {
   const calls: Call[] = [];
   return {
     calls,
@@ -48,7 +51,9 @@ const sample: Record<string, unknown[]> = {
 test('every route of the protocol table has an ApiClient method that calls exactly that route', async () => {
   for (const r of ROUTES) {
     const name = r.name;
-    const f = fakeFetch((c) => (c.method === 'POST' && c.url.endsWith('/api/devices') ? Response.json({ id: 'x', createdAt: 1 }, { status: 201 }) : Response.json({})));
+    const f = fakeFetch((c) =>
+      c.method === 'POST' && c.url.endsWith('/api/devices') ? Response.json({ id: 'x', createdAt: 1 }, { status: 201 }) : Response.json({}),
+    );
     const api = new ApiClient({ baseUrl: 'http://svc.test', fetch: f.fetch, origin: 'http://svc.test', device: 'dev-self-1' });
     // eslint-disable-next-line @typescript-eslint/no-explicit-any
     await (api as any)[name](...(sample[name] ?? []));
@@ -76,7 +81,10 @@ test('a refusal becomes SdkError with code, status, field, retryAfter and the ne
   const f = fakeFetch(() => answers.shift()!);
   const api = new ApiClient({ fetch: f.fetch });
   await assert.rejects(api.rooms(), (e: SdkError) => e.code === 'invalid' && e.status === 400 && e.field === 'name' && e.next === 'fix_input');
-  await assert.rejects(api.rooms(), (e: SdkError) => e.code === 'rate_limited' && e.retryAfter === 7 && e.next === 'retry_later' && /7 s/.test(e.message));
+  await assert.rejects(
+    api.rooms(),
+    (e: SdkError) => e.code === 'rate_limited' && e.retryAfter === 7 && e.next === 'retry_later' && /7 s/.test(e.message),
+  );
   await assert.rejects(api.rooms(), (e: SdkError) => e.code === 'unauthenticated' && e.next === 'log_in');
   await assert.rejects(api.rooms(), (e: SdkError) => e.code === 'bad_response' && e.status === 502);
   const down = new ApiClient({ fetch: async () => Promise.reject(new TypeError('fetch failed')) });
@@ -124,7 +132,10 @@ test('cookieFetch keeps the svc_session cookie and drops it when the service cle
 test('the SSE parser reads event, data, id and comments across chunk boundaries and line-end styles', () => {
   const got: SseMessage[] = [];
   const comments: string[] = [];
-  const p = new SseParser((m) => got.push(m), (c) => comments.push(c));
+  const p = new SseParser(
+    (m) => got.push(m),
+    (c) => comments.push(c),
+  );
   const text = ': ping\n\nevent: msg\nid: 01A\ndata: {"a":\ndata: 1}\n\nevent: ready\r\ndata: {}\r\n\r\ndata:x\r\rid\n\n';
   for (const ch of text) p.push(ch);
   assert.deepEqual(comments, ['ping']);

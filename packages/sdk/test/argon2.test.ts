@@ -77,7 +77,14 @@ test('Argon2id matches hash-wasm over random passwords, salts, memory, passes, l
 
 test('Argon2id matches hash-wasm at the KDF lower bound with four lanes, where the addressing crosses segments many times', async () => {
   const input = { password: new TextEncoder().encode('pw'), salt: new Uint8Array(16).fill(9), m: 19456, t: 2, p: 4, length: 32 };
-  const theirs = await wasmArgon2id({ ...input, memorySize: input.m, iterations: input.t, parallelism: input.p, hashLength: 32, outputType: 'binary' });
+  const theirs = await wasmArgon2id({
+    ...input,
+    memorySize: input.m,
+    iterations: input.t,
+    parallelism: input.p,
+    hashLength: 32,
+    outputType: 'binary',
+  });
   assert.equal(hex(argon2id(input)), hex(theirs));
 });
 

@@ -54,7 +54,10 @@ test('messages of a chat go out in the order they were written, each once', asyn
   const r = rig();
   for (let i = 0; i < 5; i++) await r.box.add('dm:bob', text(`m${i}`));
   await settle(() => r.sent.length === 5, 'five sent');
-  assert.deepEqual(r.sent.map((s) => (s.plain.type === 'text' ? s.plain.body : '')), ['m0', 'm1', 'm2', 'm3', 'm4']);
+  assert.deepEqual(
+    r.sent.map((s) => (s.plain.type === 'text' ? s.plain.body : '')),
+    ['m0', 'm1', 'm2', 'm3', 'm4'],
+  );
   assert.deepEqual(await r.store.outboxList(), [], 'the outbox is empty once the service accepted everything');
 });
 
@@ -225,7 +228,11 @@ test('a receipt that is being sent takes no more ids: those read meanwhile go in
 });
 
 test('what was queued survives a reload: a new outbox over the same store sends it, in order', async () => {
-  const r = rig({ answer: () => { throw new SdkError('network'); } });
+  const r = rig({
+    answer: () => {
+      throw new SdkError('network');
+    },
+  });
   await r.box.add('dm:bob', text('first'));
   await r.box.add('dm:bob', text('second'));
   r.box.stop();
@@ -233,5 +240,8 @@ test('what was queued survives a reload: a new outbox over the same store sends 
   for (const i of await r.store.outboxList()) await again.store.outboxPut(i);
   await again.box.load();
   await settle(() => again.sent.length === 2, 'both sent after the reload');
-  assert.deepEqual(again.sent.map((s) => (s.plain.type === 'text' ? s.plain.body : '')), ['first', 'second']);
+  assert.deepEqual(
+    again.sent.map((s) => (s.plain.type === 'text' ? s.plain.body : '')),
+    ['first', 'second'],
+  );
 });

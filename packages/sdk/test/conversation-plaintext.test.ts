@@ -43,7 +43,13 @@ test('the field order is fixed: v, type, the type’s fields, sentAt, mid', () =
 
 test('an unknown type or a newer version decodes to the unknown placeholder, never an error', () => {
   assert.deepEqual(decodePlaintext(raw({ v: 1, type: 'poll', question: '?', sentAt: 5 })), { v: 1, type: 'unknown', original: 'poll v1', sentAt: 5 });
-  assert.deepEqual(decodePlaintext(raw({ v: 2, type: 'text', body: 'x', sentAt: 6, mid: MID })), { v: 2, type: 'unknown', original: 'text v2', sentAt: 6, mid: MID });
+  assert.deepEqual(decodePlaintext(raw({ v: 2, type: 'text', body: 'x', sentAt: 6, mid: MID })), {
+    v: 2,
+    type: 'unknown',
+    original: 'text v2',
+    sentAt: 6,
+    mid: MID,
+  });
 });
 
 test('a malformed plaintext of a known type is refused', () => {

@@ -20,7 +20,16 @@ function world(members: Record<string, string[]> = {}) {
     isMember: (chat, nick) => (chat.startsWith('dm:') ? nick === 'alice' || nick === chat.slice(3) : (members[chat] ?? []).includes(nick)),
   };
   const arrive = (from: string, chat: ChatId, plain: PlainInput, envId = id()) =>
-    ingest(c, { ok: true, id: envId, ts: 1000 + n, from, chat, sentAt: plain.sentAt, plain: { v: 1, ...plain } as Plain, ...(plain.type === 'text' ? { body: plain.body } : {}) });
+    ingest(c, {
+      ok: true,
+      id: envId,
+      ts: 1000 + n,
+      from,
+      chat,
+      sentAt: plain.sentAt,
+      plain: { v: 1, ...plain } as Plain,
+      ...(plain.type === 'text' ? { body: plain.body } : {}),
+    });
   return { store, c, arrive };
 }
 
@@ -63,7 +72,11 @@ test('a reaction or receipt from someone not in the chat is ignored; members add
   await arrive('alice', 'room:r1', { type: 'reaction', target: mine, emoji: '👍', op: 'add', sentAt: 13 });
   assert.deepEqual((await store.get(mine))?.reactions, { '👍': ['alice', 'bob'] });
   await arrive('bob', 'room:r1', { type: 'reaction', target: mine, emoji: '👍', op: 'remove', sentAt: 14 });
-  assert.equal((await arrive('bob', 'room:r1', { type: 'reaction', target: mine, emoji: '👍', op: 'add', sentAt: 12 })).ignored, 'older reaction', 'a replayed older add does not undo the removal');
+  assert.equal(
+    (await arrive('bob', 'room:r1', { type: 'reaction', target: mine, emoji: '👍', op: 'add', sentAt: 12 })).ignored,
+    'older reaction',
+    'a replayed older add does not undo the removal',
+  );
   assert.deepEqual((await store.get(mine))?.reactions, { '👍': ['alice'] });
   await arrive('bob', 'room:r1', { type: 'receipt', ids: [mine], status: 'read', sentAt: 15 });
   const m = await store.get(mine);
@@ -74,7 +87,10 @@ test('a receipt only marks this account’s own messages', async () => {
   const { store, arrive } = world({ 'room:r1': ['alice', 'bob', 'carol'] });
   const bobs = id();
   await arrive('bob', 'room:r1', { type: 'text', body: 'bob says', sentAt: 10 }, bobs);
-  assert.equal((await arrive('carol', 'room:r1', { type: 'receipt', ids: [bobs], status: 'read', sentAt: 11 })).ignored, 'receipt for a message not mine');
+  assert.equal(
+    (await arrive('carol', 'room:r1', { type: 'receipt', ids: [bobs], status: 'read', sentAt: 11 })).ignored,
+    'receipt for a message not mine',
+  );
   assert.equal((await store.get(bobs))?.read, undefined);
 });
 
@@ -144,7 +160,15 @@ test('a second copy under a later envelope id (a renewed retry) moves the record
 
 test('an unknown type shows a neutral placeholder; an envelope that does not open is an error entry, never text', async () => {
   const { c, store } = world();
-  const u = await ingest(c, { ok: true, id: id(), ts: 5, from: 'bob', chat: 'dm:bob', sentAt: 5, plain: { v: 2, type: 'unknown', original: 'poll v2', sentAt: 5 } });
+  const u = await ingest(c, {
+    ok: true,
+    id: id(),
+    ts: 5,
+    from: 'bob',
+    chat: 'dm:bob',
+    sentAt: 5,
+    plain: { v: 2, type: 'unknown', original: 'poll v2', sentAt: 5 },
+  });
   assert.deepEqual([u.added?.kind, u.added?.note, u.added?.body], ['unknown', UNKNOWN_TEXT, undefined]);
   const bad = await ingest(c, { ok: false, id: id(), ts: 6, from: 'bob', chat: 'dm:bob', reason: 'decrypt_failed' });
   assert.equal(bad.added?.kind, 'undecryptable');

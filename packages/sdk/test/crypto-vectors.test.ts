@@ -64,14 +64,21 @@ test('master secret = Argon2id over the NFC password matches the reference imple
 test('deriveMaster reports the deriving_key stage with a rising fraction that ends at 1', async () => {
   const d = V.argon2id.derive[0];
   const seen: [string, number | undefined][] = [];
-  const master = await deriveMaster(d.password, { alg: 'argon2id', salt: d.salt, m: d.m, t: d.t, p: d.p }, { argon2: argon2Js, onProgress: (s, f) => seen.push([s, f]) });
+  const master = await deriveMaster(
+    d.password,
+    { alg: 'argon2id', salt: d.salt, m: d.m, t: d.t, p: d.p },
+    { argon2: argon2Js, onProgress: (s, f) => seen.push([s, f]) },
+  );
   assert.equal(hex(master), d.master);
   assert.ok(seen.every(([s]) => s === 'deriving_key'));
   const fractions = seen.map(([, f]) => f!);
   assert.equal(fractions[0], 0);
   assert.equal(fractions.at(-1), 1);
   assert.ok(fractions.length >= 20 && fractions.length <= 150, `${fractions.length} reports`);
-  assert.ok(fractions.every((f, i) => i === 0 || f > fractions[i - 1]!), 'strictly rising');
+  assert.ok(
+    fractions.every((f, i) => i === 0 || f > fractions[i - 1]!),
+    'strictly rising',
+  );
 });
 
 test('authKey and encKey are HKDF-SHA256 of the master with infos svc/auth/v1 and svc/enc/v1', async () => {
@@ -119,7 +126,12 @@ test('message plaintext is the JSON form zero-padded to a multiple of 256 bytes'
   assert.equal(encodePlaintext({ type: 'text', body: '', sentAt: 0 }).length, 256);
   assert.equal(encodePlaintext({ type: 'text', body: 'y'.repeat(300), sentAt: 0 }).length, 512);
   // A body with U+0000 stays unambiguous: JSON escapes it.
-  assert.deepEqual(decodePlaintext(encodePlaintext({ type: 'text', body: 'a\u0000b', sentAt: 1 })), { v: 1, type: 'text', body: 'a\u0000b', sentAt: 1 });
+  assert.deepEqual(decodePlaintext(encodePlaintext({ type: 'text', body: 'a\u0000b', sentAt: 1 })), {
+    v: 1,
+    type: 'text',
+    body: 'a\u0000b',
+    sentAt: 1,
+  });
   assert.throws(() => encodePlaintext({ type: 'text', body: 'z'.repeat(30000), sentAt: 0 }), { code: 'too_long' });
   const bad = new Uint8Array(p);
   bad[bad.length - 1] = 1;
@@ -156,7 +168,12 @@ test('room key wrap with AAD svc/roomkey/v1|room|keyId|member matches, unwraps, 
   const m = r.message;
   const env = { id: m.id, from: m.from, to: { room: r.roomId }, keyId: r.keyId, iv: m.iv, ct: m.ct };
   assert.deepEqual(await decryptRoomMessage(roomKey, env), { v: 1, type: 'text', body: m.body, sentAt: m.sentAt });
-  const s = await encryptRoomMessage(await importRoomKey(unhex(r.key)), { id: m.id, from: m.from, roomId: r.roomId, keyId: r.keyId }, { type: 'text', body: m.body, sentAt: m.sentAt }, unhex(m.ivHex));
+  const s = await encryptRoomMessage(
+    await importRoomKey(unhex(r.key)),
+    { id: m.id, from: m.from, roomId: r.roomId, keyId: r.keyId },
+    { type: 'text', body: m.body, sentAt: m.sentAt },
+    unhex(m.ivHex),
+  );
   assert.deepEqual(s, { iv: m.iv, ct: m.ct });
   await assert.rejects(decryptRoomMessage(roomKey, { ...env, from: 'alice' }));
 });

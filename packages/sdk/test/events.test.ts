@@ -74,7 +74,10 @@ test('an envelope whose handler fails is not acknowledged and comes again on the
   await failing.close();
   const again = new Inbox(bob).start();
   await again.ready();
-  assert.deepEqual(again.envelopes.map((e) => e.id), [sent.id]);
+  assert.deepEqual(
+    again.envelopes.map((e) => e.id),
+    [sent.id],
+  );
   await again.close();
 });
 

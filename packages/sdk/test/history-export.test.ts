@@ -68,7 +68,15 @@ test('a damaged history file is refused with a clear error and changes nothing',
     ['only the header', file.subarray(0, nickAt + alice.m.nick.length + 4), EXPORT_ERRORS.damaged],
     ['another kind of file', new TextEncoder().encode('{"not":"a history file"}'), EXPORT_ERRORS.notHistory],
     ['an empty file', new Uint8Array(0), EXPORT_ERRORS.notHistory],
-    ['a newer format', (() => { const f = file.slice(); f[7] = 2; return f; })(), EXPORT_ERRORS.newer],
+    [
+      'a newer format',
+      (() => {
+        const f = file.slice();
+        f[7] = 2;
+        return f;
+      })(),
+      EXPORT_ERRORS.newer,
+    ],
   ];
   for (const [what, bytes, message] of cases) {
     await assert.rejects(importHistory(alice.m, target, bytes), refusedWith(message), what);

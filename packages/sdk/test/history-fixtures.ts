@@ -23,7 +23,10 @@ import {
   type TransferLink,
 } from '../src/index.js';
 
-const WORDS = 'the a to and of I you it is that in we for on this be have with are just not so but what ok yes no lunch tomorrow meeting later see call time good great thanks sure maybe home work code coffee today tonight'.split(' ');
+const WORDS =
+  'the a to and of I you it is that in we for on this be have with are just not so but what ok yes no lunch tomorrow meeting later see call time good great thanks sure maybe home work code coffee today tonight'.split(
+    ' ',
+  );
 const pick = <T>(a: readonly T[]): T => a[Math.floor(Math.random() * a.length)]!;
 const mid = (): string => Buffer.from(randomBytes(16)).toString('base64url');
 export const ROOM_ID = 'AbCdEfGhIjKlMnOpQrStUg';
@@ -48,7 +51,8 @@ export function makeHistory(n: number, me = 'alice', end = Date.now()): ChatMess
     const roll = i % 50;
     const earlier = out.filter((x) => x.chat === c.chat && x.kind === 'text' && !x.deleted).at(-1);
     if (roll === 7 && earlier) m.replyTo = earlier.id;
-    if (roll === 11) Object.assign(m, { reactions: { '👍': [me], '🎉': c.peers.slice(0, 1) }, reactedAt: { [`${me} 👍`]: ts + 5, [`${c.peers[0]} 🎉`]: ts + 9 } });
+    if (roll === 11)
+      Object.assign(m, { reactions: { '👍': [me], '🎉': c.peers.slice(0, 1) }, reactedAt: { [`${me} 👍`]: ts + 5, [`${c.peers[0]} 🎉`]: ts + 9 } });
     if (roll === 13 && from === me) Object.assign(m, { body: `${body} (edited)`, editedAt: ts + 60_000 });
     if (roll === 17) {
       m.deleted = true;
@@ -125,7 +129,15 @@ export function fakeDevice(key: CryptoKey, deviceId: string, from?: { store: Mem
 export function arrive(plain: PlainInput, o: { from?: string; chat?: ChatId; sentAt?: number } = {}): HistoryMessage {
   const sentAt = o.sentAt ?? clock;
   const decoded = decodePlaintext(encodePlaintext({ ...plain, sentAt }));
-  return { ok: true, id: makeUlid(clock, randomBytes), ts: clock, from: o.from ?? 'alice', chat: o.chat ?? CARRIER, plain: decoded, sentAt } as HistoryMessage;
+  return {
+    ok: true,
+    id: makeUlid(clock, randomBytes),
+    ts: clock,
+    from: o.from ?? 'alice',
+    chat: o.chat ?? CARRIER,
+    plain: decoded,
+    sentAt,
+  } as HistoryMessage;
 }
 
 /**

@@ -6,7 +6,16 @@ import { checkRecord, MemoryStore, mergeRecord, mergeRecords, randomBytes, type 
 import { fill, makeHistory } from './history-fixtures.js';
 
 const T = 1_800_000_000_000;
-const text = (o: Partial<ChatMessage> = {}): ChatMessage => ({ id: makeUlid(T, randomBytes), chat: 'dm:bob_1', ts: T, from: 'bob_1', sentAt: T, kind: 'text', body: 'hi', ...o });
+const text = (o: Partial<ChatMessage> = {}): ChatMessage => ({
+  id: makeUlid(T, randomBytes),
+  chat: 'dm:bob_1',
+  ts: T,
+  from: 'bob_1',
+  sentAt: T,
+  kind: 'text',
+  body: 'hi',
+  ...o,
+});
 
 test('merging the same history twice adds nothing the second time', async () => {
   const store = new MemoryStore();
@@ -36,9 +45,15 @@ test('a local deletion wins over an older state; a deletion from the other devic
   assert.deepEqual(mergeRecord(m, deleted), deleted, 'becomes deleted');
 });
 
-test('the later edit wins, and each person\'s later reaction change wins', () => {
+test("the later edit wins, and each person's later reaction change wins", () => {
   const here = text({ body: 'new', editedAt: T + 10, reactions: { '👍': ['alice'] }, reactedAt: { 'alice 👍': T + 5, 'carol 🎉': T + 9 } });
-  const there = text({ id: here.id, body: 'old', editedAt: T + 2, reactions: { '🎉': ['carol'] }, reactedAt: { 'alice 👍': T + 7, 'carol 🎉': T + 3 } });
+  const there = text({
+    id: here.id,
+    body: 'old',
+    editedAt: T + 2,
+    reactions: { '🎉': ['carol'] },
+    reactedAt: { 'alice 👍': T + 7, 'carol 🎉': T + 3 },
+  });
   const m = mergeRecord(here, there);
   assert.equal(m.body, 'new');
   // alice removed 👍 later there (T+7 > T+5); carol's 🎉 removal here (T+9) is later than her add there.
@@ -52,7 +67,15 @@ test('the later edit wins, and each person\'s later reaction change wins', () =>
 test('receipts add up, and a message this device could not open is replaced by the readable one', () => {
   const mine = text({ from: 'alice', state: 'sent', delivered: ['bob_1'] });
   assert.deepEqual(mergeRecord(mine, { ...mine, delivered: ['carol'], read: ['bob_1'] }).delivered, ['bob_1', 'carol']);
-  const broken: ChatMessage = { id: mine.id, chat: mine.chat, ts: T, from: 'alice', sentAt: T, kind: 'undecryptable', note: 'could not be decrypted' };
+  const broken: ChatMessage = {
+    id: mine.id,
+    chat: mine.chat,
+    ts: T,
+    from: 'alice',
+    sentAt: T,
+    kind: 'undecryptable',
+    note: 'could not be decrypted',
+  };
   const fixed = mergeRecord(broken, mine);
   assert.deepEqual([fixed.kind, fixed.body, fixed.note], ['text', 'hi', undefined]);
 });
@@ -60,7 +83,14 @@ test('receipts add up, and a message this device could not open is replaced by t
 test('a record of the wrong shape is refused by the check every imported record passes', () => {
   const good = text();
   assert.deepEqual(checkRecord(good), good);
-  for (const bad of [{ ...good, id: 'x' }, { ...good, chat: 'dm:BOB' }, { ...good, state: 'queued' }, { ...good, kind: 'html' }, { ...good, reactions: JSON.parse('{"__proto__":["bob_1"]}') as unknown }, { ...good, body: 5 }]) {
+  for (const bad of [
+    { ...good, id: 'x' },
+    { ...good, chat: 'dm:BOB' },
+    { ...good, state: 'queued' },
+    { ...good, kind: 'html' },
+    { ...good, reactions: JSON.parse('{"__proto__":["bob_1"]}') as unknown },
+    { ...good, body: 5 },
+  ]) {
     assert.equal(checkRecord(bad), null, JSON.stringify(bad).slice(0, 80));
   }
 });

@@ -6,7 +6,16 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { DEFAULT_RATES } from '@svc/protocol';
-import { attachTransfer, Conversations, isTransferRoom, MemoryStore, type FetchLike, type HistoryTransfer, type TransferEvent, type TransferProgress } from '../src/index.js';
+import {
+  attachTransfer,
+  Conversations,
+  isTransferRoom,
+  MemoryStore,
+  type FetchLike,
+  type HistoryTransfer,
+  type TransferEvent,
+  type TransferProgress,
+} from '../src/index.js';
 import { fill, makeHistory } from './history-fixtures.js';
 import { loginDevice, register, reload, sleep, startServer, type Device, type TestServer } from './server.js';
 
@@ -15,7 +24,10 @@ const N = Number(process.env.TRANSFER_MESSAGES ?? 2000);
 
 let server: TestServer;
 before(async () => {
-  server = await startServer({ LIMIT_MESSAGES_PER_MIN: String(DEFAULT_RATES.messagesPerMin), LIMIT_WRITES_PER_MIN: String(DEFAULT_RATES.writesPerMin) });
+  server = await startServer({
+    LIMIT_MESSAGES_PER_MIN: String(DEFAULT_RATES.messagesPerMin),
+    LIMIT_WRITES_PER_MIN: String(DEFAULT_RATES.writesPerMin),
+  });
 });
 after(async () => {
   await server.close();
@@ -44,7 +56,11 @@ async function run(d: Device, store = new MemoryStore()): Promise<App> {
   const events: TransferEvent[] = [];
   transfer.on((e) => events.push(e));
   let ready = 0;
-  const stream = d.m.events({ onMsg: async (env) => void (await conv.receive(env)), onReady: () => void ready++, backoffMs: { initial: 50, max: 200 } });
+  const stream = d.m.events({
+    onMsg: async (env) => void (await conv.receive(env)),
+    onReady: () => void ready++,
+    backoffMs: { initial: 50, max: 200 },
+  });
   stream.start();
   await until(() => ready > 0, 'ready', 10_000);
   await conv.load();
@@ -111,7 +127,10 @@ test(`a new device receives ${N.toLocaleString('en')} messages of history from a
 
 test('a transfer resumes after the sending device loses its connection mid-way and reloads', async () => {
   let down = false;
-  const wrap = (f: FetchLike): FetchLike => (url, init) => (down ? Promise.reject(new TypeError('fetch failed')) : f(url, init));
+  const wrap =
+    (f: FetchLike): FetchLike =>
+    (url, init) =>
+      down ? Promise.reject(new TypeError('fetch failed')) : f(url, init);
   const { first, second, store, history } = await account(1200, { wrap });
   const old = await run(first, store);
   const neu = await run(second);

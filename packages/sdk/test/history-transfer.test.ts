@@ -24,7 +24,11 @@ async function started(n: number): Promise<{ old: FakeDevice; neu: FakeDevice; k
   await fill(old.store, history);
   await neu.t.request();
   await pump(neu, [old]);
-  assert.deepEqual(old.t.requests.map((r) => r.device), [NEW], 'the old device is asked');
+  assert.deepEqual(
+    old.t.requests.map((r) => r.device),
+    [NEW],
+    'the old device is asked',
+  );
   await old.t.send(NEW);
   assert.deepEqual(old.t.requests, [], 'the request is answered');
   return { old, neu, key, history };
@@ -35,7 +39,10 @@ const chunks = (d: FakeDevice): HistoryChunkPlain[] => d.out.map((i) => i.plain)
 test('a new device receives the whole history as it stands: texts, replies, reactions, edits, deletions, in chunks that fit one message', async () => {
   const { old, neu } = await started(1500);
   const sizes = old.out.map((i) => encodePlaintext(i.plain).length);
-  assert.ok(sizes.every((s) => s <= MAX_PADDED_BYTES), 'every message fits the 32 KiB body limit');
+  assert.ok(
+    sizes.every((s) => s <= MAX_PADDED_BYTES),
+    'every message fits the 32 KiB body limit',
+  );
   const n = chunks(old).length;
   assert.ok(n >= 3 && n <= 8, `1500 records in a few chunks (${n})`);
   await pump(old, [neu]);
@@ -51,7 +58,15 @@ test('a new device receives the whole history as it stands: texts, replies, reac
 
   // A second transfer later carries a record too large for one chunk, in pieces.
   const at = Date.now();
-  const big: ChatMessage = { id: makeUlid(at, randomBytes), chat: 'dm:carol', ts: at, from: 'carol', sentAt: at, kind: 'text', body: b64(randomBytes(20_000)) + '😀' };
+  const big: ChatMessage = {
+    id: makeUlid(at, randomBytes),
+    chat: 'dm:carol',
+    ts: at,
+    from: 'carol',
+    sentAt: at,
+    kind: 'text',
+    body: b64(randomBytes(20_000)) + '😀',
+  };
   await old.store.put(big);
   await neu.t.request();
   await pump(neu, [old]);
@@ -128,10 +143,24 @@ test('a forged chunk is refused and imports nothing: another key, a flipped bit,
     [{ ...c0, total: c0.total + 1 }, {}],
   ];
   for (const [p, o] of tries) await neu.t.handle(arrive(p, o));
-  assert.deepEqual(refusals(neu), ['history-chunk:forged or damaged', 'history-chunk:forged or damaged', 'history-chunk:not from a device of this account', 'history-chunk:not from a device of this account', 'history-chunk:forged']);
+  assert.deepEqual(refusals(neu), [
+    'history-chunk:forged or damaged',
+    'history-chunk:forged or damaged',
+    'history-chunk:not from a device of this account',
+    'history-chunk:not from a device of this account',
+    'history-chunk:forged',
+  ]);
   assert.deepEqual(await neu.store.all(), []);
   // A control message with a bad tag is refused too: a forged offer does not take the transfer over.
-  const offer = { type: 'history-offer' as const, transfer: c0.transfer.replace(/^./, (ch) => (ch === 'A' ? 'B' : 'A')), device: NEW, total: 1, records: 1, tag: b64(new Uint8Array(28)), sentAt: 1 };
+  const offer = {
+    type: 'history-offer' as const,
+    transfer: c0.transfer.replace(/^./, (ch) => (ch === 'A' ? 'B' : 'A')),
+    device: NEW,
+    total: 1,
+    records: 1,
+    tag: b64(new Uint8Array(28)),
+    sentAt: 1,
+  };
   await neu.t.handle(arrive(offer));
   assert.deepEqual(refusals(neu).at(-1), 'history-offer:forged');
   await pump(old, [neu]);
@@ -168,7 +197,7 @@ test('a transfer resumes after the sender reloads: its outbox and state are kept
   assert.equal(again.t.progress()[0]!.state, 'done');
 });
 
-test('another device\'s transfer passes by: chunks for a different device are neither imported nor refused', async () => {
+test("another device's transfer passes by: chunks for a different device are neither imported nor refused", async () => {
   const { old, neu, key } = await started(300);
   const third = fakeDevice(key, 'dev-alice-third');
   await pump(old, [neu, third]);
@@ -184,7 +213,9 @@ test('10,000 messages fit in a few dozen chunks, so they arrive in under 3 minut
   // time, one window (61 s) apart.
   const messages = parts.length + 2;
   const seconds = (Math.ceil(messages / 20) - 1) * 61;
-  t.diagnostic(`${records.length} records → ${parts.length} chunks of about ${Math.round(records.length / parts.length)} records, ${(bytes / records.length).toFixed(1)} compressed bytes per record; ${messages} messages, the last leaving after about ${seconds} s`);
+  t.diagnostic(
+    `${records.length} records → ${parts.length} chunks of about ${Math.round(records.length / parts.length)} records, ${(bytes / records.length).toFixed(1)} compressed bytes per record; ${messages} messages, the last leaving after about ${seconds} s`,
+  );
   assert.ok(seconds < 180, `${messages} messages go within three minutes`);
   assert.ok(records.length / parts.length >= 200, 'several hundred records per chunk');
 });

@@ -54,7 +54,11 @@ test('a new device refuses parameters below the defaults with kdf_weak, before d
   const alice = await register(server); // the tests' cheapest parameters, as a hostile service would serve them
   const d = client(server, { kdfFloor: KDF_DEFAULTS });
   await assert.rejects(d.m.login({ nick: alice.m.nick, password: alice.password }), { code: 'kdf_weak' });
-  assert.deepEqual(d.requests.filter((r) => r.startsWith('POST')), [], 'no authKey left the device');
+  assert.deepEqual(
+    d.requests.filter((r) => r.startsWith('POST')),
+    [],
+    'no authKey left the device',
+  );
   await d.m.login({ nick: alice.m.nick, password: alice.password, acceptWeakKdf: true });
   assert.equal(d.m.nick, alice.m.nick);
 });
@@ -64,5 +68,8 @@ test('a device that has seen an account’s parameters refuses lower ones served
   const seen = { m: KDF_MIN.m * 2, t: KDF_MIN.t + 1 };
   const d = client(server, { kdfFloor: seen, wrap: lyingKdf(KDF_MIN) });
   await assert.rejects(d.m.login({ nick: alice.m.nick, password: alice.password }), { code: 'kdf_weak' });
-  assert.deepEqual(d.requests.filter((r) => r.startsWith('POST')), []);
+  assert.deepEqual(
+    d.requests.filter((r) => r.startsWith('POST')),
+    [],
+  );
 });

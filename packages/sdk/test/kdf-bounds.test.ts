@@ -40,7 +40,11 @@ test('each out-of-bounds m, t, p, alg or salt is refused with kdf_refused', asyn
     ['kdf', [good]],
   ];
   for (const [field, kdf] of bad) {
-    assert.throws(() => checkKdf(kdf), (e: { code?: string; field?: string }) => e.code === 'kdf_refused' && e.field === field, JSON.stringify(kdf));
+    assert.throws(
+      () => checkKdf(kdf),
+      (e: { code?: string; field?: string }) => e.code === 'kdf_refused' && e.field === field,
+      JSON.stringify(kdf),
+    );
     await assert.rejects(deriveMaster('pw', kdf as Kdf), { code: 'kdf_refused' });
   }
 });

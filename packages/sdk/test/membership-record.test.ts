@@ -3,12 +3,34 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Room } from '@svc/protocol';
 import type { MembersPlain } from '../src/index.js';
-import { applyAnnouncement, followOwnerGone, mergeAnnouncements, planChange, startRecord, type MembershipRecord } from '../src/conversation/membership-record.js';
+import {
+  applyAnnouncement,
+  followOwnerGone,
+  mergeAnnouncements,
+  planChange,
+  startRecord,
+  type MembershipRecord,
+} from '../src/conversation/membership-record.js';
 
 const ROOM = 'r'.repeat(22);
 const listed = (owner: string, members: string[]): Room => ({ id: ROOM, name: 'x', owner, members, createdAt: 0, keys: [], needsRekey: false });
-const plain = (owner: string, members: string[], added: string[] = [], removed: string[] = []): MembersPlain => ({ v: 1, type: 'members', room: ROOM, owner, members, added, removed, sentAt: 1 });
-const at = (id: string, from: string, me = 'carol', room: Room | undefined = listed('alice', ['alice', 'bob', 'carol'])) => ({ id, from, room: ROOM, me, listed: room });
+const plain = (owner: string, members: string[], added: string[] = [], removed: string[] = []): MembersPlain => ({
+  v: 1,
+  type: 'members',
+  room: ROOM,
+  owner,
+  members,
+  added,
+  removed,
+  sentAt: 1,
+});
+const at = (id: string, from: string, me = 'carol', room: Room | undefined = listed('alice', ['alice', 'bob', 'carol'])) => ({
+  id,
+  from,
+  room: ROOM,
+  me,
+  listed: room,
+});
 const rec = (r: ReturnType<typeof applyAnnouncement>): MembershipRecord => {
   assert.ok(r.ok, r.ok ? '' : r.why);
   return r.record;
@@ -17,7 +39,11 @@ const rec = (r: ReturnType<typeof applyAnnouncement>): MembershipRecord => {
 test('a record starts only from an announcement of the listed owner that names its sender and this account', () => {
   assert.equal(applyAnnouncement(undefined, at('01', 'bob'), plain('bob', ['alice', 'bob', 'carol'])).ok, false, 'not the owner the service lists');
   assert.equal(applyAnnouncement(undefined, at('01', 'alice'), plain('alice', ['alice', 'bob'])).ok, false, 'does not name this account');
-  assert.equal(applyAnnouncement(undefined, { ...at('01', 'alice'), listed: undefined }, plain('alice', ['alice', 'carol'])).ok, false, 'room not listed');
+  assert.equal(
+    applyAnnouncement(undefined, { ...at('01', 'alice'), listed: undefined }, plain('alice', ['alice', 'carol'])).ok,
+    false,
+    'room not listed',
+  );
   const r = rec(applyAnnouncement(undefined, at('01', 'alice'), plain('alice', ['alice', 'bob', 'carol'], ['carol'])));
   assert.deepEqual([r.owner, r.members, r.since, r.last], ['alice', ['alice', 'bob', 'carol'], '01', { alice: '01' }]);
 });
@@ -39,7 +65,11 @@ test('a member announces its own leaving; the owner leaving passes the room to t
   const bobLeaves = rec(applyAnnouncement(r0, at('02', 'bob'), plain('alice', ['alice', 'carol'], [], ['bob'])));
   assert.deepEqual([bobLeaves.owner, bobLeaves.members], ['alice', ['alice', 'carol']]);
   const ownerLeaves = rec(applyAnnouncement(r0, at('02', 'alice', 'bob'), plain('carol', ['bob', 'carol'], [], ['alice'])));
-  assert.deepEqual([ownerLeaves.owner, ownerLeaves.members, ownerLeaves.owed], ['bob', ['bob', 'carol'], true], 'the rule, not the announcement, names the next owner');
+  assert.deepEqual(
+    [ownerLeaves.owner, ownerLeaves.members, ownerLeaves.owed],
+    ['bob', ['bob', 'carol'], true],
+    'the rule, not the announcement, names the next owner',
+  );
   assert.equal(applyAnnouncement(bobLeaves, at('03', 'bob'), plain('alice', ['alice', 'carol'], [], ['bob'])).ok, false, 'a non-member cannot leave');
 });
 
@@ -57,12 +87,26 @@ test('without an announcement the record follows the service only to the owner t
 test("the owner's new key is planned for the recorded members in the service's join order, never for an unannounced one", () => {
   const r0 = startRecord(ROOM, 'alice', ['alice', 'bob', 'carol']);
   assert.deepEqual(planChange(r0, listed('alice', ['alice', 'bob', 'eve', 'carol']), { add: [], remove: [] }), { ok: false, unannounced: ['eve'] });
-  assert.deepEqual(planChange(r0, listed('alice', ['alice', 'bob', 'eve', 'carol']), { add: ['dave'], remove: ['eve'] }), { ok: true, final: ['alice', 'bob', 'carol', 'dave'] });
-  assert.deepEqual(planChange(r0, listed('alice', ['alice', 'bob', 'eve', 'carol']), { add: ['eve'], remove: [] }), { ok: true, final: ['alice', 'bob', 'eve', 'carol'] }, 'added on purpose, where the service keeps it');
-  assert.deepEqual(planChange(r0, listed('alice', ['alice', 'carol']), { add: [], remove: [] }), { ok: true, final: ['alice', 'carol'] }, 'a member the service no longer lists gets no key');
+  assert.deepEqual(planChange(r0, listed('alice', ['alice', 'bob', 'eve', 'carol']), { add: ['dave'], remove: ['eve'] }), {
+    ok: true,
+    final: ['alice', 'bob', 'carol', 'dave'],
+  });
+  assert.deepEqual(
+    planChange(r0, listed('alice', ['alice', 'bob', 'eve', 'carol']), { add: ['eve'], remove: [] }),
+    { ok: true, final: ['alice', 'bob', 'eve', 'carol'] },
+    'added on purpose, where the service keeps it',
+  );
+  assert.deepEqual(
+    planChange(r0, listed('alice', ['alice', 'carol']), { add: [], remove: [] }),
+    { ok: true, final: ['alice', 'carol'] },
+    'a member the service no longer lists gets no key',
+  );
 });
 
 test('a waiting announcement replaced by a later one keeps its additions and removals that still hold', () => {
   const earlier = plain('alice', ['alice', 'bob', 'dave'], ['dave'], ['carol']);
-  assert.deepEqual(mergeAnnouncements(earlier, plain('alice', ['alice', 'dave', 'carol'], ['carol'], ['bob'])), { added: ['dave', 'carol'], removed: ['bob'] });
+  assert.deepEqual(mergeAnnouncements(earlier, plain('alice', ['alice', 'dave', 'carol'], ['carol'], ['bob'])), {
+    added: ['dave', 'carol'],
+    removed: ['bob'],
+  });
 });

@@ -19,7 +19,10 @@ after(async () => {
 function cuttable(): { wrap: (f: FetchLike) => FetchLike; cut: boolean } {
   const net = {
     cut: false,
-    wrap: (f: FetchLike): FetchLike => (url, init) => (net.cut ? Promise.reject(new TypeError('fetch failed')) : f(url, init)),
+    wrap:
+      (f: FetchLike): FetchLike =>
+      (url, init) =>
+        net.cut ? Promise.reject(new TypeError('fetch failed')) : f(url, init),
   };
   return net;
 }

@@ -99,7 +99,10 @@ const membersCalls = (d: Device, roomId: string): string[] => d.requests.filter(
 
 /** A room made by `owner`'s app with `others` in it, once every one of them holds the announced membership. */
 async function roomOf(owner: App, others: App[], name = 'Club'): Promise<string> {
-  const room = await owner.d.m.createRoom(name, others.map((o) => o.nick));
+  const room = await owner.d.m.createRoom(
+    name,
+    others.map((o) => o.nick),
+  );
   const all = [owner.nick, ...others.map((o) => o.nick)];
   for (const a of [owner, ...others]) await until(recorded(a, room.id, owner.nick, all), `${a.nick}'s record of the room`);
   return room.id;
@@ -122,7 +125,11 @@ test('a member the server adds on its own gets no room key: the owner refuses to
     assert.deepEqual(status(A, id).members, [alice.m.nick, bob.m.nick], 'the record is unchanged');
 
     const calls = membersCalls(alice, id).length;
-    await assert.rejects(alice.m.rotateRoomKey(id), (e: { code?: string; message?: string }) => e.code === 'unannounced_member' && /nobody added/.test(e.message ?? '') && (e.message ?? '').includes(eve.m.nick));
+    await assert.rejects(
+      alice.m.rotateRoomKey(id),
+      (e: { code?: string; message?: string }) =>
+        e.code === 'unannounced_member' && /nobody added/.test(e.message ?? '') && (e.message ?? '').includes(eve.m.nick),
+    );
     await assert.rejects(alice.m.changeMembers(id, { add: [carol.m.nick] }), { code: 'unannounced_member' });
     assert.equal(membersCalls(alice, id).length, calls, 'no key was made, so nothing was sent');
     assert.equal(await keyRows(id, eve.m.nick), 0, 'the service holds no room key for eve');
@@ -142,7 +149,11 @@ test('a member the server adds on its own gets no room key: the owner refuses to
     assert.deepEqual(status(B, id).members, [alice.m.nick, bob.m.nick]);
     // The announcement of the change went under the change's own key, which the removed member lacks.
     await until(() => B.envs.some((e) => e.from === alice.m.nick && e.keyId === keyId), 'the announcement under the new key');
-    assert.deepEqual(new Set(B.envs.filter((e) => e.from === alice.m.nick).map((e) => e.keyId)).size, 2, 'one announcement per change, each under its own key');
+    assert.deepEqual(
+      new Set(B.envs.filter((e) => e.from === alice.m.nick).map((e) => e.keyId)).size,
+      2,
+      'one announcement per change, each under its own key',
+    );
   } finally {
     await Promise.all([A.close(), B.close()]);
   }
@@ -167,7 +178,13 @@ test('the owner who adds a listed but unannounced member on purpose wraps for it
 });
 
 test('announcements from a member who is not the owner, relabelled by the service, or replayed change nothing', async () => {
-  const [alice, bob, carol, eve, dave] = await Promise.all([register(server), register(server), register(server), register(server), register(server)]);
+  const [alice, bob, carol, eve, dave] = await Promise.all([
+    register(server),
+    register(server),
+    register(server),
+    register(server),
+    register(server),
+  ]);
   const [A, B, C] = [await run(alice), await run(bob), await run(carol)];
   try {
     const id = await roomOf(A, [B, C]);
@@ -177,7 +194,16 @@ test('announcements from a member who is not the owner, relabelled by the servic
     tamper('INSERT INTO room_members (room_id, nick) VALUES (?, ?)', id, eve.m.nick);
 
     // Bob, a member, announces eve as added: once naming himself owner, once naming alice.
-    const forged = (owner: string): PlainInput => ({ type: 'members', room: id, owner, members: [...three, eve.m.nick], added: [eve.m.nick], removed: [], sentAt: 0, mid: newMid() });
+    const forged = (owner: string): PlainInput => ({
+      type: 'members',
+      room: id,
+      owner,
+      members: [...three, eve.m.nick],
+      added: [eve.m.nick],
+      removed: [],
+      sentAt: 0,
+      mid: newMid(),
+    });
     const f1 = await bob.m.send(`room:${id}`, forged(bob.m.nick));
     const f2 = await bob.m.send(`room:${id}`, forged(alice.m.nick));
     await until(() => C.envs.some((e) => e.id === f2.id) && C.envs.some((e) => e.id === f1.id), 'carol to receive both');
@@ -260,7 +286,10 @@ test('a member the server names as owner before any announcement reached it make
   const [A, C] = [await run(alice), await run(carol)];
   try {
     await alice.m.syncRooms();
-    assert.ok(recorded(A, room.id, alice.m.nick, [alice.m.nick, bob.m.nick, carol.m.nick])(), "the owner's device took the list it made the keys for");
+    assert.ok(
+      recorded(A, room.id, alice.m.nick, [alice.m.nick, bob.m.nick, carol.m.nick])(),
+      "the owner's device took the list it made the keys for",
+    );
     await carol.m.syncRooms();
     assert.equal(status(C, room.id).recorded, false, 'a member waits for an announcement');
 

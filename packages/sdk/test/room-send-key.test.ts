@@ -67,7 +67,10 @@ test('a room key wrapped under a changed, not yet accepted key of its wrapper is
           if (showFake && path === `/api/users/${alice.m.nick}`) return answer(res, { ...((await res.json()) as object), publicKey: fake.publicKey });
           if (evil && isGet(init) && path === '/api/rooms') {
             const rooms = (await res.json()) as Room[];
-            return answer(res, rooms.map((r) => (r.id === roomId ? { ...r, keys: [...r.keys, evil] } : r)));
+            return answer(
+              res,
+              rooms.map((r) => (r.id === roomId ? { ...r, keys: [...r.keys, evil] } : r)),
+            );
           }
           return res;
         },
@@ -120,7 +123,7 @@ test('a room key wrapped under a changed, not yet accepted key of its wrapper is
   assert.ok(sent.id);
 });
 
-test('when the room\'s newest key cannot be unwrapped, sendRoom refuses instead of using the older key, and uses the newest once it unwraps', async () => {
+test("when the room's newest key cannot be unwrapped, sendRoom refuses instead of using the older key, and uses the newest once it unwraps", async () => {
   const alice = await register(server);
   const carol = await register(server);
   let damage: string | undefined;
@@ -135,7 +138,10 @@ test('when the room\'s newest key cannot be unwrapped, sendRoom refuses instead 
         // A transient fault: the wrap of one key arrives damaged.
         const rooms = (await res.json()) as Room[];
         const flip = (ct: string): string => (ct[0] === 'A' ? 'B' : 'A') + ct.slice(1);
-        return answer(res, rooms.map((r) => ({ ...r, keys: r.keys.map((k) => (k.keyId === damage ? { ...k, ct: flip(k.ct) } : k)) })));
+        return answer(
+          res,
+          rooms.map((r) => ({ ...r, keys: r.keys.map((k) => (k.keyId === damage ? { ...k, ct: flip(k.ct) } : k)) })),
+        );
       }, posted),
   });
 
@@ -170,7 +176,7 @@ test('when the room\'s newest key cannot be unwrapped, sendRoom refuses instead 
   assert.deepEqual(posted, [newest]);
 });
 
-test('the newest key follows the service\'s order: a late event or an answer overtaken by a rotation does not bring an older key back', async () => {
+test("the newest key follows the service's order: a late event or an answer overtaken by a rotation does not bring an older key back", async () => {
   const alice = await register(server);
   let hold: { got: () => void; until: Promise<void> } | undefined;
   const posted: string[] = [];
@@ -204,7 +210,10 @@ test('the newest key follows the service\'s order: a late event or an answer ove
   await alice.m.rotateRoomKey(room.id);
   const k3 = alice.m.roomKeyId(room.id)!;
   const now = (await bob.api.rooms()).find((r) => r.id === room.id)!;
-  assert.deepEqual(now.keys.map((k) => k.keyId), [k1, k2, k3]);
+  assert.deepEqual(
+    now.keys.map((k) => k.keyId),
+    [k1, k2, k3],
+  );
   // The event carries only the receiving member's new key.
   await bob.m.applyRoom({ ...now, keys: [now.keys[2]!] });
   assert.equal(bob.m.roomKeyId(room.id), k3);

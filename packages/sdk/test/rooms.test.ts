@@ -68,7 +68,7 @@ test('room create with members, messages under the room key, removal and rotatio
   }
 });
 
-test('a member who leaves sets needsRekey; the owner\'s rotation clears it; a key missed while offline comes from GET /api/rooms', async () => {
+test("a member who leaves sets needsRekey; the owner's rotation clears it; a key missed while offline comes from GET /api/rooms", async () => {
   const [alice, bob, carol] = [await register(server), await register(server), await register(server)];
   const room = await alice.m.createRoom('Leavers', [bob.m.nick, carol.m.nick]);
   await bob.m.syncRooms();

@@ -18,7 +18,7 @@ const ok = (r: DecryptedMessage): Extract<DecryptedMessage, { ok: true }> => {
   return r;
 };
 
-test('DMs both ways decrypt, and the sender\'s other device decrypts its own copy', async () => {
+test("DMs both ways decrypt, and the sender's other device decrypts its own copy", async () => {
   const alice = await register(server);
   const bob = await register(server);
   const alice2 = await loginDevice(server, alice.m.nick, alice.password, `dev-${alice.m.nick}-2`);
@@ -127,7 +127,7 @@ test('account deletion needs the password, then the nick is gone', async () => {
   await assert.rejects(bob.m.sendDm(name, 'x'), { code: 'unknown_user' });
 });
 
-test('an account made with the default KDF cost (m=65536, t=3, p=1) on hash-wasm logs in on another device with the SDK\'s default Argon2id (@noble/hashes)', async () => {
+test("an account made with the default KDF cost (m=65536, t=3, p=1) on hash-wasm logs in on another device with the SDK's default Argon2id (@noble/hashes)", async () => {
   const name = nick();
   const a = client(server);
   await a.m.register({ nick: name, password: 'default cost' });

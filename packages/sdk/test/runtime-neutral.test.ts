@@ -30,7 +30,9 @@ test('SDK source imports no Node modules and touches no Node or DOM-only globals
   assert.ok(all.length > 10);
   for (const f of all) {
     // Comments may name these things; code may not.
-    const code = readFileSync(f, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
+    const code = readFileSync(f, 'utf8')
+      .replace(/\/\*[\s\S]*?\*\//g, '')
+      .replace(/^\s*\/\/.*$/gm, '');
     for (const [re, what] of FORBIDDEN) assert.doesNotMatch(code, re, `${what} in ${f.slice(SRC.length + 1)}`);
   }
 });

@@ -3,7 +3,16 @@
  * file) and SDK accounts that talk to it over HTTP, each device with its own cookie jar.
  */
 import type * as Harness from '../../server/test/harness.js';
-import { ApiClient, cookieFetch, EventStream, KDF_MIN, Messenger, type ConnectionState, type FetchLike, type MessengerOptions } from '../src/index.js';
+import {
+  ApiClient,
+  cookieFetch,
+  EventStream,
+  KDF_MIN,
+  Messenger,
+  type ConnectionState,
+  type FetchLike,
+  type MessengerOptions,
+} from '../src/index.js';
 import type { Envelope } from '@svc/protocol';
 import { hashWasmArgon2 } from './hash-wasm.js';
 
@@ -43,7 +52,12 @@ function parts(server: TestServer, o: ClientOptions): { api: ApiClient; opts: Me
     requests.push(`${init?.method ?? 'GET'} ${new URL(url).pathname}`);
     return jar(url, init);
   };
-  const api = new ApiClient({ baseUrl: server.url, origin: ORIGIN, fetch: o.wrap ? o.wrap(counting) : counting, ...(o.clock ? { clock: o.clock } : {}) });
+  const api = new ApiClient({
+    baseUrl: server.url,
+    origin: ORIGIN,
+    fetch: o.wrap ? o.wrap(counting) : counting,
+    ...(o.clock ? { clock: o.clock } : {}),
+  });
   const opts: MessengerOptions = {
     api,
     argon2: o.argon2 ?? hashWasmArgon2,
@@ -71,7 +85,12 @@ export async function reload(server: TestServer, d: Device, state: unknown, o: C
 }
 
 /** Registers an account (minimum KDF cost) and its first device. */
-export async function register(server: TestServer, name = nick(), password = 'pw-' + name, o: Parameters<typeof client>[1] = {}): Promise<Device & { password: string }> {
+export async function register(
+  server: TestServer,
+  name = nick(),
+  password = 'pw-' + name,
+  o: Parameters<typeof client>[1] = {},
+): Promise<Device & { password: string }> {
   const d = client(server, o);
   await d.m.register({ nick: name, password, kdf: KDF_MIN });
   d.deviceId = `dev-${name}-1`;
@@ -80,7 +99,13 @@ export async function register(server: TestServer, name = nick(), password = 'pw
 }
 
 /** Another device of an existing account: a fresh session by password. */
-export async function loginDevice(server: TestServer, name: string, password: string, deviceId: string, o: Parameters<typeof client>[1] = {}): Promise<Device> {
+export async function loginDevice(
+  server: TestServer,
+  name: string,
+  password: string,
+  deviceId: string,
+  o: Parameters<typeof client>[1] = {},
+): Promise<Device> {
   const d = client(server, o);
   await d.m.login({ nick: name, password });
   d.deviceId = deviceId;

@@ -44,7 +44,10 @@ test('a resumed Messenger has the same account, device and history key, and send
     await again.m.sendDm(bob.m.nick, 'after reload');
     await again.m.sendRoom(room.id, 'room after reload');
     await bobIn.count(2);
-    assert.deepEqual(await Promise.all(bobIn.envelopes.map(async (e) => body(await bob.m.decryptEnvelope(e)))), ['after reload', 'room after reload']);
+    assert.deepEqual(await Promise.all(bobIn.envelopes.map(async (e) => body(await bob.m.decryptEnvelope(e)))), [
+      'after reload',
+      'room after reload',
+    ]);
     await bob.m.sendDm(alice.m.nick, 'welcome back');
     await aliceIn.count(1);
     assert.equal(body(await again.m.decryptEnvelope(aliceIn.envelopes[0]!)), 'welcome back');
@@ -79,7 +82,7 @@ test('malformed, foreign-format or mismatched states are refused with bad_sessio
   const alice = await register(server);
   const good = alice.m.exportSession();
   const bob = await fixtureIdentity('bob');
-  const extractable = (await crypto.subtle.generateKey({ name: 'ECDH', namedCurve: 'P-256' }, true, ['deriveBits']));
+  const extractable = await crypto.subtle.generateKey({ name: 'ECDH', namedCurve: 'P-256' }, true, ['deriveBits']);
   const hmac = await crypto.subtle.generateKey({ name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
   const bad: [string, unknown][] = [
     ['null', null],
@@ -87,14 +90,18 @@ test('malformed, foreign-format or mismatched states are refused with bad_sessio
     ['another format', { ...good, v: 2 }],
     ['bad nick', { ...good, nick: 'Alice!' }],
     ['public key not a point', { ...good, publicKey: 'A'.repeat(87) }],
-    ['another account\'s private key', { ...good, privateKey: bob.privateKey }],
+    ["another account's private key", { ...good, privateKey: bob.privateKey }],
     ['an extractable private key', { ...good, privateKey: extractable.privateKey }],
     ['not an ECDH key', { ...good, privateKey: hmac }],
     ['KDF out of bounds', { ...good, kdf: { ...good.kdf, m: 1024 } }],
     ['bad device id', { ...good, deviceId: 'x' }],
   ];
   for (const [what, state] of bad) {
-    await assert.rejects(Messenger.resume({ api: alice.api }, state), (e: { code?: string; next?: string }) => e.code === 'bad_session' && e.next === 'log_in', what);
+    await assert.rejects(
+      Messenger.resume({ api: alice.api }, state),
+      (e: { code?: string; next?: string }) => e.code === 'bad_session' && e.next === 'log_in',
+      what,
+    );
   }
   // Before ensureDevice the device id is null, and a resumed Messenger has none either.
   const fresh = client(server);

@@ -77,7 +77,10 @@ async function loadSecrets(config: Config, store: Store): Promise<Secrets> {
   if (config.vapid.publicKey && config.vapid.privateKey) {
     return { server, vapidPublicKey: config.vapid.publicKey, vapidPrivateKey: config.vapid.privateKey };
   }
-  const vapid = JSON.parse(await store.getOrCreateMeta('vapid_keys', () => JSON.stringify(newVapidKeys()))) as { publicKey: string; privateKey: string };
+  const vapid = JSON.parse(await store.getOrCreateMeta('vapid_keys', () => JSON.stringify(newVapidKeys()))) as {
+    publicKey: string;
+    privateKey: string;
+  };
   return { server, vapidPublicKey: vapid.publicKey, vapidPrivateKey: vapid.privateKey };
 }
 

@@ -9,7 +9,10 @@ export interface BuildInfo {
 export function readBuildInfo(file: string): BuildInfo {
   try {
     const v = JSON.parse(readFileSync(file, 'utf8')) as Partial<BuildInfo>;
-    return { revision: typeof v.revision === 'string' && v.revision ? v.revision : 'dev', commitTime: typeof v.commitTime === 'number' ? v.commitTime : null };
+    return {
+      revision: typeof v.revision === 'string' && v.revision ? v.revision : 'dev',
+      commitTime: typeof v.commitTime === 'number' ? v.commitTime : null,
+    };
   } catch {
     return { revision: 'dev', commitTime: null };
   }

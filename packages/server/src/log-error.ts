@@ -19,7 +19,8 @@ export interface LoggedError {
 }
 
 /** Words after which PostgreSQL quotes the name of an object, never a value. */
-const OBJECT_KINDS = 'constraint|relation|table|column|index|schema|sequence|type|function|operator|encoding|database|role|view|trigger|extension|collation|domain|savepoint|cursor|parameter|channel';
+const OBJECT_KINDS =
+  'constraint|relation|table|column|index|schema|sequence|type|function|operator|encoding|database|role|view|trigger|extension|collation|domain|savepoint|cursor|parameter|channel';
 const QUOTED = /("|')(?:[^"'\\]|\\.)*?\1/g;
 const KEEP = new RegExp(`(?:${OBJECT_KINDS})\\s+$`, 'i');
 

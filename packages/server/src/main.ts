@@ -28,7 +28,8 @@ async function main(): Promise<void> {
       process.exit(1);
     },
   });
-  if (config.pushAllowPrivateTargets) app.deps.log.warn('PUSH_ALLOW_PRIVATE_TARGETS=1: push may reach loopback and private addresses; for tests only');
+  if (config.pushAllowPrivateTargets)
+    app.deps.log.warn('PUSH_ALLOW_PRIVATE_TARGETS=1: push may reach loopback and private addresses; for tests only');
 
   let stopping = false;
   const stop = (signal: string) => {

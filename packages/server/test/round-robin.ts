@@ -22,16 +22,12 @@ export async function startRoundRobin(targets: string[]): Promise<RoundRobin> {
     next = (next + 1) % targets.length;
     counts[i]!++;
     const target = new URL(req.url ?? '/', targets[i]);
-    const upstream = request(
-      target,
-      { method: req.method, headers: req.headers, agent, setHost: false },
-      (up) => {
-        res.writeHead(up.statusCode ?? 502, up.rawHeaders);
-        res.flushHeaders();
-        up.pipe(res);
-        res.on('close', () => up.destroy());
-      },
-    );
+    const upstream = request(target, { method: req.method, headers: req.headers, agent, setHost: false }, (up) => {
+      res.writeHead(up.statusCode ?? 502, up.rawHeaders);
+      res.flushHeaders();
+      up.pipe(res);
+      res.on('close', () => up.destroy());
+    });
     upstream.on('error', () => {
       if (!res.headersSent) res.writeHead(502).end();
       else res.destroy();

@@ -13,12 +13,38 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import type { Page } from 'playwright-core';
-import { ApiClient, atRestTag, cookieFetch, KDF_MIN, Messenger, newMid, sealAtRest, type ChatMessage, type OutboxItem, type PendingAction, type Sealed } from '@svc/sdk';
+import {
+  ApiClient,
+  atRestTag,
+  cookieFetch,
+  KDF_MIN,
+  Messenger,
+  newMid,
+  sealAtRest,
+  type ChatMessage,
+  type OutboxItem,
+  type PendingAction,
+  type Sealed,
+} from '@svc/sdk';
 import { missingBrowser, type Device } from './harness/browser.js';
 import { roomState } from './harness/db.js';
 import { nick, openScene, type Scene } from './harness/scene.js';
 import { clearFound, dumpStorage, type StorageDump } from './harness/storage.js';
-import { button, chatEntry, createRoom, KDF_PATIENCE, nickInput, openChat, seeMessage, send, signedOut, signIn, signUp, startChat, statusShows } from './harness/ui.js';
+import {
+  button,
+  chatEntry,
+  createRoom,
+  KDF_PATIENCE,
+  nickInput,
+  openChat,
+  seeMessage,
+  send,
+  signedOut,
+  signIn,
+  signUp,
+  startChat,
+  statusShows,
+} from './harness/ui.js';
 import { until } from './harness/wait.js';
 
 /** Every place of the dump where something of `needles` (or a time, or a message id) shows. */
@@ -148,7 +174,17 @@ async function writeLegacy(page: Page, account: string, rows: LegacyRows, local:
 describe('web client: nothing about chats, nicks or times in the browser’s storage in the clear', { skip: missingBrowser() }, () => {
   let scene: Scene;
   /** The account whose old database the second test moved, for the third. */
-  let moved: { d: Device; carol: Messenger; names: { carol: string; dave: string }; roomName: string; texts: Record<'fromDave' | 'mine' | 'v1' | 'room1' | 'room2' | 'queued', string>; rows: LegacyRows; queuedId: string } | undefined;
+  let moved:
+    | {
+        d: Device;
+        carol: Messenger;
+        names: { carol: string; dave: string };
+        roomName: string;
+        texts: Record<'fromDave' | 'mine' | 'v1' | 'room1' | 'room2' | 'queued', string>;
+        rows: LegacyRows;
+        queuedId: string;
+      }
+    | undefined;
 
   before(async () => {
     scene = await openScene();
@@ -211,7 +247,10 @@ describe('web client: nothing about chats, nicks or times in the browser’s sto
       const signedOutDump = await dumpStorage(alice.page);
       assert.deepEqual(leaks(signedOutDump, needles), []);
       assert.equal(signedOutDump.localStorage['svc.account'], undefined);
-      assert.equal(store(signedOutDump, account, 'kv').rows.find((r) => r.key === 'identity'), undefined);
+      assert.equal(
+        store(signedOutDump, account, 'kv').rows.find((r) => r.key === 'identity'),
+        undefined,
+      );
 
       // The password opens it all again: the tags are the same on the next sign-in.
       await signIn(alice.page, names.alice, password);
@@ -240,18 +279,79 @@ describe('web client: nothing about chats, nicks or times in the browser’s sto
       // The old layout, sealed as version 2 sealed it: contexts name chat and id in the clear.
       const day = 24 * 60 * 60 * 1000;
       const t0 = Date.now() - 3 * day;
-      const texts = { fromDave: scene.text('old from dave'), mine: scene.text('old mine'), v1: scene.text('oldest v1 row'), room1: scene.text('old room one'), room2: scene.text('old room two'), queued: scene.text('old outbox') };
+      const texts = {
+        fromDave: scene.text('old from dave'),
+        mine: scene.text('old mine'),
+        v1: scene.text('oldest v1 row'),
+        room1: scene.text('old room one'),
+        room2: scene.text('old room two'),
+        queued: scene.text('old outbox'),
+      };
       const records: ChatMessage[] = [
         { id: carol.api.newId(), chat: dmChat, ts: t0, from: names.dave, sentAt: t0, mid: newMid(), kind: 'text', body: texts.fromDave },
-        { id: carol.api.newId(), chat: dmChat, ts: t0 + day, from: names.carol, sentAt: t0 + day, mid: newMid(), kind: 'text', body: texts.mine, state: 'sent' },
-        { id: carol.api.newId(), chat: roomChat, ts: t0 + 10 * 60_000, from: names.dave, sentAt: t0 + 10 * 60_000, mid: newMid(), kind: 'text', body: texts.room1 },
-        { id: carol.api.newId(), chat: roomChat, ts: t0 + 2 * day, from: names.carol, sentAt: t0 + 2 * day, mid: newMid(), kind: 'text', body: texts.room2, state: 'sent' },
+        {
+          id: carol.api.newId(),
+          chat: dmChat,
+          ts: t0 + day,
+          from: names.carol,
+          sentAt: t0 + day,
+          mid: newMid(),
+          kind: 'text',
+          body: texts.mine,
+          state: 'sent',
+        },
+        {
+          id: carol.api.newId(),
+          chat: roomChat,
+          ts: t0 + 10 * 60_000,
+          from: names.dave,
+          sentAt: t0 + 10 * 60_000,
+          mid: newMid(),
+          kind: 'text',
+          body: texts.room1,
+        },
+        {
+          id: carol.api.newId(),
+          chat: roomChat,
+          ts: t0 + 2 * day,
+          from: names.carol,
+          sentAt: t0 + 2 * day,
+          mid: newMid(),
+          kind: 'text',
+          body: texts.room2,
+          state: 'sent',
+        },
       ];
       const now = Date.now();
-      const queued: ChatMessage = { id: carol.api.newId(), chat: dmChat, ts: now, from: names.carol, sentAt: now, mid: newMid(), kind: 'text', body: texts.queued, state: 'queued' };
-      const outboxItem: OutboxItem = { id: queued.id, chat: dmChat, plain: { type: 'text', body: texts.queued, sentAt: now, mid: queued.mid! }, createdAt: now, priority: 'user', state: 'waiting', attempts: 0 };
+      const queued: ChatMessage = {
+        id: carol.api.newId(),
+        chat: dmChat,
+        ts: now,
+        from: names.carol,
+        sentAt: now,
+        mid: newMid(),
+        kind: 'text',
+        body: texts.queued,
+        state: 'queued',
+      };
+      const outboxItem: OutboxItem = {
+        id: queued.id,
+        chat: dmChat,
+        plain: { type: 'text', body: texts.queued, sentAt: now, mid: queued.mid! },
+        createdAt: now,
+        priority: 'user',
+        state: 'waiting',
+        attempts: 0,
+      };
       const target = carol.api.newId();
-      const pending: PendingAction = { id: carol.api.newId(), target, chat: dmChat, from: names.dave, ts: now, plain: { v: 1, type: 'reaction', target, emoji: '👍', op: 'add', sentAt: now, mid: newMid() } };
+      const pending: PendingAction = {
+        id: carol.api.newId(),
+        target,
+        chat: dmChat,
+        from: names.dave,
+        ts: now,
+        plain: { v: 1, type: 'reaction', target, emoji: '👍', op: 'add', sentAt: now, mid: newMid() },
+      };
       const v1Id = carol.api.newId();
       const sealedMessage = async (m: ChatMessage) => {
         const { id, chat, ts, ...content } = m;
@@ -261,7 +361,12 @@ describe('web client: nothing about chats, nicks or times in the browser’s sto
         messages: [
           ...(await Promise.all([...records, queued].map(sealedMessage))),
           // Version 1's content: one state field, no kind.
-          { id: v1Id, chat: dmChat, ts: t0 - day, sealed: await sealAtRest(key, { from: names.dave, body: texts.v1, sentAt: t0 - day, state: 'received' }, `msg|${dmChat}|${v1Id}`) },
+          {
+            id: v1Id,
+            chat: dmChat,
+            ts: t0 - day,
+            sealed: await sealAtRest(key, { from: names.dave, body: texts.v1, sentAt: t0 - day, state: 'received' }, `msg|${dmChat}|${v1Id}`),
+          },
         ],
         chats: [
           { chat: dmChat, sealed: await sealAtRest(key, { lastTs: now, unread: 2, preview: `You: ${texts.queued}` }, `chat|${dmChat}`) },
@@ -274,7 +379,11 @@ describe('web client: nothing about chats, nicks or times in the browser’s sto
         kv: [{ key: 'meta:probe', value: await sealAtRest(key, { kept: true }, 'meta|probe') }],
       };
       const deviceId = `legacy_${randomBytes(6).toString('hex')}`;
-      const legacyLocal = { 'svc.account': names.carol, [`svc.device.${names.carol}`]: deviceId, [`svc.kdf.${names.carol}`]: JSON.stringify({ m: KDF_MIN.m, t: KDF_MIN.t }) };
+      const legacyLocal = {
+        'svc.account': names.carol,
+        [`svc.device.${names.carol}`]: deviceId,
+        [`svc.kdf.${names.carol}`]: JSON.stringify({ m: KDF_MIN.m, t: KDF_MIN.t }),
+      };
 
       const d = await scene.device('carol');
       await d.page.goto('/');
@@ -318,7 +427,10 @@ describe('web client: nothing about chats, nicks or times in the browser’s sto
         store(dump, account, 'kv').rows.some((r) => r.key === metaKey),
         'the named value moved under its tag',
       );
-      assert.equal(store(dump, account, 'kv').rows.find((r) => r.key === 'moved'), undefined);
+      assert.equal(
+        store(dump, account, 'kv').rows.find((r) => r.key === 'moved'),
+        undefined,
+      );
       assert.equal(dump.localStorage[`svc.device.${await atRestTag(carol.indexKey, 'device')}`], deviceId);
       assert.deepEqual(
         Object.values(dump.localStorage).filter((v) => v.startsWith('{')),

@@ -7,7 +7,21 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { missingBrowser, type Device } from './harness/browser.js';
 import { nick, openScene, type Scene } from './harness/scene.js';
-import { button, chatEntry, createRoom, ensureSignedIn, KDF_PATIENCE, messageBox, messageLog, openChat, openRoomSettings, seeMessage, send, signUp, startChat } from './harness/ui.js';
+import {
+  button,
+  chatEntry,
+  createRoom,
+  ensureSignedIn,
+  KDF_PATIENCE,
+  messageBox,
+  messageLog,
+  openChat,
+  openRoomSettings,
+  seeMessage,
+  send,
+  signUp,
+  startChat,
+} from './harness/ui.js';
 
 describe('web client: membership lines and closed chats', { skip: missingBrowser() }, () => {
   let scene: Scene;
@@ -29,7 +43,12 @@ describe('web client: membership lines and closed chats', { skip: missingBrowser
       alice = await scene.device('alice');
       bob = await scene.device('bob');
       carol = await scene.device('carol');
-      for (const [d, n] of [[alice, people.alice], [bob, people.bob], [carol, people.carol]] as const) await signUp(d.page, n, password);
+      for (const [d, n] of [
+        [alice, people.alice],
+        [bob, people.bob],
+        [carol, people.carol],
+      ] as const)
+        await signUp(d.page, n, password);
       const room = `Lines ${people.alice.slice(-6)}`;
       await createRoom(alice.page, room, [people.bob]);
       await openChat(bob.page, room);

@@ -103,10 +103,14 @@ describe('web client: replies, reactions, edits, deletion, receipts and search',
       const answer = scene.text('bob answers the question');
       await send(bob.page, answer);
       await replying.waitFor({ state: 'hidden' });
-      await messageItem(bob.page, answer).getByRole('button', { name: `Reply to ${people.alice}: ${question}`, exact: true }).waitFor();
+      await messageItem(bob.page, answer)
+        .getByRole('button', { name: `Reply to ${people.alice}: ${question}`, exact: true })
+        .waitFor();
       // Alice sees her own words quoted above Bob's answer.
       await seeMessage(alice.page, answer);
-      await messageItem(alice.page, answer).getByRole('button', { name: `Reply to You: ${question}`, exact: true }).waitFor();
+      await messageItem(alice.page, answer)
+        .getByRole('button', { name: `Reply to You: ${question}`, exact: true })
+        .waitFor();
     })();
   });
 
@@ -116,7 +120,8 @@ describe('web client: replies, reactions, edits, deletion, receipts and search',
       await send(alice.page, news);
       await seeMessage(bob.page, news);
       alsoTyped.push('👍');
-      const thumbs = (page: Page, count: number, mine: boolean) => messageItem(page, news).getByRole('button', { name: `👍 ${count}`, exact: true, pressed: mine });
+      const thumbs = (page: Page, count: number, mine: boolean) =>
+        messageItem(page, news).getByRole('button', { name: `👍 ${count}`, exact: true, pressed: mine });
 
       await react(bob.page, news, '👍');
       await thumbs(bob.page, 1, true).waitFor();

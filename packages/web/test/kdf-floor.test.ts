@@ -66,7 +66,10 @@ describe('web client: the key-derivation floor at sign-in', { skip: missingBrows
       await nickInput(d.page).fill(name);
       await passwordInput(d.page).fill(password);
       await button(d.page, 'Sign in').click();
-      await d.page.getByText(/weaker key derivation/).first().waitFor({ timeout: KDF_PATIENCE });
+      await d.page
+        .getByText(/weaker key derivation/)
+        .first()
+        .waitFor({ timeout: KDF_PATIENCE });
       assert.equal(await button(d.page, 'Sign in anyway').isVisible(), false, 'no way around it on a browser that knows better');
       d.takeErrors();
     })();

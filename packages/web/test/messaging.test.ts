@@ -101,7 +101,9 @@ describe('web client: direct messages', { skip: missingBrowser() }, () => {
 
       const missed = [scene.text('sent while bob was away'), scene.text('another one while away')];
       for (const t of missed) await send(aliceLaptop.page, t);
-      await until("the missed messages queued for bob's closed device", () => (queueLength(scene.server.dbPath, bobDevice) >= missed.length ? true : undefined));
+      await until("the missed messages queued for bob's closed device", () =>
+        queueLength(scene.server.dbPath, bobDevice) >= missed.length ? true : undefined,
+      );
 
       const page = await bobLaptop.reopen();
       await ensureSignedIn(page, bob.nick, bob.password);

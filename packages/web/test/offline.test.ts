@@ -85,7 +85,11 @@ describe('web client: offline start, status, title and notification timeout', { 
         const page = await alice.page.reload();
         assert.equal(page?.fromServiceWorker(), true, 'the page came from the service worker');
         await chatList(alice.page).waitFor();
-        await Promise.all([chatEntry(alice.page, names.bob).waitFor(), chatEntry(alice.page, room).waitFor(), connStatus(alice.page, 'Offline').waitFor()]);
+        await Promise.all([
+          chatEntry(alice.page, names.bob).waitFor(),
+          chatEntry(alice.page, room).waitFor(),
+          connStatus(alice.page, 'Offline').waitFor(),
+        ]);
         assert.equal(await button(alice.page, 'Sign in').count(), 0, 'no password asked');
         // The history is local: the conversation opens offline.
         await openChat(alice.page, names.bob);
@@ -128,7 +132,10 @@ describe('web client: offline start, status, title and notification timeout', { 
       await toggle.check();
       const started = Date.now();
       await alice.page.getByRole('status').filter({ hasText: 'Turning notifications on…' }).waitFor();
-      await alice.page.getByRole('status').filter({ hasText: /no answer within 10 seconds/ }).waitFor({ timeout: 20_000 });
+      await alice.page
+        .getByRole('status')
+        .filter({ hasText: /no answer within 10 seconds/ })
+        .waitFor({ timeout: 20_000 });
       assert.ok(Date.now() - started >= 9_000, 'not before the 10 seconds are up');
       assert.equal(await toggle.isChecked(), false);
       assert.equal(await toggle.isEnabled(), true);

@@ -152,7 +152,11 @@ describe('web client: nothing typed is lost', { skip: missingBrowser() }, () => 
         if (posts > 1) return route.fallback();
         const res = await route.fetch();
         assert.ok(res.ok(), `the service accepted the first copy (answered ${res.status()})`);
-        await route.fulfill({ status: 409, contentType: 'application/json', body: JSON.stringify({ error: 'id_conflict', message: 'That id is taken.' }) });
+        await route.fulfill({
+          status: 409,
+          contentType: 'application/json',
+          body: JSON.stringify({ error: 'id_conflict', message: 'That id is taken.' }),
+        });
       });
       try {
         const text = scene.text('second copy under a new id');
@@ -173,7 +177,8 @@ describe('web client: nothing typed is lost', { skip: missingBrowser() }, () => 
 
   test('a message still in the outbox survives a reload and goes when the service is reachable', async () => {
     await scene.step(async () => {
-      const refuse = async (route: import('playwright-core').Route) => (isMessagePost(route.request()) ? route.abort('connectionrefused') : route.fallback());
+      const refuse = async (route: import('playwright-core').Route) =>
+        isMessagePost(route.request()) ? route.abort('connectionrefused') : route.fallback();
       await a.route(messagesUrl, refuse);
       const text = scene.text('kept across a reload');
       try {
@@ -200,7 +205,11 @@ describe('web client: nothing typed is lost', { skip: missingBrowser() }, () => 
       const once = async (route: import('playwright-core').Route) => {
         if (refused || !isMessagePost(route.request())) return route.fallback();
         refused = true;
-        await route.fulfill({ status: 403, contentType: 'application/json', body: JSON.stringify({ error: 'not_member', message: 'Not a member of this chat.' }) });
+        await route.fulfill({
+          status: 403,
+          contentType: 'application/json',
+          body: JSON.stringify({ error: 'not_member', message: 'Not a member of this chat.' }),
+        });
       };
       await a.route(messagesUrl, once);
       const text = scene.text('refused once');
@@ -277,61 +286,73 @@ describe('web client: nothing typed is lost', { skip: missingBrowser() }, () => 
     })();
   });
 
-  test('40 messages typed within a minute at the default limit all arrive in order, counting down meanwhile, with no error', { timeout: 300_000 }, async () => {
-    await scene.step(async () => {
-      // Fresh accounts: the budget is per nick, and the tests above used some of alice's.
-      const carol = { nick: nick('carol'), password: 'carol outbox password' };
-      const dave = { nick: nick('dave'), password: 'dave outbox password' };
-      const carolLaptop = await scene.device('carol laptop');
-      const daveLaptop = await scene.device('dave laptop');
-      const c = carolLaptop.page;
-      const d = daveLaptop.page;
-      await Promise.all([signUp(c, carol.nick, carol.password), signUp(d, dave.nick, dave.password)]);
-      await startChat(c, dave.nick);
-      let refusals = 0;
-      c.on('response', (res) => {
-        if (res.status() === 429) refusals += 1;
-      });
+  test(
+    '40 messages typed within a minute at the default limit all arrive in order, counting down meanwhile, with no error',
+    { timeout: 300_000 },
+    async () => {
+      await scene.step(async () => {
+        // Fresh accounts: the budget is per nick, and the tests above used some of alice's.
+        const carol = { nick: nick('carol'), password: 'carol outbox password' };
+        const dave = { nick: nick('dave'), password: 'dave outbox password' };
+        const carolLaptop = await scene.device('carol laptop');
+        const daveLaptop = await scene.device('dave laptop');
+        const c = carolLaptop.page;
+        const d = daveLaptop.page;
+        await Promise.all([signUp(c, carol.nick, carol.password), signUp(d, dave.nick, dave.password)]);
+        await startChat(c, dave.nick);
+        let refusals = 0;
+        c.on('response', (res) => {
+          if (res.status() === 429) refusals += 1;
+        });
 
-      const texts = Array.from({ length: 40 }, (_, i) => scene.text(`lively chat ${String(i + 1).padStart(2, '0')}`));
-      const started = Date.now();
-      for (const t of texts) {
-        await messageBox(c).fill(t);
-        await messageBox(c).press('Enter');
-      }
-      await row(c, texts.at(-1)!).first().waitFor();
-      assert.ok(Date.now() - started < 60_000, 'the 40 messages were typed within a minute');
+        const texts = Array.from({ length: 40 }, (_, i) => scene.text(`lively chat ${String(i + 1).padStart(2, '0')}`));
+        const started = Date.now();
+        for (const t of texts) {
+          await messageBox(c).fill(t);
+          await messageBox(c).press('Enter');
+        }
+        await row(c, texts.at(-1)!).first().waitFor();
+        assert.ok(Date.now() - started < 60_000, 'the 40 messages were typed within a minute');
 
-      // The last one waits for the budget, and its countdown runs every second.
-      const last = rowStatus(c, texts.at(-1)!, COUNTDOWN);
-      await last.waitFor();
-      const seconds = async () => Number(COUNTDOWN.exec((await last.getAttribute('aria-label')) ?? '')?.[1]);
-      const first = await seconds();
-      const since = Date.now();
-      const second = await until('the countdown to go down', async () => {
-        const n = await seconds();
-        return n < first ? n : undefined;
-      }, 5_000);
-      const took = (Date.now() - since) / 1000;
-      assert.ok(first - second <= took + 2, `the countdown went from ${first} s to ${second} s in ${took} s`);
+        // The last one waits for the budget, and its countdown runs every second.
+        const last = rowStatus(c, texts.at(-1)!, COUNTDOWN);
+        await last.waitFor();
+        const seconds = async () => Number(COUNTDOWN.exec((await last.getAttribute('aria-label')) ?? '')?.[1]);
+        const first = await seconds();
+        const since = Date.now();
+        const second = await until(
+          'the countdown to go down',
+          async () => {
+            const n = await seconds();
+            return n < first ? n : undefined;
+          },
+          5_000,
+        );
+        const took = (Date.now() - since) / 1000;
+        assert.ok(first - second <= took + 2, `the countdown went from ${first} s to ${second} s in ${took} s`);
 
-      await chatEntry(d, carol.nick).waitFor();
-      await openChat(d, carol.nick);
-      const received = await until(
-        'all 40 messages at dave',
-        async () => {
-          assert.equal(await c.getByRole('status', { name: 'Not sent', exact: true }).count(), 0, 'no message shows Not sent');
-          assert.equal(await button(c, 'Retry').count(), 0, 'nothing asks for Retry');
-          const shown = await messageLog(d).getByRole('listitem').allTextContents();
-          const order = shown.map((s) => texts.findIndex((t) => s.includes(t))).filter((i) => i >= 0);
-          return order.length >= texts.length ? order : undefined;
-        },
-        180_000,
-      );
-      assert.deepEqual(received, texts.map((_, i) => i), 'dave has each message once, in the order typed');
-      for (const t of texts) await rowStatus(c, t, DONE).waitFor();
-      assert.equal(refusals, 0, 'the client paced itself: the service never had to refuse');
-      assert.equal(await c.getByRole('status', { name: 'Not sent', exact: true }).count(), 0);
-    })();
-  });
+        await chatEntry(d, carol.nick).waitFor();
+        await openChat(d, carol.nick);
+        const received = await until(
+          'all 40 messages at dave',
+          async () => {
+            assert.equal(await c.getByRole('status', { name: 'Not sent', exact: true }).count(), 0, 'no message shows Not sent');
+            assert.equal(await button(c, 'Retry').count(), 0, 'nothing asks for Retry');
+            const shown = await messageLog(d).getByRole('listitem').allTextContents();
+            const order = shown.map((s) => texts.findIndex((t) => s.includes(t))).filter((i) => i >= 0);
+            return order.length >= texts.length ? order : undefined;
+          },
+          180_000,
+        );
+        assert.deepEqual(
+          received,
+          texts.map((_, i) => i),
+          'dave has each message once, in the order typed',
+        );
+        for (const t of texts) await rowStatus(c, t, DONE).waitFor();
+        assert.equal(refusals, 0, 'the client paced itself: the service never had to refuse');
+        assert.equal(await c.getByRole('status', { name: 'Not sent', exact: true }).count(), 0);
+      })();
+    },
+  );
 });

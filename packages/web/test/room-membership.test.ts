@@ -40,7 +40,11 @@ describe('web client: a member nobody added', { skip: missingBrowser() }, () => 
   test("the owner's client wraps no key for a member the server added, and both members' rooms warn until the owner removes it", async () => {
     await scene.step(async () => {
       [alice, bob, carol] = await Promise.all([scene.device('alice'), scene.device('bob'), scene.device('carol')]);
-      await Promise.all([signUp(alice.page, people.alice, password), signUp(bob.page, people.bob, password), signUp(carol.page, people.carol, password)]);
+      await Promise.all([
+        signUp(alice.page, people.alice, password),
+        signUp(bob.page, people.bob, password),
+        signUp(carol.page, people.carol, password),
+      ]);
       const room = `Garden ${randomBytes(3).toString('hex')}`;
       await createRoom(alice.page, room, [people.bob, people.carol]);
       for (const d of [bob, carol]) await openChat(d.page, room);

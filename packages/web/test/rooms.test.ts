@@ -102,7 +102,9 @@ describe('web client: rooms', { skip: missingBrowser() }, () => {
       assert.ok(old);
 
       await removeMember(alice.page, people.carol);
-      await until('carol removed on the server', () => (roomState(scene.server.dbPath, room)?.members.includes(people.carol) === false ? true : undefined));
+      await until('carol removed on the server', () =>
+        roomState(scene.server.dbPath, room)?.members.includes(people.carol) === false ? true : undefined,
+      );
       await carol.page.getByText(`You were removed from ${room}`).first().waitFor();
       const since = Date.now();
 

@@ -78,7 +78,10 @@ describe('web client: safety numbers', { skip: missingBrowser() }, () => {
 
       const qr = alice.page.getByRole('img', { name: 'QR code of the safety number' });
       await qr.waitFor();
-      await alice.page.waitForFunction((el) => (el as HTMLImageElement).complete && (el as HTMLImageElement).naturalWidth > 0, await qr.elementHandle());
+      await alice.page.waitForFunction(
+        (el) => (el as HTMLImageElement).complete && (el as HTMLImageElement).naturalWidth > 0,
+        await qr.elementHandle(),
+      );
       assert.match((await qr.getAttribute('src')) ?? '', /^data:image\/png;base64,/);
 
       await button(alice.page, 'Mark as verified').click();
@@ -144,12 +147,21 @@ describe('web client: safety numbers', { skip: missingBrowser() }, () => {
       await button(alice.page, 'Send').click();
       await seeMessage(alice.page, held);
       const sent = messageLog(alice.page).getByText(held);
-      await until('the held message to be sent', async () => ((await messageLog(alice.page).getByText(/Sending…|Not sent/).count()) === 0 ? true : undefined));
+      await until('the held message to be sent', async () =>
+        (await messageLog(alice.page)
+          .getByText(/Sending…|Not sent/)
+          .count()) === 0
+          ? true
+          : undefined,
+      );
       assert.equal(await sent.count(), 1);
 
       // The panel now tells that an earlier key was verified, and offers to verify this one.
       await button(alice.page, 'Safety number').click();
-      await alice.page.getByRole('region', { name: 'Safety number' }).getByText(/verified an earlier key/).waitFor();
+      await alice.page
+        .getByRole('region', { name: 'Safety number' })
+        .getByText(/verified an earlier key/)
+        .waitFor();
       await button(alice.page, 'Mark as verified').waitFor();
     })();
   });

@@ -115,7 +115,12 @@ describe('web client: screenshots of the main screens', { skip: missingBrowser()
 
       // The outbox waiting out the message limit: the service answers 429 for a while.
       await bob.page.route('**/api/messages', (route) =>
-        route.fulfill({ status: 429, contentType: 'application/json; charset=utf-8', headers: { 'Retry-After': '40' }, body: '{"error":"rate_limited","message":"Too many messages."}' }),
+        route.fulfill({
+          status: 429,
+          contentType: 'application/json; charset=utf-8',
+          headers: { 'Retry-After': '40' },
+          body: '{"error":"rate_limited","message":"Too many messages."}',
+        }),
       );
       await messageBox(bob.page).fill('Running 5 minutes late, sorry!');
       await button(bob.page, 'Send').click();

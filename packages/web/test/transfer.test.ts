@@ -62,55 +62,65 @@ describe('web client: history on every device', { skip: missingBrowser() }, () =
     await scene?.close();
   });
 
-  test('a new device receives 1,000 messages of history with the progress bar after "Send history" on the old one', { timeout: 600_000 }, async () => {
-    await scene.step(async () => {
-      aliceLaptop = await scene.device('alice laptop');
-      await signUp(aliceLaptop.page, alice.nick, alice.password);
+  test(
+    'a new device receives 1,000 messages of history with the progress bar after "Send history" on the old one',
+    { timeout: 600_000 },
+    async () => {
+      await scene.step(async () => {
+        aliceLaptop = await scene.device('alice laptop');
+        await signUp(aliceLaptop.page, alice.nick, alice.password);
 
-      // Bob, a Node program on the SDK, writes 1,000 messages to alice's only device.
-      const bob = new Messenger({ api: new ApiClient({ baseUrl: scene.server.origin, origin: scene.server.origin, fetch: cookieFetch() }) });
-      await bob.register({ nick: bobNick, password: 'bob history password', kdf: KDF_MIN });
-      await bob.ensureDevice('bob-node-1');
-      for (let i = 0; i < N; i++) texts.push(scene.text(`history ${String(i).padStart(4, '0')}`));
-      for (let i = 0; i < N; i += 20) await Promise.all(texts.slice(i, i + 20).map((t) => bob.sendDm(alice.nick, t)));
-      const laptopId = aliceLaptop.deviceIds.at(-1)!;
-      // Stored on the laptop: its queue is empty once every envelope is acknowledged.
-      await until('the laptop to store all 1,000 messages', () => (queueLength(scene.server.dbPath, laptopId) === 0 ? true : undefined), LONG);
-      await chatEntry(aliceLaptop.page, bobNick).waitFor();
+        // Bob, a Node program on the SDK, writes 1,000 messages to alice's only device.
+        const bob = new Messenger({ api: new ApiClient({ baseUrl: scene.server.origin, origin: scene.server.origin, fetch: cookieFetch() }) });
+        await bob.register({ nick: bobNick, password: 'bob history password', kdf: KDF_MIN });
+        await bob.ensureDevice('bob-node-1');
+        for (let i = 0; i < N; i++) texts.push(scene.text(`history ${String(i).padStart(4, '0')}`));
+        for (let i = 0; i < N; i += 20) await Promise.all(texts.slice(i, i + 20).map((t) => bob.sendDm(alice.nick, t)));
+        const laptopId = aliceLaptop.deviceIds.at(-1)!;
+        // Stored on the laptop: its queue is empty once every envelope is acknowledged.
+        await until('the laptop to store all 1,000 messages', () => (queueLength(scene.server.dbPath, laptopId) === 0 ? true : undefined), LONG);
+        await chatEntry(aliceLaptop.page, bobNick).waitFor();
 
-      // A new device: a sign-in on an empty browser profile asks the other devices.
-      alicePhone = await scene.device('alice phone');
-      await signIn(alicePhone.page, alice.nick, alice.password);
-      const dialog = newDeviceDialog(aliceLaptop.page);
-      await dialog.waitFor({ timeout: 60_000 });
-      await dialog.getByRole('button', { name: 'Not now', exact: true }).waitFor();
-      await dialog.getByRole('button', { name: 'Send history', exact: true }).click();
-      await dialog.waitFor({ state: 'hidden' });
+        // A new device: a sign-in on an empty browser profile asks the other devices.
+        alicePhone = await scene.device('alice phone');
+        await signIn(alicePhone.page, alice.nick, alice.password);
+        const dialog = newDeviceDialog(aliceLaptop.page);
+        await dialog.waitFor({ timeout: 60_000 });
+        await dialog.getByRole('button', { name: 'Not now', exact: true }).waitFor();
+        await dialog.getByRole('button', { name: 'Send history', exact: true }).click();
+        await dialog.waitFor({ state: 'hidden' });
 
-      // Both devices say how far it is; the new one counts up to every message.
-      const bar = transferBar(alicePhone.page);
-      await bar.waitFor({ timeout: 60_000 });
-      assert.equal(await bar.getAttribute('aria-valuemin'), '0');
-      assert.equal(await bar.getAttribute('aria-valuemax'), String(N));
-      await alicePhone.page.getByText(/^Received [\d,]+ of 1,000 messages$/).first().waitFor();
-      await aliceLaptop.page.getByText(/^Sent [\d,]+ of 1,000 messages$/).first().waitFor({ timeout: LONG });
-      await alicePhone.page.getByText('Received 1,000 of 1,000 messages').waitFor({ timeout: LONG });
-      assert.equal(await bar.getAttribute('aria-valuenow'), String(N));
-      // Gone a few seconds after it is done.
-      await bar.waitFor({ state: 'hidden', timeout: 30_000 });
+        // Both devices say how far it is; the new one counts up to every message.
+        const bar = transferBar(alicePhone.page);
+        await bar.waitFor({ timeout: 60_000 });
+        assert.equal(await bar.getAttribute('aria-valuemin'), '0');
+        assert.equal(await bar.getAttribute('aria-valuemax'), String(N));
+        await alicePhone.page
+          .getByText(/^Received [\d,]+ of 1,000 messages$/)
+          .first()
+          .waitFor();
+        await aliceLaptop.page
+          .getByText(/^Sent [\d,]+ of 1,000 messages$/)
+          .first()
+          .waitFor({ timeout: LONG });
+        await alicePhone.page.getByText('Received 1,000 of 1,000 messages').waitFor({ timeout: LONG });
+        assert.equal(await bar.getAttribute('aria-valuenow'), String(N));
+        // Gone a few seconds after it is done.
+        await bar.waitFor({ state: 'hidden', timeout: 30_000 });
 
-      // The chat is there, in order, and nothing of it is unread; the Devices room is no chat.
-      await chatEntry(alicePhone.page, bobNick).waitFor();
-      assert.equal(await chatEntry(alicePhone.page, 'Devices').count(), 0);
-      assert.equal(await chatEntry(aliceLaptop.page, 'Devices').count(), 0);
-      assert.equal(await alicePhone.page.title(), 'Messenger');
-      await openChat(alicePhone.page, bobNick);
-      await seeMessage(alicePhone.page, texts.at(-1)!);
-      // The oldest message arrived too (search reads the whole history on the device).
-      assert.equal(await searchCount(alicePhone.page, texts[0]!), 1);
-      assert.equal(await searchCount(alicePhone.page, 'history'), 50);
-    })();
-  });
+        // The chat is there, in order, and nothing of it is unread; the Devices room is no chat.
+        await chatEntry(alicePhone.page, bobNick).waitFor();
+        assert.equal(await chatEntry(alicePhone.page, 'Devices').count(), 0);
+        assert.equal(await chatEntry(aliceLaptop.page, 'Devices').count(), 0);
+        assert.equal(await alicePhone.page.title(), 'Messenger');
+        await openChat(alicePhone.page, bobNick);
+        await seeMessage(alicePhone.page, texts.at(-1)!);
+        // The oldest message arrived too (search reads the whole history on the device).
+        assert.equal(await searchCount(alicePhone.page, texts[0]!), 1);
+        assert.equal(await searchCount(alicePhone.page, 'history'), 50);
+      })();
+    },
+  );
 
   test('"Not now" sends nothing: no history arrives and no chunk reaches the server', { timeout: 300_000 }, async () => {
     await scene.step(async () => {
@@ -197,7 +207,12 @@ describe('web client: history on every device', { skip: missingBrowser() }, () =
 
       // Nothing was imported: no chat with bob, nothing to find.
       await button(fresh.page, 'Settings').click();
-      assert.equal(await chatEntry(fresh.page, bobNick).filter({ hasText: /history/ }).count(), 0);
+      assert.equal(
+        await chatEntry(fresh.page, bobNick)
+          .filter({ hasText: /history/ })
+          .count(),
+        0,
+      );
       await noResults(fresh.page, texts[0]!);
       await fresh.close();
     })();

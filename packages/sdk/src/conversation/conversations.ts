@@ -167,7 +167,8 @@ export class Conversations {
     }
     // A record moved to the id of its sender's renewed retry: report it again under that id, the
     // only one the sender still knows (the receipts under the old id find nothing there).
-    if (r.removed?.length) for (const m of r.changed) if (m.from !== this.me && m.kind === 'text' && m.reported) this.outbox.receipt(m.chat, [m.id], m.reported);
+    if (r.removed?.length)
+      for (const m of r.changed) if (m.from !== this.me && m.kind === 'text' && m.reported) this.outbox.receipt(m.chat, [m.id], m.reported);
     this.emit({ ...(a ? { added: a } : {}), changed: r.changed, ...(r.removed ? { removed: r.removed } : {}) });
     return r;
   }
@@ -179,7 +180,18 @@ export class Conversations {
     if (body.trim() === '') throw new SdkError('invalid', { message: 'An empty message is not sent.' });
     const now = this.m.api.now();
     const plain: PlainInput = { type: 'text', body, sentAt: now, mid: newMid(), ...(o.replyTo ? { replyTo: o.replyTo } : {}) };
-    const msg: ChatMessage = { id: this.m.api.newId(), chat, ts: now, from: this.me, sentAt: now, mid: plain.mid!, kind: 'text', body, state: 'queued', ...(o.replyTo ? { replyTo: o.replyTo } : {}) };
+    const msg: ChatMessage = {
+      id: this.m.api.newId(),
+      chat,
+      ts: now,
+      from: this.me,
+      sentAt: now,
+      mid: plain.mid!,
+      kind: 'text',
+      body,
+      state: 'queued',
+      ...(o.replyTo ? { replyTo: o.replyTo } : {}),
+    };
     // Stored before it is queued, so the outbox always finds the record it reports on.
     await this.store.put(msg);
     this.emit({ added: msg, changed: [] });
@@ -251,7 +263,11 @@ export class Conversations {
       const cur = await this.store.get(x.id);
       if (cur) await this.store.put({ ...cur, reported: 'read' });
     }
-    this.outbox.receipt(chat, unread.map((x) => x.id), 'read');
+    this.outbox.receipt(
+      chat,
+      unread.map((x) => x.id),
+      'read',
+    );
   }
 
   /**
@@ -277,7 +293,10 @@ export class Conversations {
 
   /** The status one's own message shows ("Sending", "Not sent", "Sent", "Delivered", "Read"). */
   status(m: ChatMessage): DeliveryStatus {
-    return deliveryStatus(m, this.members(m.chat).filter((n) => n !== this.me));
+    return deliveryStatus(
+      m,
+      this.members(m.chat).filter((n) => n !== this.me),
+    );
   }
 
   /** For a message waiting in the outbox: milliseconds until it is expected to go, else null. */

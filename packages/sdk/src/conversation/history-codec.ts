@@ -15,7 +15,27 @@ import { fromUtf8, utf8 } from '../bytes.js';
 import type { ChatMessage } from './model.js';
 import { isEmoji } from './plaintext.js';
 
-const FIELDS = ['id', 'chat', 'ts', 'from', 'sentAt', 'mid', 'kind', 'body', 'replyTo', 'editedAt', 'deleted', 'reactions', 'reactedAt', 'delivered', 'read', 'reported', 'state', 'note', 'event'] as const;
+const FIELDS = [
+  'id',
+  'chat',
+  'ts',
+  'from',
+  'sentAt',
+  'mid',
+  'kind',
+  'body',
+  'replyTo',
+  'editedAt',
+  'deleted',
+  'reactions',
+  'reactedAt',
+  'delivered',
+  'read',
+  'reported',
+  'state',
+  'note',
+  'event',
+] as const;
 type Field = (typeof FIELDS)[number];
 const FIELD_SET = new Set<string>(FIELDS);
 
@@ -31,7 +51,8 @@ const isMs = (v: unknown): v is number => typeof v === 'number' && Number.isSafe
 const isInt = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v);
 const isText = (v: unknown, max = MAX_TEXT): v is string => typeof v === 'string' && v.length <= max;
 const isNicks = (v: unknown): v is string[] => Array.isArray(v) && v.length <= 1024 && v.every(isNick);
-const isChat = (v: unknown): v is ChatMessage['chat'] => typeof v === 'string' && ((v.startsWith('dm:') && isNick(v.slice(3))) || (v.startsWith('room:') && isId16(v.slice(5))));
+const isChat = (v: unknown): v is ChatMessage['chat'] =>
+  typeof v === 'string' && ((v.startsWith('dm:') && isNick(v.slice(3))) || (v.startsWith('room:') && isId16(v.slice(5))));
 
 /** Own properties only, and never one that would reach an object's prototype. */
 function entries(o: Obj): [string, unknown][] | null {
@@ -46,7 +67,8 @@ function entries(o: Obj): [string, unknown][] | null {
 export function checkRecord(v: unknown): ChatMessage | null {
   if (!isObj(v)) return null;
   const o = v;
-  if (!isUlid(o.id) || !isChat(o.chat) || !isMs(o.ts) || !isNick(o.from) || !isMs(o.sentAt) || typeof o.kind !== 'string' || !KINDS.has(o.kind)) return null;
+  if (!isUlid(o.id) || !isChat(o.chat) || !isMs(o.ts) || !isNick(o.from) || !isMs(o.sentAt) || typeof o.kind !== 'string' || !KINDS.has(o.kind))
+    return null;
   const m: ChatMessage = { id: o.id, chat: o.chat, ts: o.ts, from: o.from, sentAt: o.sentAt, kind: o.kind as ChatMessage['kind'] };
   if (o.mid !== undefined) {
     if (typeof o.mid !== 'string' || !MID_RE.test(o.mid)) return null;
@@ -112,7 +134,11 @@ export function isSettled(m: ChatMessage): boolean {
 export function recordsJson(records: readonly ChatMessage[]): string {
   const c: Partial<Record<Field, unknown[]>> = {};
   records.forEach((r, i) => {
-    const row: Record<Field, unknown> = { ...(r as unknown as Record<Field, unknown>), ts: i === 0 ? r.ts : r.ts - records[i - 1]!.ts, sentAt: r.ts - r.sentAt };
+    const row: Record<Field, unknown> = {
+      ...(r as unknown as Record<Field, unknown>),
+      ts: i === 0 ? r.ts : r.ts - records[i - 1]!.ts,
+      sentAt: r.ts - r.sentAt,
+    };
     for (const f of FIELDS) {
       const v = row[f];
       if (v === undefined) continue;

@@ -137,13 +137,31 @@ export function planChange(rec: MembershipRecord, listed: Room, change: { add: s
 
 /** The announcement of the record as it stands, naming what this change added and removed. */
 export function announcement(rec: MembershipRecord, added: string[], removed: string[], mid: string): PlainInput {
-  return { type: 'members', room: rec.room, owner: rec.owner, members: [...rec.members], added: unique(added), removed: unique(removed), sentAt: 0, mid };
+  return {
+    type: 'members',
+    room: rec.room,
+    owner: rec.owner,
+    members: [...rec.members],
+    added: unique(added),
+    removed: unique(removed),
+    sentAt: 0,
+    mid,
+  };
 }
 
 /** What a member sends as it leaves: only itself removed; the receivers work out the rest. */
 export function leaveAnnouncement(room: string, members: string[], owner: string, me: string, mid: string): PlainInput {
   const rest = without(members, [me]);
-  return { type: 'members', room, owner: owner === me ? (successor(members, me) ?? me) : owner, members: rest, added: [], removed: [me], sentAt: 0, mid };
+  return {
+    type: 'members',
+    room,
+    owner: owner === me ? (successor(members, me) ?? me) : owner,
+    members: rest,
+    added: [],
+    removed: [me],
+    sentAt: 0,
+    mid,
+  };
 }
 
 /**
@@ -151,7 +169,10 @@ export function leaveAnnouncement(room: string, members: string[], owner: string
  * replaces the earlier, keeping the earlier's additions and removals that still hold (a nick
  * enters a record only when an announcement names it as added).
  */
-export function mergeAnnouncements(earlier: MembersPlain | Omit<MembersPlain, 'v'>, later: Omit<MembersPlain, 'v'>): { added: string[]; removed: string[] } {
+export function mergeAnnouncements(
+  earlier: MembersPlain | Omit<MembersPlain, 'v'>,
+  later: Omit<MembersPlain, 'v'>,
+): { added: string[]; removed: string[] } {
   const added = unique([...earlier.added, ...later.added]).filter((n) => later.members.includes(n));
   const removed = unique([...earlier.removed, ...later.removed]).filter((n) => !later.members.includes(n));
   return { added, removed };

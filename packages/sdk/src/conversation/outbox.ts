@@ -76,7 +76,15 @@ export class Outbox {
 
   async add(chat: ChatId, plain: PlainInput, o: { id?: string; priority?: Priority } = {}): Promise<OutboxItem> {
     this.lastCreated = Math.max(this.d.now(), this.lastCreated + 1);
-    const item: OutboxItem = { id: o.id ?? this.d.newId(), chat, plain, createdAt: this.lastCreated, priority: o.priority ?? 'user', state: 'waiting', attempts: 0 };
+    const item: OutboxItem = {
+      id: o.id ?? this.d.newId(),
+      chat,
+      plain,
+      createdAt: this.lastCreated,
+      priority: o.priority ?? 'user',
+      state: 'waiting',
+      attempts: 0,
+    };
     await this.d.store.outboxPut(item);
     this.items.push(item);
     this.kick();
@@ -87,10 +95,19 @@ export class Outbox {
   receipt(chat: ChatId, ids: string[], status: ReceiptPlain['status']): void {
     if (ids.length === 0) return;
     if (status === 'read') {
-      for (const r of this.receipts) if (r.chat === chat && r.plain.type === 'receipt' && r.plain.status === 'delivered') r.plain.ids = r.plain.ids.filter((x) => !ids.includes(x));
+      for (const r of this.receipts)
+        if (r.chat === chat && r.plain.type === 'receipt' && r.plain.status === 'delivered')
+          r.plain.ids = r.plain.ids.filter((x) => !ids.includes(x));
       this.receipts = this.receipts.filter((r) => r.plain.type !== 'receipt' || r.plain.ids.length > 0);
     }
-    const same = this.receipts.find((r) => r !== this.receiptInFlight && r.chat === chat && r.plain.type === 'receipt' && r.plain.status === status && r.plain.ids.length < MAX_RECEIPT_IDS);
+    const same = this.receipts.find(
+      (r) =>
+        r !== this.receiptInFlight &&
+        r.chat === chat &&
+        r.plain.type === 'receipt' &&
+        r.plain.status === status &&
+        r.plain.ids.length < MAX_RECEIPT_IDS,
+    );
     if (same && same.plain.type === 'receipt') {
       const room = MAX_RECEIPT_IDS - same.plain.ids.length;
       const add = ids.filter((x) => !(same.plain as ReceiptPlain).ids.includes(x));
@@ -98,7 +115,16 @@ export class Outbox {
       if (add.length > room) this.receipt(chat, add.slice(room), status);
     } else {
       const now = this.d.now();
-      this.receipts.push({ id: '', chat, plain: { type: 'receipt', ids: ids.slice(0, MAX_RECEIPT_IDS), status, sentAt: 0 }, createdAt: now, priority: 'receipt', state: 'waiting', attempts: 0, notBefore: now + RECEIPT_DELAY_MS });
+      this.receipts.push({
+        id: '',
+        chat,
+        plain: { type: 'receipt', ids: ids.slice(0, MAX_RECEIPT_IDS), status, sentAt: 0 },
+        createdAt: now,
+        priority: 'receipt',
+        state: 'waiting',
+        attempts: 0,
+        notBefore: now + RECEIPT_DELAY_MS,
+      });
       if (ids.length > MAX_RECEIPT_IDS) this.receipt(chat, ids.slice(MAX_RECEIPT_IDS), status);
     }
     this.kick();
@@ -132,7 +158,9 @@ export class Outbox {
   waitMs(id: string): number | null {
     const item = this.items.find((i) => i.id === id);
     if (!item || item.state !== 'waiting') return null;
-    const ahead = this.items.filter((i) => i.state === 'waiting' && i.priority === 'user' && (i.createdAt < item.createdAt || (i.createdAt === item.createdAt && i.id < item.id))).length;
+    const ahead = this.items.filter(
+      (i) => i.state === 'waiting' && i.priority === 'user' && (i.createdAt < item.createdAt || (i.createdAt === item.createdAt && i.id < item.id)),
+    ).length;
     return this.d.pacer.waitMs(item.priority, ahead);
   }
 
@@ -166,10 +194,13 @@ export class Outbox {
   private later(ms: number): void {
     if (this.stopped) return;
     if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.kick();
-    }, Math.max(50, ms));
+    this.timer = setTimeout(
+      () => {
+        this.timer = null;
+        this.kick();
+      },
+      Math.max(50, ms),
+    );
   }
 
   /** The next item to send: the head of each chat's queue (a held head holds its chat), the person's first. */

@@ -172,17 +172,26 @@ const isMs = (v: unknown): v is number => typeof v === 'number' && Number.isSafe
 const isCount = (v: unknown, max: number): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 && v <= max;
 const isTag = (v: unknown): v is string => isB64urlOfLength(v, SEALED_MIN);
 /** No control characters and no line breaks: an emoji or a short token. */
-export const isEmoji = (v: unknown): v is string => isStr(v) && v.length > 0 && v.length <= MAX_EMOJI_CHARS && !/[\p{Cc}\p{Cf}\s]/u.test(v.replace(/\u200d|\ufe0f/g, ''));
+export const isEmoji = (v: unknown): v is string =>
+  isStr(v) && v.length > 0 && v.length <= MAX_EMOJI_CHARS && !/[\p{Cc}\p{Cf}\s]/u.test(v.replace(/\u200d|\ufe0f/g, ''));
 
 /** Per type: the fields it must have (checked) and how to copy them, in wire order. */
 const SCHEMAS: { [T in PlainType]: (o: Fields) => Omit<Extract<KnownPlain, { type: T }>, 'v' | 'type' | 'sentAt' | 'mid'> | null } = {
-  text: (o) => (isStr(o.body) && (o.replyTo === undefined || isUlid(o.replyTo)) ? { body: o.body, ...(o.replyTo !== undefined ? { replyTo: o.replyTo } : {}) } : null),
-  reaction: (o) => (isUlid(o.target) && isEmoji(o.emoji) && (o.op === 'add' || o.op === 'remove') ? { target: o.target, emoji: o.emoji, op: o.op } : null),
+  text: (o) =>
+    isStr(o.body) && (o.replyTo === undefined || isUlid(o.replyTo))
+      ? { body: o.body, ...(o.replyTo !== undefined ? { replyTo: o.replyTo } : {}) }
+      : null,
+  reaction: (o) =>
+    isUlid(o.target) && isEmoji(o.emoji) && (o.op === 'add' || o.op === 'remove') ? { target: o.target, emoji: o.emoji, op: o.op } : null,
   edit: (o) => (isUlid(o.target) && isStr(o.body) ? { target: o.target, body: o.body } : null),
   delete: (o) => (isUlid(o.target) ? { target: o.target } : null),
   receipt: (o) =>
-    Array.isArray(o.ids) && o.ids.length > 0 && o.ids.length <= MAX_RECEIPT_IDS && o.ids.every(isUlid) && (o.status === 'delivered' || o.status === 'read')
-      ? { ids: [...(o.ids)], status: o.status }
+    Array.isArray(o.ids) &&
+    o.ids.length > 0 &&
+    o.ids.length <= MAX_RECEIPT_IDS &&
+    o.ids.every(isUlid) &&
+    (o.status === 'delivered' || o.status === 'read')
+      ? { ids: [...o.ids], status: o.status }
       : null,
   members: (o) => {
     const list = (v: unknown): v is string[] => Array.isArray(v) && v.length <= 256 && v.every(isNick);
@@ -196,11 +205,18 @@ const SCHEMAS: { [T in PlainType]: (o: Fields) => Omit<Extract<KnownPlain, { typ
       ? { transfer: o.transfer, device: o.device, total: o.total, records: o.records, tag: o.tag }
       : null,
   'history-chunk': (o) =>
-    isId16(o.transfer) && isDeviceId(o.device) && isCount(o.total, MAX_TRANSFER_CHUNKS) && isCount(o.seq, o.total - 1) && isB64url(o.data) && b64urlDecodedLength(o.data) > SEALED_MIN
+    isId16(o.transfer) &&
+    isDeviceId(o.device) &&
+    isCount(o.total, MAX_TRANSFER_CHUNKS) &&
+    isCount(o.seq, o.total - 1) &&
+    isB64url(o.data) &&
+    b64urlDecodedLength(o.data) > SEALED_MIN
       ? { transfer: o.transfer, device: o.device, seq: o.seq, total: o.total, data: o.data }
       : null,
   'history-ack': (o) =>
-    isId16(o.transfer) && isDeviceId(o.device) && isCount(o.next, MAX_TRANSFER_CHUNKS) && isTag(o.tag) ? { transfer: o.transfer, device: o.device, next: o.next, tag: o.tag } : null,
+    isId16(o.transfer) && isDeviceId(o.device) && isCount(o.next, MAX_TRANSFER_CHUNKS) && isTag(o.tag)
+      ? { transfer: o.transfer, device: o.device, next: o.next, tag: o.tag }
+      : null,
   'history-done': (o) =>
     isId16(o.transfer) && isDeviceId(o.device) && isCount(o.total, MAX_TRANSFER_CHUNKS) && isB64urlOfLength(o.digest, 32) && isTag(o.tag)
       ? { transfer: o.transfer, device: o.device, total: o.total, digest: o.digest, tag: o.tag }
@@ -220,7 +236,8 @@ function isKnownType(t: unknown): t is PlainType {
 function toJson(p: PlainInput): string {
   const check = SCHEMAS[p.type] as (o: Fields) => Fields | null;
   const fields = check(p);
-  if (!fields || !isMs(p.sentAt) || (p.mid !== undefined && !MID_RE.test(p.mid))) throw new SdkError('invalid', { message: `Not a valid ${p.type} message.` });
+  if (!fields || !isMs(p.sentAt) || (p.mid !== undefined && !MID_RE.test(p.mid)))
+    throw new SdkError('invalid', { message: `Not a valid ${p.type} message.` });
   return JSON.stringify({ v: 1, type: p.type, ...fields, sentAt: p.sentAt, ...(p.mid !== undefined ? { mid: p.mid } : {}) });
 }
 
@@ -252,7 +269,8 @@ export function decodePlaintext(bytes: Uint8Array): Plain {
   const v: unknown = JSON.parse(fromUtf8(bytes.subarray(0, end)));
   if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new TypeError('not an object');
   const o = v as Fields;
-  if (typeof o.v !== 'number' || !Number.isSafeInteger(o.v) || o.v < 1 || typeof o.type !== 'string' || !isMs(o.sentAt)) throw new TypeError('not a message plaintext');
+  if (typeof o.v !== 'number' || !Number.isSafeInteger(o.v) || o.v < 1 || typeof o.type !== 'string' || !isMs(o.sentAt))
+    throw new TypeError('not a message plaintext');
   const mid = typeof o.mid === 'string' && MID_RE.test(o.mid) ? o.mid : undefined;
   if (o.v !== 1 || !isKnownType(o.type)) {
     return { v: o.v, type: 'unknown', original: `${o.type.slice(0, 40)} v${o.v}`, sentAt: o.sentAt, ...(mid !== undefined ? { mid } : {}) };

@@ -113,7 +113,8 @@ export class RoomMembers implements RoomGuard {
   }
 
   private async load(roomId: string): Promise<MembershipRecord | undefined> {
-    if (!this.records.has(roomId)) this.records.set(roomId, ((await this.d.store.getMeta(K_ROOM_MEMBERS + roomId)) as MembershipRecord | undefined) ?? null);
+    if (!this.records.has(roomId))
+      this.records.set(roomId, ((await this.d.store.getMeta(K_ROOM_MEMBERS + roomId)) as MembershipRecord | undefined) ?? null);
     return this.records.get(roomId) ?? undefined;
   }
 
@@ -252,8 +253,14 @@ export class RoomMembers implements RoomGuard {
         const followed = followOwnerGone(rec, room, this.me);
         if (followed) await this.save((rec = followed));
       }
-      if (!rec) throw new SdkError('not_owner', { message: 'No announcement of the room’s membership has reached this device yet, so it makes no key for the room.' });
-      if (rec.owner !== this.me) throw new SdkError('not_owner', { message: `This device’s record of the room names ${rec.owner} as its owner, so it makes no key for the room.` });
+      if (!rec)
+        throw new SdkError('not_owner', {
+          message: 'No announcement of the room’s membership has reached this device yet, so it makes no key for the room.',
+        });
+      if (rec.owner !== this.me)
+        throw new SdkError('not_owner', {
+          message: `This device’s record of the room names ${rec.owner} as its owner, so it makes no key for the room.`,
+        });
       const plan = planChange(rec, room, change);
       if (!plan.ok) {
         this.touch(room.id);
@@ -270,7 +277,11 @@ export class RoomMembers implements RoomGuard {
       const before = (await this.load(room.id)) ?? startRecord(room.id, this.me, [this.me]);
       const rec: MembershipRecord = { ...before, owner: this.me, members: [...final] };
       delete rec.owed;
-      await this.announce(rec, final.filter((n) => !before.members.includes(n)), before.members.filter((n) => !final.includes(n)));
+      await this.announce(
+        rec,
+        final.filter((n) => !before.members.includes(n)),
+        before.members.filter((n) => !final.includes(n)),
+      );
       this.touch(room.id);
     });
   }

@@ -47,7 +47,15 @@ export interface Ingested {
 export async function ingest(c: RuleContext, d: DecryptedMessage): Promise<Ingested> {
   if (await c.store.get(d.id)) return { changed: [], ignored: 'already stored' };
   if (!d.ok) {
-    const m: ChatMessage = { id: d.id, chat: d.chat, ts: d.ts, from: d.from, sentAt: d.ts, kind: 'undecryptable', note: FAILURE_TEXT[d.reason] ?? FAILURE_TEXT.decrypt_failed! };
+    const m: ChatMessage = {
+      id: d.id,
+      chat: d.chat,
+      ts: d.ts,
+      from: d.from,
+      sentAt: d.ts,
+      kind: 'undecryptable',
+      note: FAILURE_TEXT[d.reason] ?? FAILURE_TEXT.decrypt_failed!,
+    };
     await c.store.put(m);
     return { added: m, changed: [] };
   }
@@ -57,7 +65,16 @@ export async function ingest(c: RuleContext, d: DecryptedMessage): Promise<Inges
   if (p.type === 'text' || p.type === 'unknown') {
     const m: ChatMessage =
       p.type === 'text'
-        ? { id: d.id, chat: d.chat, ts: d.ts, from: d.from, sentAt: p.sentAt, kind: 'text', body: p.body, ...(p.replyTo ? { replyTo: p.replyTo } : {}) }
+        ? {
+            id: d.id,
+            chat: d.chat,
+            ts: d.ts,
+            from: d.from,
+            sentAt: p.sentAt,
+            kind: 'text',
+            body: p.body,
+            ...(p.replyTo ? { replyTo: p.replyTo } : {}),
+          }
         : { id: d.id, chat: d.chat, ts: d.ts, from: d.from, sentAt: p.sentAt, kind: 'unknown', note: UNKNOWN_TEXT };
     if (p.mid) m.mid = p.mid;
     if (d.from === c.me) m.state = 'sent';

@@ -39,7 +39,8 @@ export interface ConversationStore {
   removeMeta(key: string): Promise<void>;
 }
 
-export const byTime = (a: { ts: number; id: string }, b: { ts: number; id: string }): number => a.ts - b.ts || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+export const byTime = (a: { ts: number; id: string }, b: { ts: number; id: string }): number =>
+  a.ts - b.ts || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 
 /** A ConversationStore in memory (Node programs, tests); structured copies keep callers from sharing objects. */
 export class MemoryStore implements ConversationStore {

@@ -117,7 +117,16 @@ export function decodePayload(bytes: Uint8Array): Payload | null {
 /** How many compressed bytes one chunk may carry, for chunks addressed to `device`. */
 export function chunkCapacity(device: string): number {
   // The chunk's JSON (plaintext.ts writes it in this field order) with empty data and the largest numbers.
-  const probe = { v: 1, type: 'history-chunk', transfer: 'A'.repeat(22), device, seq: MAX_TRANSFER_CHUNKS - 1, total: MAX_TRANSFER_CHUNKS, data: '', sentAt: 1e13 };
+  const probe = {
+    v: 1,
+    type: 'history-chunk',
+    transfer: 'A'.repeat(22),
+    device,
+    seq: MAX_TRANSFER_CHUNKS - 1,
+    total: MAX_TRANSFER_CHUNKS,
+    data: '',
+    sentAt: 1e13,
+  };
   const chars = MAX_PADDED_BYTES - utf8(JSON.stringify(probe)).length;
   return Math.floor((chars * 3) / 4) - IV_BYTES - 16;
 }
@@ -149,7 +158,7 @@ function largest(size: (n: number) => number, capacity: number, max: number, gue
 export function payloads(records: readonly ChatMessage[], capacity: number): { bytes: Uint8Array; records: number }[] {
   const out: { bytes: Uint8Array; records: number }[] = [];
   let guess = 200;
-  for (let i = 0; i < records.length; ) {
+  for (let i = 0; i < records.length;) {
     // Each fitting try keeps its bytes: the last one that fits is the answer's (lo only grows).
     const last: { z?: Uint8Array } = {};
     const size = (n: number): number => {
@@ -174,7 +183,7 @@ export function payloads(records: readonly ChatMessage[], capacity: number): { b
 function pieces(r: ChatMessage, capacity: number): { bytes: Uint8Array; records: number }[] {
   const { body = '', ...rec } = r;
   const out: { bytes: Uint8Array; records: number }[] = [];
-  for (let at = 0; at < body.length; ) {
+  for (let at = 0; at < body.length;) {
     const last: { z?: Uint8Array; end?: number } = {};
     const size = (n: number): number => {
       let end = at + n;
@@ -194,7 +203,13 @@ function pieces(r: ChatMessage, capacity: number): { bytes: Uint8Array; records:
 }
 
 /** Seals and chains the payloads of one transfer. */
-export async function buildTransfer(o: { key: CryptoKey; nick: string; transfer: string; device: string; records: readonly ChatMessage[] }): Promise<BuiltTransfer> {
+export async function buildTransfer(o: {
+  key: CryptoKey;
+  nick: string;
+  transfer: string;
+  device: string;
+  records: readonly ChatMessage[];
+}): Promise<BuiltTransfer> {
   const parts = payloads(o.records, chunkCapacity(o.device));
   if (parts.length > MAX_TRANSFER_CHUNKS) throw new SdkError('invalid', { message: 'The history is too large to transfer.' });
   const chunks: BuiltChunk[] = [];

@@ -114,14 +114,28 @@ export class HistoryTransfer {
 
   /** The person pressed "Send history" for `device`: the history as it stands now goes to it. */
   send(device: string): Promise<TransferProgress> {
-    if (!isDeviceId(device) || device === this.l.deviceId) return Promise.reject(new SdkError('invalid', { message: 'Not another device of this account.' }));
+    if (!isDeviceId(device) || device === this.l.deviceId)
+      return Promise.reject(new SdkError('invalid', { message: 'Not another device of this account.' }));
     return this.serial(async () => {
       const chat = await this.l.carrier();
       const records = (await this.l.store.all()).filter(isSettled).reverse(); // newest first: recent chats fill in first
       const transfer = b64(randomBytes(16));
       const built = await buildTransfer({ key: this.l.key, nick: this.l.me, transfer, device, records });
-      const s: SendState = { transfer, device, chat, total: built.total, counts: built.chunks.map((c) => c.records), digest: built.digest, sent: 0, createdAt: this.l.now(), confirmed: false };
-      await this.l.store.putMeta(K_CHUNKS + transfer, built.chunks.map((c) => c.data));
+      const s: SendState = {
+        transfer,
+        device,
+        chat,
+        total: built.total,
+        counts: built.chunks.map((c) => c.records),
+        digest: built.digest,
+        sent: 0,
+        createdAt: this.l.now(),
+        confirmed: false,
+      };
+      await this.l.store.putMeta(
+        K_CHUNKS + transfer,
+        built.chunks.map((c) => c.data),
+      );
       this.sends.push(s);
       await this.saveSends();
       await this.dropRequest(device);
@@ -193,7 +207,13 @@ export class HistoryTransfer {
   }
 
   private refuse(p: HistoryPlain, why: string): void {
-    this.emit({ type: 'refused', kind: p.type, ...('transfer' in p ? { transfer: p.transfer } : {}), ...(p.type === 'history-chunk' ? { seq: p.seq } : {}), why });
+    this.emit({
+      type: 'refused',
+      kind: p.type,
+      ...('transfer' in p ? { transfer: p.transfer } : {}),
+      ...(p.type === 'history-chunk' ? { seq: p.seq } : {}),
+      why,
+    });
   }
 
   private async onRequest(r: TransferRequest): Promise<void> {
@@ -296,7 +316,15 @@ export class HistoryTransfer {
     const chunks = (await this.l.store.getMeta(K_CHUNKS + s.transfer)) as string[] | undefined;
     if (!chunks) return;
     for (let seq = from; seq < s.total; seq++) {
-      await this.l.enqueue(s.chat, { type: 'history-chunk', transfer: s.transfer, device: s.device, seq, total: s.total, data: chunks[seq]!, sentAt: 0 });
+      await this.l.enqueue(s.chat, {
+        type: 'history-chunk',
+        transfer: s.transfer,
+        device: s.device,
+        seq,
+        total: s.total,
+        data: chunks[seq]!,
+        sentAt: 0,
+      });
     }
     const done = { type: 'history-done' as const, transfer: s.transfer, device: s.device, total: s.total, digest: s.digest };
     await this.l.enqueue(s.chat, { ...done, tag: await makeTag(this.l.key, tagAad(this.l.me, done)), sentAt: 0 });
@@ -331,10 +359,24 @@ export class HistoryTransfer {
   private sendProgress(s: SendState): TransferProgress {
     const records = s.counts.reduce((a, b) => a + b, 0);
     const done = s.counts.slice(0, s.sent).reduce((a, b) => a + b, 0);
-    return { role: 'send', transfer: s.transfer, device: s.device, chunks: { done: s.sent, total: s.total }, records: { done, total: records }, state: s.confirmed ? 'done' : 'active' };
+    return {
+      role: 'send',
+      transfer: s.transfer,
+      device: s.device,
+      chunks: { done: s.sent, total: s.total },
+      records: { done, total: records },
+      state: s.confirmed ? 'done' : 'active',
+    };
   }
 
   private recvProgress(r: ReceiveState): TransferProgress {
-    return { role: 'receive', transfer: r.transfer, device: this.l.deviceId, chunks: { done: r.next, total: r.total }, records: { done: r.recordsDone, total: r.records }, state: r.done ? 'done' : 'active' };
+    return {
+      role: 'receive',
+      transfer: r.transfer,
+      device: this.l.deviceId,
+      chunks: { done: r.next, total: r.total },
+      records: { done: r.recordsDone, total: r.records },
+      state: r.done ? 'done' : 'active',
+    };
   }
 }

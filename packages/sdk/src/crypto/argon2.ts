@@ -41,17 +41,24 @@ export function argon2id(o: Argon2Params): Uint8Array {
   const onProgress = o.onProgress;
   // noble reports up to 10,000 times; a worker posts each one, so pass on only whole percents.
   let last = -1;
-  const progress = onProgress && ((f: number) => {
-    const pct = Math.floor(f * 100);
-    if (pct === last) return;
-    last = pct;
-    onProgress(f);
-  });
+  const progress =
+    onProgress &&
+    ((f: number) => {
+      const pct = Math.floor(f * 100);
+      if (pct === last) return;
+      last = pct;
+      onProgress(f);
+    });
   // The memory actually allocated (m rounded down to 4p blocks of 1 KiB) is the limit: the bounds
   // (KDF_BOUNDS) already decide how much a derivation may take, noble's 1 GiB default must not.
   const maxmem = 4 * p * Math.floor(m / (4 * p)) * 1024;
   const out = nobleArgon2id(o.password, o.salt, {
-    m, t, p, dkLen: length, version: 0x13, maxmem,
+    m,
+    t,
+    p,
+    dkLen: length,
+    version: 0x13,
+    maxmem,
     ...(o.secret?.length ? { key: o.secret } : {}),
     ...(o.ad?.length ? { personalization: o.ad } : {}),
     ...(progress ? { onProgress: progress } : {}),

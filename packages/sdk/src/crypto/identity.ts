@@ -26,7 +26,7 @@ export interface NewIdentity extends Identity {
 }
 
 export async function generateIdentity(): Promise<NewIdentity> {
-  const pair = (await subtle().generateKey(EC, true, ['deriveBits']));
+  const pair = await subtle().generateKey(EC, true, ['deriveBits']);
   const pkcs8 = new Uint8Array(await subtle().exportKey('pkcs8', pair.privateKey));
   const pub = new Uint8Array(await subtle().exportKey('raw', pair.publicKey));
   return { publicKey: b64(pub), privateKey: await importPrivate(pkcs8, false), pkcs8 };
@@ -81,7 +81,7 @@ export async function openIdentity(encKey: CryptoKey, encryptedKey: EncryptedKey
  */
 export async function identityMatches(privateKey: CryptoKey, publicKey: string): Promise<boolean> {
   try {
-    const e = (await subtle().generateKey(EC, false, ['deriveBits']));
+    const e = await subtle().generateKey(EC, false, ['deriveBits']);
     const a = new Uint8Array(await subtle().deriveBits({ name: 'ECDH', public: e.publicKey }, privateKey, 256));
     const b = new Uint8Array(await subtle().deriveBits({ name: 'ECDH', public: await importPublicKey(publicKey) }, e.privateKey, 256));
     return a.length === b.length && a.every((x, i) => x === b[i]);

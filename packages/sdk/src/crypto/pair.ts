@@ -28,4 +28,3 @@ export async function pairKey(myPrivateKey: CryptoKey, myNick: string, peerNick:
   raw.fill(0);
   return key;
 }
-

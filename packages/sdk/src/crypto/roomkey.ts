@@ -27,7 +27,14 @@ export function importRoomKey(key: Uint8Array): Promise<CryptoKey> {
 }
 
 /** `pairKey` = pair key(wrapper, member). Returns a WrappedKey ready for the request's `keys`. */
-export async function wrapRoomKey(pairKey: CryptoKey, roomId: string, keyId: string, member: string, key: Uint8Array, iv?: Uint8Array): Promise<WrappedKey> {
+export async function wrapRoomKey(
+  pairKey: CryptoKey,
+  roomId: string,
+  keyId: string,
+  member: string,
+  key: Uint8Array,
+  iv?: Uint8Array,
+): Promise<WrappedKey> {
   const s = await seal(pairKey, key, roomKeyAad(roomId, keyId, member), iv);
   return { to: member, iv: s.iv, ct: s.ct };
 }
@@ -36,7 +43,13 @@ export async function wrapRoomKey(pairKey: CryptoKey, roomId: string, keyId: str
  * `pairKey` = pair key(me, wrapped.from); `member` is my own nick. Returns the room key as a
  * non-extractable CryptoKey; throws when the wrap does not open or is not 32 bytes.
  */
-export async function unwrapRoomKey(pairKey: CryptoKey, roomId: string, keyId: string, member: string, wrapped: Sealed | RoomKey): Promise<CryptoKey> {
+export async function unwrapRoomKey(
+  pairKey: CryptoKey,
+  roomId: string,
+  keyId: string,
+  member: string,
+  wrapped: Sealed | RoomKey,
+): Promise<CryptoKey> {
   const raw = await open(pairKey, wrapped, roomKeyAad(roomId, keyId, member));
   try {
     return await importRoomKey(raw);

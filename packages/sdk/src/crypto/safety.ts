@@ -19,7 +19,16 @@ async function half(nick: string, publicKey: string): Promise<string[]> {
 
 /** "12345 67890 …" (12 groups). Throws TypeError for a public key that is not 65 bytes of b64url. */
 export async function safetyNumber(nickA: string, pubA: string, nickB: string, pubB: string): Promise<string> {
-  const [first, second] = nickA <= nickB ? [[nickA, pubA], [nickB, pubB]] : [[nickB, pubB], [nickA, pubA]];
+  const [first, second] =
+    nickA <= nickB
+      ? [
+          [nickA, pubA],
+          [nickB, pubB],
+        ]
+      : [
+          [nickB, pubB],
+          [nickA, pubA],
+        ];
   const a = await half(first[0]!, first[1]!);
   const b = await half(second[0]!, second[1]!);
   return [...a, ...b].join(' ');

@@ -20,9 +20,7 @@ const MAX_PENDING_CLOSES = 10_000;
 
 /** `at`: the publisher's clock when sent, for the bus-lag metric. */
 type Wire = (
-  | { t: 'deliver'; from: string; d: Delivery[] }
-  | { t: 'close'; from: string; sel: CloseSelector }
-  | { t: 'attach'; from: string; device: string }
+  { t: 'deliver'; from: string; d: Delivery[] } | { t: 'close'; from: string; sel: CloseSelector } | { t: 'attach'; from: string; device: string }
 ) & { at?: number };
 
 /**
@@ -174,7 +172,9 @@ export class RedisBus implements Bus {
     if (token === undefined) return;
     this.tokens.delete(conn);
     if (this.closed) return; // close() released every key at once
-    this.o.pub.eval(RELEASE_SCRIPT, 1, this.presenceKey(conn.deviceId), token).catch((err: unknown) => this.o.onError(err, 'presence release failed'));
+    this.o.pub
+      .eval(RELEASE_SCRIPT, 1, this.presenceKey(conn.deviceId), token)
+      .catch((err: unknown) => this.o.onError(err, 'presence release failed'));
   }
 
   async deliver(deliveries: Delivery[]): Promise<void> {

@@ -1,5 +1,15 @@
 /** Accounts and sessions (docs/API.md §2.1): kdf, register, login, logout, me, password, delete, users. */
-import { ApiError, KDF_DEFAULTS, pickKdf, type Kdf, type LoginResponse, type MeResponse, type RegisterRequest, type PasswordRequest, type UserResponse } from '@svc/protocol';
+import {
+  ApiError,
+  KDF_DEFAULTS,
+  pickKdf,
+  type Kdf,
+  type LoginResponse,
+  type MeResponse,
+  type RegisterRequest,
+  type PasswordRequest,
+  type UserResponse,
+} from '@svc/protocol';
 import { authKeyHash, decoySalt, newToken, sameHash, sessionId } from '../crypto.js';
 import type { AccountRecord } from '../store/types.js';
 import type { Caller, Deps } from './deps.js';

@@ -19,7 +19,16 @@ export async function sendMessage(deps: Deps, caller: Caller, req: SendMessageRe
   const wait = await deps.limiter.hit(`msg:${caller.nick}`, deps.config.rates.messagesPerMin, 60_000);
   if (wait > 0) throw new ApiError('rate_limited', { retryAfter: wait });
 
-  const r = await deps.store.sendMessage({ id: req.id, from: caller.nick, to: req.to, keyId: req.keyId, iv: req.iv, ct: req.ct, senderDevice: device, now });
+  const r = await deps.store.sendMessage({
+    id: req.id,
+    from: caller.nick,
+    to: req.to,
+    keyId: req.keyId,
+    iv: req.iv,
+    ct: req.ct,
+    senderDevice: device,
+    now,
+  });
   if ('error' in r) throw new ApiError(r.error);
   if (r.status === 'retry') return { id: r.id, ts: r.ts };
 

@@ -32,7 +32,15 @@ export async function createRoom(deps: Deps, caller: Caller, req: CreateRoomRequ
 
 export async function changeMembers(deps: Deps, caller: Caller, roomId: string, req: MembersRequest): Promise<Room> {
   if (!isId16(roomId)) throw new ApiError('not_owner');
-  const r = await deps.store.changeMembers({ roomId, caller: caller.nick, add: req.add, remove: req.remove, keyId: req.keyId, keys: req.keys, now: deps.now() });
+  const r = await deps.store.changeMembers({
+    roomId,
+    caller: caller.nick,
+    add: req.add,
+    remove: req.remove,
+    keyId: req.keyId,
+    keys: req.keys,
+    now: deps.now(),
+  });
   if ('error' in r) throw new ApiError(r.error, r.field !== undefined ? { field: r.field } : {});
   await deps.bus.deliver(fanoutDeliveries(r, await skipDevice(deps, caller)));
   const mine = r.members.find((m) => m.nick === caller.nick)?.key;
@@ -51,7 +59,14 @@ export async function deleteRoom(deps: Deps, caller: Caller, roomId: string): Pr
   const r = await deps.store.deleteRoom(roomId, caller.nick);
   if ('error' in r) throw new ApiError(r.error);
   const skip = await skipDevice(deps, caller);
-  const out = r.members.map((m) => roomLeftDelivery(roomId, m.devices.filter((d) => d !== skip))).filter((d) => d.devices.length > 0);
+  const out = r.members
+    .map((m) =>
+      roomLeftDelivery(
+        roomId,
+        m.devices.filter((d) => d !== skip),
+      ),
+    )
+    .filter((d) => d.devices.length > 0);
   if (out.length > 0) await deps.bus.deliver(out);
 }
 

@@ -60,7 +60,7 @@ function answer(socket: Socket, code: ErrorCode): void {
 function answerInOrder(socket: Socket, code: ErrorCode): void {
   if (socket.destroyed) return;
   const res = inFlight(socket);
-  const req = (res)?.req;
+  const req = res?.req;
   if (!res || !req?.complete) {
     answer(socket, code);
     return;

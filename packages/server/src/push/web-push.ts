@@ -67,15 +67,11 @@ export class WebPusher implements Pusher {
   private async deliver(job: Job): Promise<void> {
     const { target } = job;
     try {
-      const details = webpush.generateRequestDetails(
-        { endpoint: target.endpoint, keys: { p256dh: target.p256dh, auth: target.auth } },
-        job.body,
-        {
-          vapidDetails: this.o.vapid,
-          TTL: LIMITS.pushTtlSeconds,
-          contentEncoding: 'aes128gcm',
-        },
-      );
+      const details = webpush.generateRequestDetails({ endpoint: target.endpoint, keys: { p256dh: target.p256dh, auth: target.auth } }, job.body, {
+        vapidDetails: this.o.vapid,
+        TTL: LIMITS.pushTtlSeconds,
+        contentEncoding: 'aes128gcm',
+      });
       const status = await sendPushRequest(
         { endpoint: details.endpoint, method: details.method, headers: details.headers, body: details.body ?? null },
         { resolve: this.o.resolve ?? systemResolver, allowPrivate: this.o.allowPrivate, timeoutMs: this.o.timeoutMs ?? 10_000 },

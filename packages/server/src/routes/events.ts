@@ -76,7 +76,10 @@ export const eventRoutes: Pick<RouteHandlers, 'openEvents'> = {
       const answered = !res.headersSent;
       if (answered) refuseStream(res);
       else res.destroy();
-      ctx.deps.log.info({ method: 'GET', status: answered ? 500 : 200, ms: Math.round(performance.now() - started), route: '/api/events' }, 'request');
+      ctx.deps.log.info(
+        { method: 'GET', status: answered ? 500 : 200, ms: Math.round(performance.now() - started), route: '/api/events' },
+        'request',
+      );
       return undefined;
     }
     const finish = () => {

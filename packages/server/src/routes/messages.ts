@@ -14,7 +14,11 @@ export const messageRoutes: Pick<RouteHandlers, 'sendMessage' | 'ack'> = {
     const { ids } = ctx.body();
     // Only ULIDs can be queued: any other id is ignored like every id not in the queue, and never
     // reaches the store (PostgreSQL would fail the whole statement on a U+0000 in it).
-    await messages.ack(ctx.deps, callerOf(ctx), ids.filter((id) => isUlid(id)));
+    await messages.ack(
+      ctx.deps,
+      callerOf(ctx),
+      ids.filter((id) => isUlid(id)),
+    );
     return noContent();
   },
 };

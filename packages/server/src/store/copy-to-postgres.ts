@@ -32,19 +32,59 @@ interface TableSpec {
 
 /** Every table of the schema (as PostgreSQL's migrations define it), parents before children. */
 const TABLES: TableSpec[] = [
-  { name: 'meta', cols: [['key', 'text'], ['value', 'text']], order: 'key' },
+  {
+    name: 'meta',
+    cols: [
+      ['key', 'text'],
+      ['value', 'text'],
+    ],
+    order: 'key',
+  },
   {
     name: 'accounts',
-    cols: [['nick', 'text'], ['auth_key_hash', 'bytea'], ['kdf', 'text'], ['public_key', 'text'], ['encrypted_key', 'text'], ['created_at', 'int8'], ['deleted_at', 'int8']],
+    cols: [
+      ['nick', 'text'],
+      ['auth_key_hash', 'bytea'],
+      ['kdf', 'text'],
+      ['public_key', 'text'],
+      ['encrypted_key', 'text'],
+      ['created_at', 'int8'],
+      ['deleted_at', 'int8'],
+    ],
     order: 'nick',
   },
-  { name: 'invites', cols: [['code', 'text'], ['uses_left', 'int4'], ['expires_at', 'int8'], ['created_at', 'int8']], order: 'code' },
-  { name: 'sessions', cols: [['id', 'text'], ['nick', 'text'], ['created_at', 'int8'], ['last_used_at', 'int8']], order: 'id' },
+  {
+    name: 'invites',
+    cols: [
+      ['code', 'text'],
+      ['uses_left', 'int4'],
+      ['expires_at', 'int8'],
+      ['created_at', 'int8'],
+    ],
+    order: 'code',
+  },
+  {
+    name: 'sessions',
+    cols: [
+      ['id', 'text'],
+      ['nick', 'text'],
+      ['created_at', 'int8'],
+      ['last_used_at', 'int8'],
+    ],
+    order: 'id',
+  },
   {
     name: 'devices',
     cols: [
-      ['seq', 'int8'], ['id', 'text'], ['nick', 'text'], ['created_at', 'int8'], ['last_seen_at', 'int8'], ['push_endpoint', 'text'],
-      ['push_p256dh', 'text'], ['push_auth', 'text'], ['push_pending', 'bool'],
+      ['seq', 'int8'],
+      ['id', 'text'],
+      ['nick', 'text'],
+      ['created_at', 'int8'],
+      ['last_seen_at', 'int8'],
+      ['push_endpoint', 'text'],
+      ['push_p256dh', 'text'],
+      ['push_auth', 'text'],
+      ['push_pending', 'bool'],
       // SQLite keeps queue lengths in memory (its migrations 3 and 4); PostgreSQL keeps them in
       // the row. The queue has no index by device, so the lengths are counted in one pass.
       ['queue_len', 'int4', 'COALESCE(qc.n, 0)'],
@@ -52,17 +92,77 @@ const TABLES: TableSpec[] = [
     order: 'devices.seq',
     from: 'devices LEFT JOIN (SELECT device_id, COUNT(*) AS n FROM queue GROUP BY device_id) AS qc ON qc.device_id = devices.id',
   },
-  { name: 'contacts', cols: [['seq', 'int8'], ['nick', 'text'], ['peer', 'text'], ['created_at', 'int8']], order: 'seq' },
-  { name: 'rooms', cols: [['id', 'text'], ['name', 'text'], ['owner', 'text'], ['created_at', 'int8'], ['needs_rekey', 'bool']], order: 'id' },
-  { name: 'room_members', cols: [['seq', 'int8'], ['room_id', 'text'], ['nick', 'text']], order: 'seq' },
-  { name: 'room_key_ids', cols: [['room_id', 'text'], ['key_id', 'text']], order: 'room_id, key_id' },
   {
-    name: 'room_keys',
-    cols: [['seq', 'int8'], ['room_id', 'text'], ['member', 'text'], ['key_id', 'text'], ['from_nick', 'text'], ['iv', 'text'], ['ct', 'text']],
+    name: 'contacts',
+    cols: [
+      ['seq', 'int8'],
+      ['nick', 'text'],
+      ['peer', 'text'],
+      ['created_at', 'int8'],
+    ],
     order: 'seq',
   },
-  { name: 'envelopes', cols: [['id', 'text'], ['sender', 'text'], ['ts', 'int8'], ['json', 'text']], order: 'id' },
-  { name: 'queue', cols: [['seq', 'int8'], ['device_id', 'text'], ['envelope_id', 'text'], ['ts', 'int8']], order: 'seq' },
+  {
+    name: 'rooms',
+    cols: [
+      ['id', 'text'],
+      ['name', 'text'],
+      ['owner', 'text'],
+      ['created_at', 'int8'],
+      ['needs_rekey', 'bool'],
+    ],
+    order: 'id',
+  },
+  {
+    name: 'room_members',
+    cols: [
+      ['seq', 'int8'],
+      ['room_id', 'text'],
+      ['nick', 'text'],
+    ],
+    order: 'seq',
+  },
+  {
+    name: 'room_key_ids',
+    cols: [
+      ['room_id', 'text'],
+      ['key_id', 'text'],
+    ],
+    order: 'room_id, key_id',
+  },
+  {
+    name: 'room_keys',
+    cols: [
+      ['seq', 'int8'],
+      ['room_id', 'text'],
+      ['member', 'text'],
+      ['key_id', 'text'],
+      ['from_nick', 'text'],
+      ['iv', 'text'],
+      ['ct', 'text'],
+    ],
+    order: 'seq',
+  },
+  {
+    name: 'envelopes',
+    cols: [
+      ['id', 'text'],
+      ['sender', 'text'],
+      ['ts', 'int8'],
+      ['json', 'text'],
+    ],
+    order: 'id',
+  },
+  {
+    name: 'queue',
+    cols: [
+      ['seq', 'int8'],
+      ['device_id', 'text'],
+      ['envelope_id', 'text'],
+      ['ts', 'int8'],
+    ],
+    order: 'seq',
+  },
 ];
 
 const BATCH = 1000;

@@ -174,7 +174,11 @@ export interface Store {
   deleteAccount(nick: string, now: number): Promise<DeleteAccountResult>;
 
   // devices
-  addDevice(nick: string, id: string, now: number): Promise<{ status: 'created' | 'exists'; device: DeviceRecord } | Refusal<'device_conflict' | 'limit_reached'>>;
+  addDevice(
+    nick: string,
+    id: string,
+    now: number,
+  ): Promise<{ status: 'created' | 'exists'; device: DeviceRecord } | Refusal<'device_conflict' | 'limit_reached'>>;
   listDevices(nick: string): Promise<DeviceRecord[]>;
   deviceOwner(id: string): Promise<string | null>;
   deleteDevice(nick: string, id: string): Promise<boolean>;
@@ -189,13 +193,32 @@ export interface Store {
 
   // contacts
   listContacts(nick: string): Promise<Contact[]>;
-  addContact(nick: string, peer: string, now: number): Promise<{ status: 'created' | 'exists'; publicKey: string } | Refusal<'unknown_user' | 'limit_reached'>>;
+  addContact(
+    nick: string,
+    peer: string,
+    now: number,
+  ): Promise<{ status: 'created' | 'exists'; publicKey: string } | Refusal<'unknown_user' | 'limit_reached'>>;
   deleteContact(nick: string, peer: string): Promise<void>;
 
   // rooms
   listRooms(nick: string): Promise<Room[]>;
-  createRoom(r: { id: string; name: string; owner: string; keyId: string; keys: WrappedKey[]; now: number }): Promise<{ room: Room; ownerDevices: string[] } | Refusal<'room_conflict' | 'limit_reached'>>;
-  changeMembers(c: { roomId: string; caller: string; add: string[]; remove: string[]; keyId: string; keys: WrappedKey[]; now: number }): Promise<RoomFanout | Refusal<'not_owner' | 'unknown_user' | 'invalid' | 'owner' | 'key_exists' | 'keys_mismatch' | 'limit_reached'>>;
+  createRoom(r: {
+    id: string;
+    name: string;
+    owner: string;
+    keyId: string;
+    keys: WrappedKey[];
+    now: number;
+  }): Promise<{ room: Room; ownerDevices: string[] } | Refusal<'room_conflict' | 'limit_reached'>>;
+  changeMembers(c: {
+    roomId: string;
+    caller: string;
+    add: string[];
+    remove: string[];
+    keyId: string;
+    keys: WrappedKey[];
+    now: number;
+  }): Promise<RoomFanout | Refusal<'not_owner' | 'unknown_user' | 'invalid' | 'owner' | 'key_exists' | 'keys_mismatch' | 'limit_reached'>>;
   leaveRoom(roomId: string, nick: string): Promise<LeaveResult>;
   deleteRoom(roomId: string, nick: string): Promise<{ deleted: boolean; members: { nick: string; devices: string[] }[] } | Refusal<'not_owner'>>;
 

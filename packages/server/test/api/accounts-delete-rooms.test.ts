@@ -119,8 +119,11 @@ test('an owner who deletes the account passes the room to the earliest-joined me
   await deleteAccount(owner.c);
   const expected = { owner: first.c.nick, members: [first.c.nick, second.c.nick] };
   for (const s of others) assert.deepEqual(await roomEvents(s, id, 1), [expected]);
-  for (const s of ownerStreams) assert.ok(await s.closedByServer(), 'the deleted account\'s streams end');
-  assert.deepEqual(outsiderStream!.events.filter((e) => e.event !== 'ready'), []);
+  for (const s of ownerStreams) assert.ok(await s.closedByServer(), "the deleted account's streams end");
+  assert.deepEqual(
+    outsiderStream!.events.filter((e) => e.event !== 'ready'),
+    [],
+  );
   for (const u of [first, second]) assert.deepEqual(await listed(u.c, id), { ...expected, needsRekey: true });
   // The new owner has the owner's rights: its rotation clears the rekey owed.
   const rot = await first.c.post(`/api/rooms/${id}/members`, { add: [], remove: [], keyId: id16(), keys: expected.members.map(wk) });
@@ -136,7 +139,10 @@ test('an owner alone in the room deletes the account: the room is deleted, nobod
   const [otherStream] = await openAll([other]);
   await deleteAccount(owner.c);
   await Stream.settle(300);
-  assert.deepEqual(otherStream!.events.filter((e) => e.event !== 'ready'), []);
+  assert.deepEqual(
+    otherStream!.events.filter((e) => e.event !== 'ready'),
+    [],
+  );
   const again = await other.c.post('/api/rooms', { id, name: 'Again', keyId: id16(), keys: [wk(other.c.nick)] });
   assert.equal(again.status, 201, again.text);
   assert.deepEqual(again.json.members, [other.c.nick]);
@@ -157,13 +163,17 @@ test('an owner deleting the account while the next in line leaves: both orders e
     await Promise.all([deleteAccount(owner.c), leave(next.c, id, next.devices[0])]);
     const heard = await roomEvents(stay[0]!, id, 2);
     const order = assertChain(start, [owner.c.nick, next.c.nick], heard);
-    for (const s of stay.slice(1)) assert.deepEqual((await roomEvents(s, id, 2)).map(shapeKey).sort(), heard.map(shapeKey).sort(), 'every remaining device heard the same');
+    for (const s of stay.slice(1))
+      assert.deepEqual((await roomEvents(s, id, 2)).map(shapeKey).sort(), heard.map(shapeKey).sort(), 'every remaining device heard the same');
     const end = { owner: third.c.nick, members: [third.c.nick, fourth.c.nick] };
     for (const u of [third, fourth]) assert.deepEqual(await listed(u.c, id), { ...end, needsRekey: true });
     // The leaver's other device hears room_left, and the room only if the owner left first (it was then a member).
     assert.ok(await nextOther!.until((ev) => ev.some((e) => e.event === 'room_left')));
     await Stream.settle(200);
-    assert.deepEqual(nextOther!.named('room_left').map((e) => e.json), [{ id }]);
+    assert.deepEqual(
+      nextOther!.named('room_left').map((e) => e.json),
+      [{ id }],
+    );
     const ownerFirst = order[0] === owner.c.nick;
     assert.deepEqual(roomShapes(nextOther!, id), ownerFirst ? [{ owner: next.c.nick, members: start.members.slice(1) }] : []);
     for (const s of [...stay, nextOther!]) s.close();
@@ -193,7 +203,10 @@ test('the owner and the next in line deleting their accounts at once: the third 
 test('many members deleting their accounts at once: the survivors hear one chain of leaves and keep the room, owned by the earliest-joined survivor', async () => {
   const users: User[] = [];
   for (let i = 0; i < 8; i++) users.push(await userWithDevices(server, 1, nick(String.fromCharCode(122 - i).repeat(2))));
-  const id = await roomWith(users[0]!.c, users.slice(1).map((u) => u.c));
+  const id = await roomWith(
+    users[0]!.c,
+    users.slice(1).map((u) => u.c),
+  );
   const start = { owner: users[0]!.c.nick, members: users.map((u) => u.c.nick) };
   const leaving = [0, 1, 2, 4, 6].map((i) => users[i]!);
   const survivors = [3, 5, 7].map((i) => users[i]!);
@@ -202,7 +215,11 @@ test('many members deleting their accounts at once: the survivors hear one chain
   await Promise.all(leaving.map((u) => deleteAccount(u.c)));
   const heard = await roomEvents(stay[0]!, id, leaving.length);
   assert.equal(heard.length, leaving.length, 'one room event per leave');
-  assertChain(start, leaving.map((u) => u.c.nick), heard);
+  assertChain(
+    start,
+    leaving.map((u) => u.c.nick),
+    heard,
+  );
   for (const s of stay.slice(1)) assert.deepEqual((await roomEvents(s, id, leaving.length)).map(shapeKey).sort(), heard.map(shapeKey).sort());
   const end = { owner: survivors[0]!.c.nick, members: survivors.map((u) => u.c.nick) };
   for (const u of survivors) assert.deepEqual(await listed(u.c, id), { ...end, needsRekey: true });
@@ -212,7 +229,10 @@ test('many members deleting their accounts at once: the survivors hear one chain
 test('every member deleting the account at once: the room is deleted and its id is free', async () => {
   const users: User[] = [];
   for (let i = 0; i < 5; i++) users.push(await userWithDevices(server, 1));
-  const id = await roomWith(users[0]!.c, users.slice(1).map((u) => u.c));
+  const id = await roomWith(
+    users[0]!.c,
+    users.slice(1).map((u) => u.c),
+  );
   await Promise.all(users.map((u) => deleteAccount(u.c)));
   const other = await signup(server);
   const again = await other.post('/api/rooms', { id, name: 'Again', keyId: id16(), keys: [wk(other.nick)] });

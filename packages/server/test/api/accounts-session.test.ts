@@ -7,8 +7,23 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { readFileSync, existsSync } from 'node:fs';
 import { TEST_MODE } from '../modes.js';
-import { assertError, Client, Stream, addDevice, b64, ct, id16, iv, kdf, nick, registerBody, signup, startServer, type Res, type TestServer } from '../harness.js';
-
+import {
+  assertError,
+  Client,
+  Stream,
+  addDevice,
+  b64,
+  ct,
+  id16,
+  iv,
+  kdf,
+  nick,
+  registerBody,
+  signup,
+  startServer,
+  type Res,
+  type TestServer,
+} from '../harness.js';
 
 /** Cookie attributes of a Set-Cookie header: name=value first, then the attributes as written. */
 function parseSetCookie(h: string | null): { name: string; value: string; attrs: string[] } {
@@ -112,11 +127,14 @@ describe('accounts: sessions', () => {
       const tokens = [parseSetCookie(reg.headers.get('set-cookie')).value, parseSetCookie(r.headers.get('set-cookie')).value];
       const rows = (await sessionRows(server)).filter((s) => s.nick === n);
       assert.deepEqual(rows.map((s) => s.id).sort(), tokens.map(sha256hex).sort());
-      const tables = TEST_MODE === 'sqlite'
-        ? await server.query("SELECT name FROM sqlite_master WHERE type = 'table'")
-        : await server.query('SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema()');
+      const tables =
+        TEST_MODE === 'sqlite'
+          ? await server.query("SELECT name FROM sqlite_master WHERE type = 'table'")
+          : await server.query('SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema()');
       for (const { name } of tables as { name: string }[]) {
-        const dump = JSON.stringify(await server.query(`SELECT * FROM "${name}"`), (_k, v: unknown) => (Buffer.isBuffer(v) ? v.toString('latin1') : v));
+        const dump = JSON.stringify(await server.query(`SELECT * FROM "${name}"`), (_k, v: unknown) =>
+          Buffer.isBuffer(v) ? v.toString('latin1') : v,
+        );
         for (const t of tokens) assert.ok(!dump.includes(t), `table ${name} holds a token`);
       }
       if (TEST_MODE !== 'sqlite') return;
@@ -146,7 +164,10 @@ describe('accounts: sessions', () => {
       const me = await c.get('/api/me');
       assert.equal(me.status, 200);
       assert.deepEqual(Object.keys(me.json).sort(), ['createdAt', 'encryptedKey', 'kdf', 'nick', 'publicKey']);
-      assert.deepEqual({ ...me.json, createdAt: 0 }, { nick: n, publicKey: body.publicKey, encryptedKey: body.encryptedKey, kdf: body.kdf, createdAt: 0 });
+      assert.deepEqual(
+        { ...me.json, createdAt: 0 },
+        { nick: n, publicKey: body.publicKey, encryptedKey: body.encryptedKey, kdf: body.kdf, createdAt: 0 },
+      );
       assert.ok(Number.isInteger(me.json.createdAt) && me.json.createdAt >= before - 1000 && me.json.createdAt <= Date.now() + 1000);
     });
 
@@ -196,7 +217,12 @@ describe('accounts: sessions', () => {
       assertError(await alice.post('/api/password', { ...passwordBody(alice.authKey), authKey: 'x' }), 400, 'invalid', 'authKey');
       assertError(await alice.post('/api/password', { ...passwordBody(alice.authKey), newAuthKey: b64(31) }), 400, 'invalid', 'newAuthKey');
       assertError(await alice.post('/api/password', { ...passwordBody(alice.authKey), kdf: { ...kdf(), m: 1024 } }), 400, 'invalid', 'kdf');
-      assertError(await alice.post('/api/password', { ...passwordBody(alice.authKey), encryptedKey: { iv: iv(), ct: b64(8) } }), 400, 'invalid', 'encryptedKey');
+      assertError(
+        await alice.post('/api/password', { ...passwordBody(alice.authKey), encryptedKey: { iv: iv(), ct: b64(8) } }),
+        400,
+        'invalid',
+        'encryptedKey',
+      );
       assert.equal((await login(server, alice.nick, alice.authKey)).r.status, 200, 'old key still works');
     });
 
@@ -212,10 +238,10 @@ describe('accounts: sessions', () => {
       const r = await alice.post('/api/password', body);
       assert.equal(r.status, 204, r.text);
       assert.equal(r.headers.get('set-cookie'), null, 'the calling session keeps its cookie');
-      assert.ok(await theirs.closedByServer(), 'the other session\'s stream closed');
+      assert.ok(await theirs.closedByServer(), "the other session's stream closed");
       assertError(await other.get('/api/me'), 401, 'unauthenticated');
       await Stream.settle();
-      assert.equal(mine.ended, false, 'the calling session\'s stream stays open');
+      assert.equal(mine.ended, false, "the calling session's stream stays open");
       mine.close();
       const me = await alice.get('/api/me');
       assert.equal(me.status, 200);
@@ -270,7 +296,7 @@ describe('accounts: sessions', () => {
       assertError((await login(server, alice.nick, alice.authKey)).r, 401, 'invalid_credentials');
     });
 
-    test('a deleted account\'s nick is retired: users answers 404 unknown_user, kdf answers the decoy, register answers nick_taken', async () => {
+    test("a deleted account's nick is retired: users answers 404 unknown_user, kdf answers the decoy, register answers nick_taken", async () => {
       const n = nick();
       const own = { alg: 'argon2id', salt: b64(16), m: 19456, t: 2, p: 2 };
       const alice = new Client(server);
@@ -296,7 +322,10 @@ describe('accounts: sessions', () => {
       const dev = await addDevice(alice);
       assert.equal((await bob.post('/api/contacts', { nick: alice.nick })).status, 201);
       assert.equal((await alice.post('/api/contacts', { nick: bob.nick })).status, 201);
-      assert.deepEqual((await bob.get('/api/contacts')).json.map((x: { nick: string }) => x.nick), [alice.nick]);
+      assert.deepEqual(
+        (await bob.get('/api/contacts')).json.map((x: { nick: string }) => x.nick),
+        [alice.nick],
+      );
       assert.equal((await alice.del('/api/me', { authKey: alice.authKey })).status, 204);
       assert.deepEqual((await bob.get('/api/contacts')).json, []);
       const carol = await signup(server);
@@ -312,9 +341,19 @@ describe('accounts: sessions', () => {
       const room = id16();
       const created = await alice.post('/api/rooms', { id: room, name: 'team', keyId: id16(), keys: [key(alice.nick)] });
       assert.equal(created.status, 201, created.text);
-      const add1 = await alice.post(`/api/rooms/${room}/members`, { add: [bob.nick], remove: [], keyId: id16(), keys: [key(alice.nick), key(bob.nick)] });
+      const add1 = await alice.post(`/api/rooms/${room}/members`, {
+        add: [bob.nick],
+        remove: [],
+        keyId: id16(),
+        keys: [key(alice.nick), key(bob.nick)],
+      });
       assert.equal(add1.status, 200, add1.text);
-      const add2 = await alice.post(`/api/rooms/${room}/members`, { add: [carol.nick], remove: [], keyId: id16(), keys: [key(alice.nick), key(bob.nick), key(carol.nick)] });
+      const add2 = await alice.post(`/api/rooms/${room}/members`, {
+        add: [carol.nick],
+        remove: [],
+        keyId: id16(),
+        keys: [key(alice.nick), key(bob.nick), key(carol.nick)],
+      });
       assert.equal(add2.status, 200, add2.text);
       const solo = id16();
       assert.equal((await alice.post('/api/rooms', { id: solo, name: 'solo', keyId: id16(), keys: [key(alice.nick)] })).status, 201);

@@ -8,7 +8,6 @@ import { createECDH, randomBytes } from 'node:crypto';
 import { decodeB64url, encodeB64url } from '@svc/protocol';
 import { assertError, Client, b64, kdf, nick, publicKey, registerBody, signup, startServer, type Res, type TestServer } from '../harness.js';
 
-
 const DEFAULT_KDF = { alg: 'argon2id', m: 65536, t: 3, p: 1 };
 
 /** 65 bytes starting with 0x04 whose (x, y) is not on P-256. */
@@ -25,7 +24,6 @@ function compressedKey(): string {
   e.generateKeys();
   return encodeB64url(e.getPublicKey(null, 'compressed'));
 }
-
 
 /** Registers with a fresh client (so no cookie is carried over). */
 async function register(server: TestServer, body: unknown): Promise<{ r: Res; c: Client }> {
@@ -190,7 +188,17 @@ describe('accounts: config, kdf, register, users (open registration)', () => {
     const n = nick();
     const wrongPrefix = Buffer.from(decodeB64url(publicKey())!);
     wrongPrefix[0] = 0x05;
-    const bad = [offCurveKey(), compressedKey(), b64(64), b64(66), encodeB64url(Buffer.alloc(65)), encodeB64url(wrongPrefix), publicKey() + '=', '', 7];
+    const bad = [
+      offCurveKey(),
+      compressedKey(),
+      b64(64),
+      b64(66),
+      encodeB64url(Buffer.alloc(65)),
+      encodeB64url(wrongPrefix),
+      publicKey() + '=',
+      '',
+      7,
+    ];
     for (const pk of bad) assertError((await register(server, { ...registerBody(n), publicKey: pk })).r, 400, 'invalid', 'publicKey');
     assert.ok(await nickIsFree(n));
   });

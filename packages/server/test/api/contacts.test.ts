@@ -11,7 +11,6 @@ after(async () => {
   await server.close();
 });
 
-
 type ContactRow = { nick: string; publicKey: string; createdAt: number };
 async function contacts(c: Client): Promise<ContactRow[]> {
   const r = await c.get('/api/contacts');
@@ -28,7 +27,7 @@ test('GET /api/contacts of a new account is []', async () => {
   assert.deepEqual(await contacts(a), []);
 });
 
-test('POST /api/contacts answers 201 {nick, publicKey} with the peer\'s public key', async () => {
+test("POST /api/contacts answers 201 {nick, publicKey} with the peer's public key", async () => {
   const a = await signup(server);
   const b = await signup(server);
   const r = await a.post('/api/contacts', { nick: b.nick });
@@ -66,7 +65,10 @@ test('GET /api/contacts lists [{nick, publicKey, createdAt}] oldest first', asyn
   // adding an existing contact again does not move it
   assert.equal((await a.post('/api/contacts', { nick: peers[0]!.nick })).status, 200);
   const list = await contacts(a);
-  assert.deepEqual(list.map((x) => x.nick), peers.map((p) => p.nick));
+  assert.deepEqual(
+    list.map((x) => x.nick),
+    peers.map((p) => p.nick),
+  );
   for (const [i, row] of list.entries()) {
     assert.deepEqual(Object.keys(row).sort(), ['createdAt', 'nick', 'publicKey']);
     assert.equal(row.publicKey, await publicKeyOf(peers[i]!));
@@ -81,7 +83,7 @@ test('POST /api/contacts for a nick with no account answers 404 unknown_user and
   assert.deepEqual(await contacts(a), []);
 });
 
-test('POST /api/contacts with the caller\'s own nick answers 400 self and adds nothing', async () => {
+test("POST /api/contacts with the caller's own nick answers 400 self and adds nothing", async () => {
   const a = await signup(server);
   assertError(await a.post('/api/contacts', { nick: a.nick }), 400, 'self');
   assert.deepEqual(await contacts(a), []);
@@ -102,7 +104,7 @@ test('POST /api/contacts with a body that is not JSON answers 400 bad_json', asy
   assert.deepEqual(await contacts(a), []);
 });
 
-test('DELETE /api/contacts/{nick} answers 204 and removes only the caller\'s row', async () => {
+test("DELETE /api/contacts/{nick} answers 204 and removes only the caller's row", async () => {
   const a = await signup(server);
   const b = await signup(server);
   const c = await signup(server);
@@ -135,8 +137,14 @@ test('the first DM creates contacts in both directions', async () => {
   assert.equal(r.status, 202, r.text);
   const ca = await contacts(a.c);
   const cb = await contacts(b.c);
-  assert.deepEqual(ca.map((x) => x.nick), [b.c.nick]);
-  assert.deepEqual(cb.map((x) => x.nick), [a.c.nick]);
+  assert.deepEqual(
+    ca.map((x) => x.nick),
+    [b.c.nick],
+  );
+  assert.deepEqual(
+    cb.map((x) => x.nick),
+    [a.c.nick],
+  );
   assert.equal(ca[0]!.publicKey, await publicKeyOf(b.c));
   assert.equal(cb[0]!.publicKey, await publicKeyOf(a.c));
   for (const row of [ca[0]!, cb[0]!]) assert.ok(Number.isInteger(row.createdAt) && row.createdAt >= t0 - 1000);
@@ -154,7 +162,10 @@ test('further DMs, in either direction, add no second contact row', async () => 
   assert.equal((await b.c.post('/api/messages', dmBody(a.c.nick), { device: b.devices[0]! })).status, 202);
   assert.deepEqual(await contacts(a.c), before.a);
   assert.deepEqual(await contacts(b.c), before.b);
-  assert.deepEqual(before.a.map((x) => x.nick), [c.nick, b.c.nick]);
+  assert.deepEqual(
+    before.a.map((x) => x.nick),
+    [c.nick, b.c.nick],
+  );
 });
 
 test('a DM to a peer already added with POST keeps that row and adds the reverse row', async () => {
@@ -194,7 +205,8 @@ test('POST /api/contacts past 1000 contacts answers 409 limit_reached', async ()
   const a = await signup(server);
   const peers: string[] = [];
   // accounts and contacts are made in parallel batches to keep the test quick
-  for (let i = 0; i < 1001; i += 50) peers.push(...(await Promise.all(Array.from({ length: Math.min(50, 1001 - i) }, () => signup(server)))).map((c) => c.nick));
+  for (let i = 0; i < 1001; i += 50)
+    peers.push(...(await Promise.all(Array.from({ length: Math.min(50, 1001 - i) }, () => signup(server)))).map((c) => c.nick));
   for (let i = 0; i < 1000; i += 50) {
     const rs = await Promise.all(peers.slice(i, i + 50).map((nick) => a.post('/api/contacts', { nick })));
     for (const r of rs) assert.equal(r.status, 201, r.text);

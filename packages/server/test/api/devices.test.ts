@@ -2,7 +2,19 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createECDH, randomBytes } from 'node:crypto';
-import { assertError, Stream, addDevice, b64, deviceId, dmBody, signup, startServer, userWithDevices, type Client, type TestServer } from '../harness.js';
+import {
+  assertError,
+  Stream,
+  addDevice,
+  b64,
+  deviceId,
+  dmBody,
+  signup,
+  startServer,
+  userWithDevices,
+  type Client,
+  type TestServer,
+} from '../harness.js';
 import { NON_PUBLIC_LITERAL_HOSTS } from '../push/push-service.js';
 
 let server: TestServer;
@@ -12,7 +24,6 @@ before(async () => {
 after(async () => {
   await server.close();
 });
-
 
 const devices = async (c: Client) => {
   const r = await c.get('/api/devices');
@@ -139,7 +150,10 @@ test('GET /api/devices lists [{id, createdAt, lastSeenAt, push, online}] oldest 
     await ms(3);
   }
   const list = await devices(c);
-  assert.deepEqual(list.map((d) => d.id), made.map((d) => d.id));
+  assert.deepEqual(
+    list.map((d) => d.id),
+    made.map((d) => d.id),
+  );
   for (const [i, d] of list.entries()) {
     assert.deepEqual(Object.keys(d).sort(), ['createdAt', 'id', 'lastSeenAt', 'online', 'push']);
     assert.equal(d.createdAt, made[i]!.createdAt);
@@ -149,12 +163,18 @@ test('GET /api/devices lists [{id, createdAt, lastSeenAt, push, online}] oldest 
   }
   // another account's devices are not listed
   const other = await userWithDevices(server, 2);
-  assert.deepEqual(await ids(c), made.map((d) => d.id));
+  assert.deepEqual(
+    await ids(c),
+    made.map((d) => d.id),
+  );
   assert.equal((await ids(other.c)).length, 2);
 });
 
 test('GET /api/devices shows online true while the device has an open stream, false after it closes', async () => {
-  const { c, devices: [d1, d2] } = await userWithDevices(server, 2);
+  const {
+    c,
+    devices: [d1, d2],
+  } = await userWithDevices(server, 2);
   const s = await Stream.open(c, d1!);
   assert.ok(await s.ready());
   let list = await devices(c);
@@ -170,7 +190,10 @@ test('GET /api/devices shows online true while the device has an open stream, fa
 });
 
 test('GET /api/devices shows push true after a subscription is set and false after it is deleted', async () => {
-  const { c, devices: [d1, d2] } = await userWithDevices(server, 2);
+  const {
+    c,
+    devices: [d1, d2],
+  } = await userWithDevices(server, 2);
   assert.equal((await c.put(`/api/devices/${d1}/push`, sub(), { device: d1 })).status, 204);
   assert.equal(await pushOf(c, d1!), true);
   assert.equal(await pushOf(c, d2!), false);
@@ -181,7 +204,10 @@ test('GET /api/devices shows push true after a subscription is set and false aft
 // ---- DELETE /api/devices/{id} ----
 
 test('DELETE /api/devices/{id} of an own device answers 204 and removes it from the list', async () => {
-  const { c, devices: [d1, d2] } = await userWithDevices(server, 2);
+  const {
+    c,
+    devices: [d1, d2],
+  } = await userWithDevices(server, 2);
   const r = await c.del(`/api/devices/${d1}`);
   assert.equal(r.status, 204);
   assert.equal(r.text, '');
@@ -216,12 +242,18 @@ test('DELETE /api/devices/{id}: its queue and subscription go, so re-adding the 
   // the other device's queue is untouched
   const s2 = await Stream.open(bob.c, b2);
   assert.ok(await s2.ready());
-  assert.deepEqual(s2.named('msg').map((e) => e.json.id), [sent.json.id]);
+  assert.deepEqual(
+    s2.named('msg').map((e) => e.json.id),
+    [sent.json.id],
+  );
   s2.close();
 });
 
 test('DELETE /api/devices/{id} closes the open stream of that device', async () => {
-  const { c, devices: [d1, d2] } = await userWithDevices(server, 2);
+  const {
+    c,
+    devices: [d1, d2],
+  } = await userWithDevices(server, 2);
   const s1 = await Stream.open(c, d1!);
   const s2 = await Stream.open(c, d2!);
   assert.ok(await s1.ready());
@@ -234,7 +266,10 @@ test('DELETE /api/devices/{id} closes the open stream of that device', async () 
 });
 
 test('DELETE /api/devices/{id}: a device may delete itself (X-Device names the deleted device)', async () => {
-  const { c, devices: [d1, d2] } = await userWithDevices(server, 2);
+  const {
+    c,
+    devices: [d1, d2],
+  } = await userWithDevices(server, 2);
   assert.equal((await c.del(`/api/devices/${d1}`, undefined, { device: d1 })).status, 204);
   assert.deepEqual(await ids(c), [d2]);
 });
@@ -242,7 +277,10 @@ test('DELETE /api/devices/{id}: a device may delete itself (X-Device names the d
 // ---- PUT /api/devices/{id}/push ----
 
 test('PUT push with a valid subscription on an own device answers 204', async () => {
-  const { c, devices: [d1] } = await userWithDevices(server, 1);
+  const {
+    c,
+    devices: [d1],
+  } = await userWithDevices(server, 1);
   const r = await c.put(`/api/devices/${d1}/push`, sub(), { device: d1 });
   assert.equal(r.status, 204, r.text);
   assert.equal(r.text, '');
@@ -250,7 +288,10 @@ test('PUT push with a valid subscription on an own device answers 204', async ()
 });
 
 test('PUT push may set the subscription of another own device than X-Device', async () => {
-  const { c, devices: [d1, d2] } = await userWithDevices(server, 2);
+  const {
+    c,
+    devices: [d1, d2],
+  } = await userWithDevices(server, 2);
   assert.equal((await c.put(`/api/devices/${d2}/push`, sub(), { device: d1 })).status, 204);
   assert.equal(await pushOf(c, d2!), true);
   assert.equal(await pushOf(c, d1!), false);
@@ -267,7 +308,10 @@ test('PUT push rule 1: a body that is not JSON answers 400 bad_json, before the 
 });
 
 test('PUT push rule 2: endpoint not https, without a host, or not absolute answers 400 invalid field subscription', async () => {
-  const { c, devices: [d] } = await userWithDevices(server, 1);
+  const {
+    c,
+    devices: [d],
+  } = await userWithDevices(server, 1);
   const endpoints: unknown[] = [
     'http://push.example.com/x',
     'ftp://push.example.com/x',
@@ -281,12 +325,16 @@ test('PUT push rule 2: endpoint not https, without a host, or not absolute answe
     null,
     undefined,
   ];
-  for (const endpoint of endpoints) assertError(await c.put(`/api/devices/${d}/push`, sub({ endpoint }), { device: d }), 400, 'invalid', 'subscription');
+  for (const endpoint of endpoints)
+    assertError(await c.put(`/api/devices/${d}/push`, sub({ endpoint }), { device: d }), 400, 'invalid', 'subscription');
   assert.equal(await pushOf(c, d!), false);
 });
 
 test('PUT push rule 2: an endpoint over 2048 characters is invalid; exactly 2048 is accepted', async () => {
-  const { c, devices: [d] } = await userWithDevices(server, 1);
+  const {
+    c,
+    devices: [d],
+  } = await userWithDevices(server, 1);
   const base = 'https://push.example.com/';
   const long = base + 'a'.repeat(2049 - base.length);
   assert.equal(long.length, 2049);
@@ -298,7 +346,10 @@ test('PUT push rule 2: an endpoint over 2048 characters is invalid; exactly 2048
 });
 
 test('PUT push rule 2: an endpoint whose host is a literal non-public IP, in any spelling, is invalid', async () => {
-  const { c, devices: [d] } = await userWithDevices(server, 1);
+  const {
+    c,
+    devices: [d],
+  } = await userWithDevices(server, 1);
   for (const h of NON_PUBLIC_LITERAL_HOSTS) {
     assertError(await c.put(`/api/devices/${d}/push`, sub({ endpoint: `https://${h}/push/x` }), { device: d }), 400, 'invalid', 'subscription');
     assertError(await c.put(`/api/devices/${d}/push`, sub({ endpoint: `https://${h}:8443/push/x` }), { device: d }), 400, 'invalid', 'subscription');
@@ -307,14 +358,20 @@ test('PUT push rule 2: an endpoint whose host is a literal non-public IP, in any
 });
 
 test('PUT push rule 2: a public literal IP or a host name (not resolved) is accepted', async () => {
-  const { c, devices: [d] } = await userWithDevices(server, 1);
+  const {
+    c,
+    devices: [d],
+  } = await userWithDevices(server, 1);
   for (const endpoint of ['https://93.184.216.34/push/x', 'https://[2606:4700::1111]/push/x', 'https://fcm.googleapis.com/fcm/send/abc']) {
     assert.equal((await c.put(`/api/devices/${d}/push`, sub({ endpoint }), { device: d })).status, 204, endpoint);
   }
 });
 
 test('PUT push rule 2: p256dh not 65 bytes or not an uncompressed P-256 point answers 400 invalid field subscription', async () => {
-  const { c, devices: [d] } = await userWithDevices(server, 1);
+  const {
+    c,
+    devices: [d],
+  } = await userWithDevices(server, 1);
   const real = p256Point();
   const offCurve = Buffer.from(real);
   offCurve[64] = (offCurve[64]! + 1) & 0xff;
@@ -339,7 +396,10 @@ test('PUT push rule 2: p256dh not 65 bytes or not an uncompressed P-256 point an
 });
 
 test('PUT push rule 2: auth not 16 bytes answers 400 invalid field subscription', async () => {
-  const { c, devices: [d] } = await userWithDevices(server, 1);
+  const {
+    c,
+    devices: [d],
+  } = await userWithDevices(server, 1);
   for (const auth of [b64(15), b64(17), b64(32), '', '!!!!!!!!!!!!!!!!!!!!!!', 16, null, undefined]) {
     assertError(await c.put(`/api/devices/${d}/push`, sub({ auth }), { device: d }), 400, 'invalid', 'subscription');
   }
@@ -347,7 +407,10 @@ test('PUT push rule 2: auth not 16 bytes answers 400 invalid field subscription'
 });
 
 test('PUT push rule 2: a missing or non-object subscription or keys answers 400 invalid field subscription', async () => {
-  const { c, devices: [d] } = await userWithDevices(server, 1);
+  const {
+    c,
+    devices: [d],
+  } = await userWithDevices(server, 1);
   const bodies: unknown[] = [
     {},
     { subscription: null },
@@ -362,7 +425,10 @@ test('PUT push rule 2: a missing or non-object subscription or keys answers 400 
 });
 
 test('PUT push rule 2: padded base64url for p256dh and auth is accepted', async () => {
-  const { c, devices: [d] } = await userWithDevices(server, 1);
+  const {
+    c,
+    devices: [d],
+  } = await userWithDevices(server, 1);
   const p256dh = padded64(p256Point());
   const auth = padded64(randomBytes(16));
   assert.ok(p256dh.endsWith('=') && auth.endsWith('=='));
@@ -372,9 +438,16 @@ test('PUT push rule 2: padded base64url for p256dh and auth is accepted', async 
 });
 
 test('PUT push rule 2: extra fields such as expirationTime are accepted', async () => {
-  const { c, devices: [d] } = await userWithDevices(server, 1);
+  const {
+    c,
+    devices: [d],
+  } = await userWithDevices(server, 1);
   const body = sub();
-  const withExtra = { ...body, subscription: { ...body.subscription, expirationTime: null, keys: { ...body.subscription.keys, extra: 'x' } }, other: 1 };
+  const withExtra = {
+    ...body,
+    subscription: { ...body.subscription, expirationTime: null, keys: { ...body.subscription.keys, extra: 'x' } },
+    other: 1,
+  };
   assert.equal((await c.put(`/api/devices/${d}/push`, withExtra, { device: d })).status, 204);
   const withTime = { subscription: { ...sub().subscription, expirationTime: Date.now() + 86400000 } };
   assert.equal((await c.put(`/api/devices/${d}/push`, withTime, { device: d })).status, 204);
@@ -417,7 +490,10 @@ test('PUT push: shape errors come before device errors (invalid subscription wit
 });
 
 test('PUT push: an invalid subscription leaves an existing subscription in place', async () => {
-  const { c, devices: [d] } = await userWithDevices(server, 1);
+  const {
+    c,
+    devices: [d],
+  } = await userWithDevices(server, 1);
   assert.equal((await c.put(`/api/devices/${d}/push`, sub(), { device: d })).status, 204);
   assertError(await c.put(`/api/devices/${d}/push`, sub({ endpoint: 'https://127.0.0.1/x' }), { device: d }), 400, 'invalid', 'subscription');
   assert.equal(await pushOf(c, d!), true);
@@ -426,7 +502,10 @@ test('PUT push: an invalid subscription leaves an existing subscription in place
 // ---- DELETE /api/devices/{id}/push ----
 
 test('DELETE push answers 204 and removes the subscription; 204 also when there was none', async () => {
-  const { c, devices: [d1, d2] } = await userWithDevices(server, 2);
+  const {
+    c,
+    devices: [d1, d2],
+  } = await userWithDevices(server, 2);
   assert.equal((await c.put(`/api/devices/${d1}/push`, sub(), { device: d1 })).status, 204);
   const r = await c.del(`/api/devices/${d1}/push`, undefined, { device: d1 });
   assert.equal(r.status, 204);

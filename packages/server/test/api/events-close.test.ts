@@ -38,7 +38,7 @@ async function online(c: Client, device: string): Promise<boolean | undefined> {
   return (r.json as { id: string; online: boolean }[]).find((d) => d.id === device)?.online;
 }
 
-test('close on logout: the streams of that session close; another session\'s stream stays and still gets messages', async () => {
+test("close on logout: the streams of that session close; another session's stream stays and still gets messages", async () => {
   const { alice, a1, bob1, bob2, b1, b2, s1, s2 } = await setup();
   assert.equal((await bob1.post('/api/logout')).status, 204);
   assert.ok(await s1.closedByServer(), 'stream of the ended session is closed');
@@ -46,7 +46,7 @@ test('close on logout: the streams of that session close; another session\'s str
 
   const body = dmBody(bob2.nick);
   assert.equal((await send(alice, body, a1)).status, 202);
-  assert.ok(await gotMsg(s2, body.id), 'the other session\'s stream still receives');
+  assert.ok(await gotMsg(s2, body.id), "the other session's stream still receives");
   await Stream.settle();
   assert.equal(s1.events.length, n, 'nothing more reaches the closed stream');
   assert.equal(s2.ended, false);
@@ -58,16 +58,16 @@ test('close on logout: the streams of that session close; another session\'s str
   s2.close();
 });
 
-test('close on password change: the streams of every other session close; the calling session\'s stream stays', async () => {
+test("close on password change: the streams of every other session close; the calling session's stream stays", async () => {
   const { alice, a1, bob1, bob2, b1, b2, s1, s2 } = await setup();
   const r = await bob2.post('/api/password', { authKey: bob2.authKey, newAuthKey: b64(32), kdf: kdf(), encryptedKey: { iv: iv(), ct: ct(48) } });
   assert.equal(r.status, 204, r.text);
-  assert.ok(await s1.closedByServer(), 'the other session\'s stream is closed');
+  assert.ok(await s1.closedByServer(), "the other session's stream is closed");
   const n = s1.events.length;
 
   const body = dmBody(bob2.nick);
   assert.equal((await send(alice, body, a1)).status, 202);
-  assert.ok(await gotMsg(s2, body.id), 'the calling session\'s stream still receives');
+  assert.ok(await gotMsg(s2, body.id), "the calling session's stream still receives");
   await Stream.settle();
   assert.equal(s1.events.length, n, 'nothing more reaches the closed stream');
   assert.equal(s2.ended, false);
@@ -92,7 +92,7 @@ test('close on account deletion: every stream of the account closes', async () =
   assert.equal(s2.events.length, n2);
 });
 
-test('close on device deletion: that device\'s stream closes, the same session\'s other device stream stays', async () => {
+test("close on device deletion: that device's stream closes, the same session's other device stream stays", async () => {
   const a = await userWithDevices(server, 1);
   const b = await userWithDevices(server, 3);
   const [b1, b2, b3] = b.devices as [string, string, string];
@@ -111,7 +111,7 @@ test('close on device deletion: that device\'s stream closes, the same session\'
   assert.ok(await gotMsg(s2, body.id));
   assert.ok(await gotMsg(s3, body.id));
   await Stream.settle();
-  assert.equal(s1.events.length, n, 'nothing more reaches the deleted device\'s stream');
+  assert.equal(s1.events.length, n, "nothing more reaches the deleted device's stream");
   assertError(await b.c.get(`/api/events?device=${b1}`), 403, 'unknown_device');
 
   // a device may delete itself; its own stream closes too

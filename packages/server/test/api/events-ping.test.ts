@@ -42,7 +42,11 @@ test('ping: every open stream gets the comment `: ping` every 20 s, and not befo
   for (const s of all) assert.ok(await s.until(() => s.comments.length === 2), 'a second ping at 40 s');
   for (const s of all) assert.deepEqual(s.comments, [': ping', ': ping']);
   // a ping is a comment, not an event: the events are still only `ready`
-  for (const s of all) assert.deepEqual(s.events.map((e) => e.event), ['ready']);
+  for (const s of all)
+    assert.deepEqual(
+      s.events.map((e) => e.event),
+      ['ready'],
+    );
   for (const s of all) s.close();
 });
 

@@ -34,7 +34,7 @@ test('room and room_left are not queued: a device offline at the time gets neith
   sB2.close();
 
   assert.deepEqual((await replay(b.c, b1)).names, ['ready'], 'nothing replayed to the offline member device');
-  assert.deepEqual((await replay(a.c, a2)).names, ['ready'], 'nothing replayed to the creator\'s offline device');
+  assert.deepEqual((await replay(a.c, a2)).names, ['ready'], "nothing replayed to the creator's offline device");
   // while msg events are queued for the same offline devices
   const r = await send(b.c, dmBody(a.c.nick), b1);
   assert.equal(r.status, 202);
@@ -53,7 +53,7 @@ test('room_left after a room deletion and after a leave is not queued either', a
   assert.deepEqual((await replay(a.c, a.devices[0]!)).names, ['ready']);
 });
 
-test('X-Device: the device that sent a message never gets it; the sender\'s other devices do', async () => {
+test("X-Device: the device that sent a message never gets it; the sender's other devices do", async () => {
   const a = await userWithDevices(server, 2);
   const b = await userWithDevices(server, 1);
   const [a1, a2] = a.devices as [string, string];
@@ -69,7 +69,7 @@ test('X-Device: the device that sent a message never gets it; the sender\'s othe
   s2.close();
 });
 
-test('X-Device: room creation with X-Device sends `room` to the creator\'s other devices only', async () => {
+test("X-Device: room creation with X-Device sends `room` to the creator's other devices only", async () => {
   const a = await userWithDevices(server, 2);
   const [a1, a2] = a.devices as [string, string];
   const s1 = await Stream.open(a.c, a1);
@@ -82,7 +82,10 @@ test('X-Device: room creation with X-Device sends `room` to the creator\'s other
   assert.ok(await s2.until((ev) => ev.some((e) => e.event === 'room')));
   const ev = s2.named('room')[0]!.json;
   assert.equal(ev.id, id);
-  assert.deepEqual(ev.keys.map((k: { keyId: string }) => k.keyId), [keyId]);
+  assert.deepEqual(
+    ev.keys.map((k: { keyId: string }) => k.keyId),
+    [keyId],
+  );
   await Stream.settle();
   assert.deepEqual(names(s1), ['ready'], 'the calling device gets the response, not the event');
   s1.close();
@@ -106,7 +109,7 @@ test('X-Device: a members change with X-Device sends `room` to every member devi
   for (const s of [sA1, sA2, sB]) s.close();
 });
 
-test('X-Device: a leave with X-Device sends `room_left` to the leaver\'s other devices only, `room` to the remaining members', async () => {
+test("X-Device: a leave with X-Device sends `room_left` to the leaver's other devices only, `room` to the remaining members", async () => {
   const a = await userWithDevices(server, 1);
   const b = await userWithDevices(server, 2);
   const [b1, b2] = b.devices as [string, string];

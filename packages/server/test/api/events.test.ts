@@ -41,7 +41,14 @@ describe('refused connections are JSON errors without a stream', () => {
 
   test('events: device missing or malformed answers 400 invalid field device', async () => {
     const { c } = await userWithDevices(server, 1);
-    for (const path of ['/api/events', '/api/events?device=', '/api/events?device=short', `/api/events?device=${'x'.repeat(65)}`, '/api/events?device=bad%20device!', '/api/events?dev=abcdefgh1']) {
+    for (const path of [
+      '/api/events',
+      '/api/events?device=',
+      '/api/events?device=short',
+      `/api/events?device=${'x'.repeat(65)}`,
+      '/api/events?device=bad%20device!',
+      '/api/events?dev=abcdefgh1',
+    ]) {
       const r = await c.get(path);
       assertError(r, 400, 'invalid', 'device');
       assertJsonRefusal(r);
@@ -116,7 +123,10 @@ test('live: after `ready`, a new envelope arrives at once as a `msg` event with 
   const r = await send(a.c, body, a.devices[0]);
   assert.equal(r.status, 202);
   assert.ok(await gotMsg(s, body.id));
-  assert.deepEqual(s.events.map((e) => e.event), ['ready', 'msg']);
+  assert.deepEqual(
+    s.events.map((e) => e.event),
+    ['ready', 'msg'],
+  );
   const m = s.events[1]!;
   assert.equal(m.id, body.id);
   assert.equal(m.data, JSON.stringify({ id: body.id, to: { dm: b.c.nick }, from: a.c.nick, keyId: 'dm', iv: body.iv, ct: body.ct, ts: r.json.ts }));
@@ -186,7 +196,16 @@ describe('a message sent during the replay is neither lost nor duplicated', () =
     for (let i = 0; i < 1200; i++) {
       const id = ulid(now);
       seeded.push(id);
-      await store.sendMessage({ id, from: a.c.nick, to: { dm: b.c.nick }, keyId: 'dm', iv: 'AAAAAAAAAAAAAAAA', ct: 'AAAAAAAAAAAAAAAAAAAAAA', senderDevice: a.devices[0]!, now });
+      await store.sendMessage({
+        id,
+        from: a.c.nick,
+        to: { dm: b.c.nick },
+        keyId: 'dm',
+        iv: 'AAAAAAAAAAAAAAAA',
+        ct: 'AAAAAAAAAAAAAAAAAAAAAA',
+        senderDevice: a.devices[0]!,
+        now,
+      });
     }
     const s = await Stream.open(b.c, b1);
     const live = await Promise.all(Array.from({ length: 8 }, () => send(a.c, dmBody(b.c.nick), a.devices[0])));
@@ -215,7 +234,10 @@ test('second stream: a new stream for the same device closes the older one, and 
   const s2 = await Stream.open(b.c, b1);
   assert.ok(await s1.closedByServer(), 'the older stream is closed');
   assert.ok(await s2.ready());
-  assert.deepEqual(s2.events.map((e) => e.event), ['msg', 'ready']);
+  assert.deepEqual(
+    s2.events.map((e) => e.event),
+    ['msg', 'ready'],
+  );
   assert.equal(s2.events[0]!.json.id, m1);
 
   const before = s1.events.length;
@@ -237,13 +259,20 @@ test('push-pending: opening a stream resets it (claimPush returns the device aga
   assert.equal(put.status, 204, put.text);
   const store = server.app.deps.store;
 
-  assert.deepEqual((await store.claimPush([d])).map((t) => t.deviceId), [d]);
+  assert.deepEqual(
+    (await store.claimPush([d])).map((t) => t.deviceId),
+    [d],
+  );
   assert.deepEqual(await store.claimPush([d]), [], 'pending: no second push');
   assert.deepEqual(await store.claimPush([d]), []);
 
   const s = await Stream.open(c, d);
   assert.ok(await s.ready());
   s.close();
-  assert.deepEqual((await store.claimPush([d])).map((t) => t.deviceId), [d], 'reset by opening the stream');
+  assert.deepEqual(
+    (await store.claimPush([d])).map((t) => t.deviceId),
+    [d],
+    'reset by opening the stream',
+  );
   assert.deepEqual(await store.claimPush([d]), []);
 });

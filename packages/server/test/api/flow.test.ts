@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client, Stream, addDevice, dmBody, signup, startServer } from '../harness.js';
 
-test('a DM sent by one account reaches the other account\'s open stream, and once acked is not replayed', async () => {
+test("a DM sent by one account reaches the other account's open stream, and once acked is not replayed", async () => {
   const server = await startServer();
   try {
     const alice = await signup(server);

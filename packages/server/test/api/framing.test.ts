@@ -41,19 +41,30 @@ interface Target {
 }
 
 const cookieOf = (c: Client) => ({ cookie: c.cookie! });
-const has = async (c: Client, path: string, pick: (x: Record<string, unknown>) => boolean) => ((await c.get(path)).json as Record<string, unknown>[]).some(pick);
+const has = async (c: Client, path: string, pick: (x: Record<string, unknown>) => boolean) =>
+  ((await c.get(path)).json as Record<string, unknown>[]).some(pick);
 
 function subscription() {
   const e = createECDH('prime256v1');
   e.generateKeys();
-  return { subscription: { endpoint: `https://push.example.com/wpush/v2/${b64(24)}`, keys: { p256dh: e.getPublicKey().toString('base64url'), auth: b64(16) } } };
+  return {
+    subscription: {
+      endpoint: `https://push.example.com/wpush/v2/${b64(24)}`,
+      keys: { p256dh: e.getPublicKey().toString('base64url'), auth: b64(16) },
+    },
+  };
 }
 
 async function roomOf(owner: Client, member?: Client): Promise<string> {
   const id = id16();
   assert.equal((await owner.post('/api/rooms', { id, name: 'Room', keyId: id16(), keys: [wk(owner.nick)] })).status, 201);
   if (member) {
-    const r = await owner.post(`/api/rooms/${id}/members`, { add: [member.nick], remove: [], keyId: id16(), keys: [wk(owner.nick), wk(member.nick)] });
+    const r = await owner.post(`/api/rooms/${id}/members`, {
+      add: [member.nick],
+      remove: [],
+      keyId: id16(),
+      keys: [wk(owner.nick), wk(member.nick)],
+    });
     assert.equal(r.status, 200, r.text);
   }
   return id;
@@ -68,29 +79,59 @@ const TARGETS: Record<string, () => Promise<Target>> = {
   'POST /api/rooms/:id/leave': async () => {
     const [a, b] = [await signup(server), await signup(server)];
     const id = await roomOf(a, b);
-    return { method: 'POST', path: `/api/rooms/${id}/leave`, headers: cookieOf(b), body: '{}', done: async () => !(await rooms(b)).some((r) => r.id === id) };
+    return {
+      method: 'POST',
+      path: `/api/rooms/${id}/leave`,
+      headers: cookieOf(b),
+      body: '{}',
+      done: async () => !(await rooms(b)).some((r) => r.id === id),
+    };
   },
   'DELETE /api/rooms/:id': async () => {
     const a = await signup(server);
     const id = await roomOf(a);
-    return { method: 'DELETE', path: `/api/rooms/${id}`, headers: cookieOf(a), body: '{}', done: async () => !(await rooms(a)).some((r) => r.id === id) };
+    return {
+      method: 'DELETE',
+      path: `/api/rooms/${id}`,
+      headers: cookieOf(a),
+      body: '{}',
+      done: async () => !(await rooms(a)).some((r) => r.id === id),
+    };
   },
   'DELETE /api/devices/:id': async () => {
     const a = await signup(server);
     const d = await addDevice(a);
-    return { method: 'DELETE', path: `/api/devices/${d}`, headers: cookieOf(a), body: '{}', done: async () => !(await has(a, '/api/devices', (x) => x.id === d)) };
+    return {
+      method: 'DELETE',
+      path: `/api/devices/${d}`,
+      headers: cookieOf(a),
+      body: '{}',
+      done: async () => !(await has(a, '/api/devices', (x) => x.id === d)),
+    };
   },
   'DELETE /api/devices/:id/push': async () => {
     const a = await signup(server);
     const d = await addDevice(a);
     assert.equal((await a.put(`/api/devices/${d}/push`, subscription(), { device: d })).status, 204);
     const headers = { ...cookieOf(a), 'x-device': d };
-    return { method: 'DELETE', path: `/api/devices/${d}/push`, headers, body: '{}', done: async () => !(await has(a, '/api/devices', (x) => x.id === d && x.push === true)) };
+    return {
+      method: 'DELETE',
+      path: `/api/devices/${d}/push`,
+      headers,
+      body: '{}',
+      done: async () => !(await has(a, '/api/devices', (x) => x.id === d && x.push === true)),
+    };
   },
   'DELETE /api/contacts/:nick': async () => {
     const [a, b] = [await signup(server), await signup(server)];
     assert.equal((await a.post('/api/contacts', { nick: b.nick })).status, 201);
-    return { method: 'DELETE', path: `/api/contacts/${b.nick}`, headers: cookieOf(a), body: '{}', done: async () => !(await has(a, '/api/contacts', (x) => x.nick === b.nick)) };
+    return {
+      method: 'DELETE',
+      path: `/api/contacts/${b.nick}`,
+      headers: cookieOf(a),
+      body: '{}',
+      done: async () => !(await has(a, '/api/contacts', (x) => x.nick === b.nick)),
+    };
   },
   // A route that takes a body: a truncated or garbled one must not be half-applied either.
   'POST /api/contacts': async () => {
@@ -107,7 +148,11 @@ const hex = (s: string) => Buffer.byteLength(s).toString(16);
 /** Malformed framings of a body: the head's extra headers and the bytes after the head. */
 const FRAMINGS: Record<string, (body: string) => { headers: Record<string, string>; rest: string; close?: boolean }> = {
   'chunked, whole body, then trailing garbage': (b) => ({ headers: chunked, rest: `${hex(b)}\r\n${b}\r\n0\r\n\r\nGARBAGE}}\r\n\r\n` }),
-  'chunked, whole body, then trailing garbage after Connection: close': (b) => ({ headers: chunked, rest: `${hex(b)}\r\n${b}\r\n0\r\n\r\nGARBAGE`, close: true }),
+  'chunked, whole body, then trailing garbage after Connection: close': (b) => ({
+    headers: chunked,
+    rest: `${hex(b)}\r\n${b}\r\n0\r\n\r\nGARBAGE`,
+    close: true,
+  }),
   'chunked, a chunk size shorter than its data (short body, garbage after it)': (b) => ({ headers: chunked, rest: `1\r\n${b}xx\r\n0\r\n\r\n` }),
   'chunked, a chunk size that is not hex': (b) => ({ headers: chunked, rest: `zz\r\n${b}\r\n0\r\n\r\n` }),
   'chunked, a negative chunk size': (b) => ({ headers: chunked, rest: `-2\r\n${b}\r\n0\r\n\r\n` }),
@@ -115,14 +160,32 @@ const FRAMINGS: Record<string, (body: string) => { headers: Record<string, strin
   'chunked, a chunk size longer than the data, never completed': (b) => ({ headers: chunked, rest: `ff\r\n${b}\r\n0\r\n\r\n` }),
   'chunked, no last chunk': (b) => ({ headers: chunked, rest: `${hex(b)}\r\n${b}\r\n` }),
   'chunked, a bad chunk extension': (b) => ({ headers: chunked, rest: `${hex(b)};\x01\r\n${b}\r\n0\r\n\r\n` }),
-  'Content-Length and chunked together': (b) => ({ headers: { ...chunked, 'content-length': String(Buffer.byteLength(b)) }, rest: `${hex(b)}\r\n${b}\r\n0\r\n\r\n` }),
+  'Content-Length and chunked together': (b) => ({
+    headers: { ...chunked, 'content-length': String(Buffer.byteLength(b)) },
+    rest: `${hex(b)}\r\n${b}\r\n0\r\n\r\n`,
+  }),
   'Content-Length shorter than the body': (b) => ({ headers: { ...JSON_TYPE, 'content-length': '1' }, rest: b }),
   'Content-Length shorter than the body, Connection: close': (b) => ({ headers: { ...JSON_TYPE, 'content-length': '1' }, rest: b, close: true }),
   'Content-Length longer than the body': (b) => ({ headers: { ...JSON_TYPE, 'content-length': String(Buffer.byteLength(b) + 20) }, rest: b }),
-  'trailing garbage after the JSON, inside the declared length': (b) => ({ headers: { ...JSON_TYPE, 'content-length': String(Buffer.byteLength(b) + 6) }, rest: `${b}GARBAG`, close: true }),
-  'trailing garbage after the JSON, past the declared length': (b) => ({ headers: { ...JSON_TYPE, 'content-length': String(Buffer.byteLength(b)) }, rest: `${b}GARBAGE\r\n\r\n` }),
-  'a body with a wrong content type': (b) => ({ headers: { 'content-type': 'text/plain', 'content-length': String(Buffer.byteLength(b)) }, rest: b, close: true }),
-  'a body with a malformed content type': (b) => ({ headers: { 'content-type': 'application/json; charset', 'content-length': String(Buffer.byteLength(b)) }, rest: b, close: true }),
+  'trailing garbage after the JSON, inside the declared length': (b) => ({
+    headers: { ...JSON_TYPE, 'content-length': String(Buffer.byteLength(b) + 6) },
+    rest: `${b}GARBAG`,
+    close: true,
+  }),
+  'trailing garbage after the JSON, past the declared length': (b) => ({
+    headers: { ...JSON_TYPE, 'content-length': String(Buffer.byteLength(b)) },
+    rest: `${b}GARBAGE\r\n\r\n`,
+  }),
+  'a body with a wrong content type': (b) => ({
+    headers: { 'content-type': 'text/plain', 'content-length': String(Buffer.byteLength(b)) },
+    rest: b,
+    close: true,
+  }),
+  'a body with a malformed content type': (b) => ({
+    headers: { 'content-type': 'application/json; charset', 'content-length': String(Buffer.byteLength(b)) },
+    rest: b,
+    close: true,
+  }),
   'a body without a content type': (b) => ({ headers: { 'content-length': String(Buffer.byteLength(b)) }, rest: b, close: true }),
 };
 

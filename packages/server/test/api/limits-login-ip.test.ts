@@ -42,7 +42,11 @@ test('login: after 100 attempts across different nicks from one IP, the next ans
   const c = new Client(server);
   expectLimited(await c.post('/api/login', { nick: alice.nick, authKey: alice.authKey }, from('203.0.113.40')));
   assert.equal(c.cookie, null, 'even the right key gets no session from that address');
-  assert.equal((await new Client(server).post('/api/login', { nick: alice.nick, authKey: alice.authKey }, from('203.0.113.41'))).status, 200, 'another address has its own bucket');
+  assert.equal(
+    (await new Client(server).post('/api/login', { nick: alice.nick, authKey: alice.authKey }, from('203.0.113.41'))).status,
+    200,
+    'another address has its own bucket',
+  );
 });
 
 test('login: attempts refused for their body count in the per-IP bucket too', async () => {
@@ -54,7 +58,16 @@ test('login: attempts refused for their body count in the per-IP bucket too', as
 
 test('login: the per (IP, nick) limit still holds below the per-IP bucket', async () => {
   const alice = await signup(server);
-  for (let i = 0; i < 10; i++) assertError(await new Client(server).post('/api/login', { nick: alice.nick, authKey: b64(32) }, from('203.0.113.43')), 401, 'invalid_credentials');
+  for (let i = 0; i < 10; i++)
+    assertError(
+      await new Client(server).post('/api/login', { nick: alice.nick, authKey: b64(32) }, from('203.0.113.43')),
+      401,
+      'invalid_credentials',
+    );
   expectLimited(await new Client(server).post('/api/login', { nick: alice.nick, authKey: alice.authKey }, from('203.0.113.43')));
-  assert.equal((await new Client(server).post('/api/login', { nick: (await signup(server)).nick, authKey: b64(32) }, from('203.0.113.43'))).status, 401, 'other nicks from the address still have room');
+  assert.equal(
+    (await new Client(server).post('/api/login', { nick: (await signup(server)).nick, authKey: b64(32) }, from('203.0.113.43'))).status,
+    401,
+    'other nicks from the address still have room',
+  );
 });

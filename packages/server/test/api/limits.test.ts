@@ -4,8 +4,23 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { assertError, Client, Stream, addDevice, b64, dmBody, id16, iv, ct, nick, registerBody, signup, startServer, type Res, type TestServer } from '../harness.js';
-
+import {
+  assertError,
+  Client,
+  Stream,
+  addDevice,
+  b64,
+  dmBody,
+  id16,
+  iv,
+  ct,
+  nick,
+  registerBody,
+  signup,
+  startServer,
+  type Res,
+  type TestServer,
+} from '../harness.js';
 
 /** 429 rate_limited with Retry-After an integer number of seconds, at least 1 and at most the window. */
 function expectLimited(r: Res, windowSeconds: number): void {
@@ -37,7 +52,11 @@ describe('limits: registration per client IP', () => {
     const r = await c.post('/api/register', registerBody(n), from);
     expectLimited(r, 3600);
     assert.equal(c.cookie, null);
-    assert.equal((await new Client(server).post('/api/register', registerBody(n), ip('203.0.113.11'))).status, 201, 'the nick was not taken by the refused attempt');
+    assert.equal(
+      (await new Client(server).post('/api/register', registerBody(n), ip('203.0.113.11'))).status,
+      201,
+      'the nick was not taken by the refused attempt',
+    );
   });
 
   test('different X-Real-IP values from a loopback peer have separate registration budgets', async () => {
@@ -72,7 +91,8 @@ describe('limits: login per (client IP, nick)', () => {
   test('login is limited per (IP, nick) and counts failed attempts; 429 rate_limited with Retry-After even for the right key', async () => {
     const alice = await signup(server);
     const from = ip('203.0.113.30');
-    for (let i = 0; i < 3; i++) assertError(await new Client(server).post('/api/login', { nick: alice.nick, authKey: b64(32) }, from), 401, 'invalid_credentials');
+    for (let i = 0; i < 3; i++)
+      assertError(await new Client(server).post('/api/login', { nick: alice.nick, authKey: b64(32) }, from), 401, 'invalid_credentials');
     const c = new Client(server);
     const r = await c.post('/api/login', { nick: alice.nick, authKey: alice.authKey }, from);
     expectLimited(r, 600);
@@ -83,10 +103,15 @@ describe('limits: login per (client IP, nick)', () => {
     const alice = await signup(server);
     const bob = await signup(server);
     const from = ip('203.0.113.31');
-    for (let i = 0; i < 3; i++) assert.equal((await new Client(server).post('/api/login', { nick: alice.nick, authKey: alice.authKey }, from)).status, 200);
+    for (let i = 0; i < 3; i++)
+      assert.equal((await new Client(server).post('/api/login', { nick: alice.nick, authKey: alice.authKey }, from)).status, 200);
     expectLimited(await new Client(server).post('/api/login', { nick: alice.nick, authKey: alice.authKey }, from), 600);
     assert.equal((await new Client(server).post('/api/login', { nick: bob.nick, authKey: bob.authKey }, from)).status, 200, 'other nick, same IP');
-    assert.equal((await new Client(server).post('/api/login', { nick: alice.nick, authKey: alice.authKey }, ip('203.0.113.32'))).status, 200, 'same nick, other IP');
+    assert.equal(
+      (await new Client(server).post('/api/login', { nick: alice.nick, authKey: alice.authKey }, ip('203.0.113.32'))).status,
+      200,
+      'same nick, other IP',
+    );
   });
 
   test('login attempts refused for their shape count, and the login limit is checked before shape errors', async () => {
@@ -105,7 +130,8 @@ describe('limits: login per (client IP, nick)', () => {
   test('login attempts for an unknown nick are limited the same way', async () => {
     const ghost = nick('ghost');
     const from = ip('203.0.113.34');
-    for (let i = 0; i < 3; i++) assertError(await new Client(server).post('/api/login', { nick: ghost, authKey: b64(32) }, from), 401, 'invalid_credentials');
+    for (let i = 0; i < 3; i++)
+      assertError(await new Client(server).post('/api/login', { nick: ghost, authKey: b64(32) }, from), 401, 'invalid_credentials');
     expectLimited(await new Client(server).post('/api/login', { nick: ghost, authKey: b64(32) }, from), 600);
   });
 });
@@ -243,7 +269,11 @@ describe('limits: message limit per nick', () => {
     assertError(await alice.post('/api/messages', dmBody(bob.nick), { device: 'not-my-device-1' }), 403, 'unknown_device');
     assertError(await alice.post('/api/messages', dmBody(nick('ghost')), { device: aDev }), 404, 'unknown_user');
     assertError(await alice.post('/api/messages', dmBody(alice.nick), { device: aDev }), 400, 'self');
-    assertError(await alice.post('/api/messages', { id: dmBody(bob.nick).id, to: { room: id16() }, keyId: id16(), iv: iv(), ct: ct() }, { device: aDev }), 403, 'not_member');
+    assertError(
+      await alice.post('/api/messages', { id: dmBody(bob.nick).id, to: { room: id16() }, keyId: id16(), iv: iv(), ct: ct() }, { device: aDev }),
+      403,
+      'not_member',
+    );
   });
 
   test('the session check (401) comes before the message limit', async () => {

@@ -51,7 +51,8 @@ describe('request log', () => {
   function client(): Client {
     const c = new Client(server);
     const req = c.req.bind(c);
-    c.req = (method, path, o = {}) => req(method, path, { ...o, headers: { 'x-real-ip': REAL_IP, 'x-custom': 'hdrsecret-value', ...(o.headers ?? {}) } });
+    c.req = (method, path, o = {}) =>
+      req(method, path, { ...o, headers: { 'x-real-ip': REAL_IP, 'x-custom': 'hdrsecret-value', ...(o.headers ?? {}) } });
     return c;
   }
 
@@ -101,14 +102,23 @@ describe('request log', () => {
     expectLine((await oneLine(() => alice.get(`/api/users/${nick('lognick')}`))).line, 'GET', 404, '/api/users/:nick');
     expectLine((await oneLine(() => alice.post('/api/devices', { id: dev }))).line, 'POST', 201, '/api/devices');
     expectLine((await oneLine(() => bob.post('/api/devices', { id: dev2 }))).line, 'POST', 201, '/api/devices');
-    expectLine((await oneLine(() => alice.put(`/api/devices/${dev}/push`, { subscription: {} }, { device: dev }))).line, 'PUT', 400, '/api/devices/:id/push');
+    expectLine(
+      (await oneLine(() => alice.put(`/api/devices/${dev}/push`, { subscription: {} }, { device: dev }))).line,
+      'PUT',
+      400,
+      '/api/devices/:id/push',
+    );
     expectLine((await oneLine(() => alice.del(`/api/devices/${dev}/push`, undefined, { device: dev }))).line, 'DELETE', 204, '/api/devices/:id/push');
     expectLine((await oneLine(() => alice.post('/api/contacts', { nick: bob.nick }))).line, 'POST', 201, '/api/contacts');
     expectLine((await oneLine(() => alice.del(`/api/contacts/${bob.nick}`))).line, 'DELETE', 204, '/api/contacts/:nick');
     const key = (to: string) => ({ to, iv: iv(), ct: ct() });
-    const rc = await oneLine(() => alice.post('/api/rooms', { id: room, name: 'bodysecret-room-name', keyId: id16(), keys: [key(alice.nick)] }, { device: dev }));
+    const rc = await oneLine(() =>
+      alice.post('/api/rooms', { id: room, name: 'bodysecret-room-name', keyId: id16(), keys: [key(alice.nick)] }, { device: dev }),
+    );
     expectLine(rc.line, 'POST', 201, '/api/rooms');
-    const mem = await oneLine(() => alice.post(`/api/rooms/${room}/members`, { add: [bob.nick], remove: [], keyId: id16(), keys: [key(alice.nick), key(bob.nick)] }));
+    const mem = await oneLine(() =>
+      alice.post(`/api/rooms/${room}/members`, { add: [bob.nick], remove: [], keyId: id16(), keys: [key(alice.nick), key(bob.nick)] }),
+    );
     expectLine(mem.line, 'POST', 200, '/api/rooms/:id/members');
     expectLine((await oneLine(() => alice.get('/api/rooms'))).line, 'GET', 200, '/api/rooms');
     const sent = await oneLine(() => alice.post('/api/messages', dmBody(bob.nick), { device: dev }));

@@ -64,7 +64,15 @@ describe('POST /api/ack', () => {
   test('ack precedence: the ids shape is checked before the device (bad ids with a foreign X-Device answers invalid)', async () => {
     const { alice, a1, bob, bDevs } = await queued(1);
     assertError(await ack(bob, 'nope', a1), 400, 'invalid', 'ids');
-    assertError(await ack(bob, Array.from({ length: 501 }, () => 'x')), 400, 'invalid', 'ids');
+    assertError(
+      await ack(
+        bob,
+        Array.from({ length: 501 }, () => 'x'),
+      ),
+      400,
+      'invalid',
+      'ids',
+    );
     assertError(await alice.post('/api/ack', '{not json', { device: bDevs[0]! }), 400, 'bad_json');
   });
 
@@ -91,7 +99,7 @@ describe('POST /api/ack', () => {
     assert.deepEqual((await replay(bob, b1)).msgIds, [ids[1], foreign.json.id]);
   });
 
-  test('ack: one device\'s ack does not remove the entry from another device\'s queue', async () => {
+  test("ack: one device's ack does not remove the entry from another device's queue", async () => {
     const { alice, a1, bob, bDevs, ids } = await queued(2, 2);
     const [b1, b2] = bDevs as [string, string];
     assert.equal((await ack(bob, ids, b1)).status, 204);
@@ -119,7 +127,16 @@ describe('queue cap (docs/API.md §2.5)', () => {
     for (let i = 0; i < 10_000; i++) {
       const id = ulid(now);
       seeded.push(id);
-      const r = await store.sendMessage({ id, from: a.c.nick, to: { dm: b.c.nick }, keyId: 'dm', iv: 'AAAAAAAAAAAAAAAA', ct: 'AAAAAAAAAAAAAAAAAAAAAA', senderDevice: a1, now });
+      const r = await store.sendMessage({
+        id,
+        from: a.c.nick,
+        to: { dm: b.c.nick },
+        keyId: 'dm',
+        iv: 'AAAAAAAAAAAAAAAA',
+        ct: 'AAAAAAAAAAAAAAAAAAAAAA',
+        senderDevice: a1,
+        now,
+      });
       assert.equal('status' in r && r.status, 'queued');
     }
     const full = await store.readQueue(b1, 0, 20_000);

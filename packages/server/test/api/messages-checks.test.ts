@@ -43,7 +43,11 @@ describe('check 1: body parse', () => {
     assertError(await send(alice, JSON.stringify(dmBody(bob.nick)).slice(0, -1), a1), 400, 'bad_json');
     // docs/API.md §1.4: a Content-Type other than application/json, and an empty body, are bad_json too
     assertError(await alice.post('/api/messages', undefined, { device: a1, headers: { 'content-type': 'application/json' } }), 400, 'bad_json');
-    const asText = await alice.req('POST', '/api/messages', { body: JSON.stringify(dmBody(bob.nick)), device: a1, headers: { 'content-type': 'text/plain' } });
+    const asText = await alice.req('POST', '/api/messages', {
+      body: JSON.stringify(dmBody(bob.nick)),
+      device: a1,
+      headers: { 'content-type': 'text/plain' },
+    });
     assertError(asText, 400, 'bad_json');
     await assertQueueEmpty(bob, b1);
   });
@@ -61,7 +65,10 @@ describe('check 1: body parse', () => {
     const res = await new Promise<{ status: number; body: string }>((resolve, reject) => {
       const req = request(
         `${server.url}/api/messages`,
-        { method: 'POST', headers: { origin: ORIGIN, cookie: alice.cookie!, 'x-device': a1, 'content-type': 'application/json', 'transfer-encoding': 'chunked' } },
+        {
+          method: 'POST',
+          headers: { origin: ORIGIN, cookie: alice.cookie!, 'x-device': a1, 'content-type': 'application/json', 'transfer-encoding': 'chunked' },
+        },
         (r) => {
           let body = '';
           r.on('data', (d: Buffer) => (body += d.toString()));
@@ -159,22 +166,34 @@ describe('check 2: shape', () => {
 
   test('check 2: room not an id16 answers invalid field to', async () => {
     const bad = ['abc', id16() + 'A', b64(15), b64(17), '+' + id16().slice(1), id16() + '==', 7, null];
-    await expectInvalid(bad.map((room) => () => roomBody(room as string, id16())), 'to');
+    await expectInvalid(
+      bad.map((room) => () => roomBody(room as string, id16())),
+      'to',
+    );
   });
 
   test('check 2: room message with keyId not an id16 answers invalid field keyId', async () => {
     const bad = ['dm', b64(15), b64(17), '/' + id16().slice(1), 5, undefined];
-    await expectInvalid(bad.map((keyId) => () => roomBody(id16(), keyId as string)), 'keyId');
+    await expectInvalid(
+      bad.map((keyId) => () => roomBody(id16(), keyId as string)),
+      'keyId',
+    );
   });
 
   test('check 2: iv not 12 bytes of b64url answers invalid field iv', async () => {
     const bad = [b64(11), b64(13), '+' + iv().slice(1), iv() + '=', '', 12, undefined];
-    await expectInvalid(bad.map((v) => (n: string) => ({ ...dmBody(n), iv: v })), 'iv');
+    await expectInvalid(
+      bad.map((v) => (n: string) => ({ ...dmBody(n), iv: v })),
+      'iv',
+    );
   });
 
   test('check 2: ct not b64url or decoding to fewer than 16 bytes answers invalid field ct', async () => {
     const bad = [ct(15), ct(1), '', '+' + ct(32).slice(1), ct(32).slice(0, -1) + '=', 'AAAAA', 'AAAA AAAA AAAA AAAA AAAA AAAA', 32, undefined];
-    await expectInvalid(bad.map((v) => (n: string) => ({ ...dmBody(n), ct: v })), 'ct');
+    await expectInvalid(
+      bad.map((v) => (n: string) => ({ ...dmBody(n), ct: v })),
+      'ct',
+    );
   });
 
   test('check 2: ct of exactly 16 bytes is accepted', async () => {
@@ -361,7 +380,7 @@ describe('check 5: target rights', () => {
     assertError(await send(alice, dmBody(carol.c.nick), a1), 404, 'unknown_user');
   });
 
-  test('check 5: a DM to the caller\'s own nick answers 400 self and queues nothing', async () => {
+  test("check 5: a DM to the caller's own nick answers 400 self and queues nothing", async () => {
     const a = await userWithDevices(server, 2);
     assertError(await send(a.c, dmBody(a.c.nick), a.devices[0]), 400, 'self');
     await assertQueueEmpty(a.c, a.devices[1]!);

@@ -78,7 +78,7 @@ test('targets (dm): every device of the recipient and every other device of the 
   assert.equal(r.status, 202, r.text);
   const id = r.json.id as string;
   assert.ok(await gotMsg(sB1, id), 'recipient device online gets it live');
-  assert.ok(await gotMsg(sA2, id), 'sender\'s other online device gets it live');
+  assert.ok(await gotMsg(sA2, id), "sender's other online device gets it live");
   await Stream.settle();
   assert.equal(sA1.named('msg').length, 0, 'the sending device gets nothing');
   assert.equal(sO.named('msg').length, 0, 'an unrelated account gets nothing');
@@ -118,7 +118,7 @@ test('targets (room): every device of every member except the sending device; no
   assert.equal(sOut.named('msg').length, 0, 'a non-member gets nothing');
   for (const s of [sA1, sB1, sOut]) s.close();
 
-  assert.deepEqual((await replay(a.c, a.devices[1]!)).msgIds, [id], 'sender\'s other device');
+  assert.deepEqual((await replay(a.c, a.devices[1]!)).msgIds, [id], "sender's other device");
   assert.deepEqual((await replay(c.c, c.devices[0]!)).msgIds, [id]);
   assert.deepEqual((await replay(c.c, c.devices[1]!)).msgIds, [id]);
   assert.deepEqual((await replay(a.c, a.devices[0]!)).msgIds, []);
@@ -169,7 +169,7 @@ test('idempotent retry: the same id by the same sender answers 202 with the orig
   const q = await replay(b.c, b.devices[0]!);
   assert.deepEqual(q.msgIds, [body.id]);
   assert.equal(JSON.parse(q.events[0]!.data).ct, body.ct, 'the original envelope is kept');
-  assert.deepEqual((await replay(a.c, a.devices[1]!)).msgIds, [body.id], 'the sender\'s other device has it once');
+  assert.deepEqual((await replay(a.c, a.devices[1]!)).msgIds, [body.id], "the sender's other device has it once");
 });
 
 test('idempotent retry: a retry after the recipient acknowledged does not queue the envelope again', async () => {

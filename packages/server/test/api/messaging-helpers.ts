@@ -24,7 +24,6 @@ export function roomBody(roomId: string, keyId: string, id = ulid()) {
   return { id, to: { room: roomId }, keyId, iv: iv(), ct: ct() };
 }
 
-
 export interface TestRoom {
   id: string;
   /** Key ids in the order they were made; the last is the newest. */
@@ -35,15 +34,34 @@ export interface TestRoom {
 export async function createRoom(owner: Client, members: Client[] = [], opts: { device?: string } = {}): Promise<TestRoom> {
   const id = id16();
   const keyId = id16();
-  const r = await owner.post('/api/rooms', { id, name: 'room', keyId, keys: [{ to: owner.nick, iv: iv(), ct: ct() }] }, opts.device ? { device: opts.device } : {});
+  const r = await owner.post(
+    '/api/rooms',
+    { id, name: 'room', keyId, keys: [{ to: owner.nick, iv: iv(), ct: ct() }] },
+    opts.device ? { device: opts.device } : {},
+  );
   assert.equal(r.status, 201, r.text);
   const room: TestRoom = { id, keyIds: [keyId] };
-  if (members.length > 0) await changeMembers(owner, room, [owner.nick, ...members.map((m) => m.nick)], members.map((m) => m.nick), [], opts);
+  if (members.length > 0)
+    await changeMembers(
+      owner,
+      room,
+      [owner.nick, ...members.map((m) => m.nick)],
+      members.map((m) => m.nick),
+      [],
+      opts,
+    );
   return room;
 }
 
 /** POST /api/rooms/{id}/members with a fresh key for every nick of `finalMembers`. */
-export async function changeMembers(owner: Client, room: TestRoom, finalMembers: string[], add: string[], remove: string[], opts: { device?: string } = {}): Promise<void> {
+export async function changeMembers(
+  owner: Client,
+  room: TestRoom,
+  finalMembers: string[],
+  add: string[],
+  remove: string[],
+  opts: { device?: string } = {},
+): Promise<void> {
   const keyId = id16();
   const r = await owner.post(
     `/api/rooms/${room.id}/members`,

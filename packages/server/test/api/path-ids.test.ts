@@ -17,7 +17,12 @@ after(async () => {
 });
 
 const ODD = ['a%00b', '%00', 'x%E2%80%AEy', 'a%0Ab', '%F0%9F%94%91'];
-const pushBody = { subscription: { endpoint: 'https://push.example.org/x', keys: { p256dh: 'BNcRdreALRFXTkOOUHK1EtK2wtaz5Ry4YfYCA_0QTpQtUbVlUls0VJXg7A8u-Ts1XbjhazAkj7I99e8QcYP7DkM', auth: 'tBHItJI5svbpez7KI4CCXg' } } };
+const pushBody = {
+  subscription: {
+    endpoint: 'https://push.example.org/x',
+    keys: { p256dh: 'BNcRdreALRFXTkOOUHK1EtK2wtaz5Ry4YfYCA_0QTpQtUbVlUls0VJXg7A8u-Ts1XbjhazAkj7I99e8QcYP7DkM', auth: 'tBHItJI5svbpez7KI4CCXg' },
+  },
+};
 
 test('a room id that no room can have: leave and delete answer 204, members answers 403 not_owner', async () => {
   const { c, devices } = await userWithDevices(server, 1);

@@ -15,7 +15,6 @@ const CSP = "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; b
 const JSON_TYPE = 'application/json; charset=utf-8';
 const LIMIT = 32768;
 
-
 function expectSecurityHeaders(h: Headers, what: string): void {
   assert.equal(h.get('content-security-policy'), CSP, `CSP on ${what}`);
   assert.equal(h.get('referrer-policy'), 'no-referrer', `Referrer-Policy on ${what}`);
@@ -192,7 +191,11 @@ describe('pipeline', () => {
       const big = Buffer.alloc(LIMIT + 1, 0x20);
       const foreign = { origin: 'http://evil.example', 'content-type': 'application/json', 'content-length': String(big.length) };
       assertError(await raw(server, 'POST', '/api/register', foreign, [big]), 403, 'bad_origin');
-      assertError(await raw(server, 'POST', '/api/register', { 'content-type': 'application/json', 'content-length': String(big.length) }, [big]), 403, 'bad_origin');
+      assertError(
+        await raw(server, 'POST', '/api/register', { 'content-type': 'application/json', 'content-length': String(big.length) }, [big]),
+        403,
+        'bad_origin',
+      );
       assertError(await anon.get('/api/nope', { headers: { origin: 'http://evil.example' } }), 403, 'bad_origin');
       assertError(await anon.req('PATCH', '/api/me', { headers: { origin: 'http://evil.example' } }), 403, 'bad_origin');
       assertError(await anon.post('/api/nope', {}, { noOrigin: true }), 403, 'bad_origin');
@@ -207,7 +210,13 @@ describe('pipeline', () => {
       const body = JSON.stringify(registerBody(n));
       const padded = Buffer.from(body + ' '.repeat(LIMIT + 1 - Buffer.byteLength(body)));
       assert.equal(padded.length, LIMIT + 1);
-      const r = await raw(server, 'POST', '/api/register', { origin: ORIGIN, 'content-type': 'application/json', 'content-length': String(padded.length) }, [padded]);
+      const r = await raw(
+        server,
+        'POST',
+        '/api/register',
+        { origin: ORIGIN, 'content-type': 'application/json', 'content-length': String(padded.length) },
+        [padded],
+      );
       assertError(r, 413, 'too_large');
       assert.ok(await nickIsFree(n), 'no account was created');
     });
@@ -229,14 +238,20 @@ describe('pipeline', () => {
 
       const alice = await signup(server);
       const c2 = Buffer.from(JSON.stringify({ nick: 'abc', pad: 'x'.repeat(40000) }));
-      const r2 = await raw(server, 'POST', '/api/contacts', { origin: ORIGIN, 'content-type': 'application/json', cookie: alice.cookie! }, [c2.subarray(0, 20000), c2.subarray(20000)]);
+      const r2 = await raw(server, 'POST', '/api/contacts', { origin: ORIGIN, 'content-type': 'application/json', cookie: alice.cookie! }, [
+        c2.subarray(0, 20000),
+        c2.subarray(20000),
+      ]);
       assertError(r2, 413, 'too_large');
     });
 
     test('a chunked body within 32768 bytes is read as usual', async () => {
       const n = nick();
       const body = Buffer.from(JSON.stringify(registerBody(n)));
-      const r = await raw(server, 'POST', '/api/register', { origin: ORIGIN, 'content-type': 'application/json' }, [body.subarray(0, 50), body.subarray(50)]);
+      const r = await raw(server, 'POST', '/api/register', { origin: ORIGIN, 'content-type': 'application/json' }, [
+        body.subarray(0, 50),
+        body.subarray(50),
+      ]);
       assert.equal(r.status, 201, r.text);
     });
 
@@ -309,7 +324,11 @@ describe('pipeline', () => {
     test('a route that needs a session answers 401 unauthenticated before parsing the body', async () => {
       assertError(await anon.post('/api/contacts', 'not json'), 401, 'unauthenticated');
       assertError(await anon.post('/api/contacts', '{"nick":"abc"}', { headers: { 'content-type': 'text/plain' } }), 401, 'unauthenticated');
-      assertError(await anon.post('/api/contacts', 'not json', { headers: { cookie: 'svc_session=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' } }), 401, 'unauthenticated');
+      assertError(
+        await anon.post('/api/contacts', 'not json', { headers: { cookie: 'svc_session=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' } }),
+        401,
+        'unauthenticated',
+      );
       assertError(await anon.post('/api/password', ''), 401, 'unauthenticated');
       assertError(await anon.get('/api/me'), 401, 'unauthenticated');
       assertError(await anon.get('/api/users/abc'), 401, 'unauthenticated');
@@ -332,11 +351,21 @@ describe('pipeline', () => {
       for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'application/jsonx', 'multipart/form-data; boundary=x']) {
         assertError(await alice.post('/api/contacts', body, { headers: { 'content-type': type } }), 400, 'bad_json');
       }
-      const none = await raw(server, 'POST', '/api/contacts', { origin: ORIGIN, cookie: alice.cookie!, 'content-length': String(Buffer.byteLength(body)) }, [Buffer.from(body)]);
+      const none = await raw(
+        server,
+        'POST',
+        '/api/contacts',
+        { origin: ORIGIN, cookie: alice.cookie!, 'content-length': String(Buffer.byteLength(body)) },
+        [Buffer.from(body)],
+      );
       assertError(none, 400, 'bad_json');
       assert.deepEqual((await alice.get('/api/contacts')).json, [], 'nothing was added');
       // bad_json comes before the nick rule of register
-      assertError(await new Client(server).post('/api/register', JSON.stringify({ nick: 'A' }), { headers: { 'content-type': 'text/plain' } }), 400, 'bad_json');
+      assertError(
+        await new Client(server).post('/api/register', JSON.stringify({ nick: 'A' }), { headers: { 'content-type': 'text/plain' } }),
+        400,
+        'bad_json',
+      );
       const ok = await alice.post('/api/contacts', body, { headers: { 'content-type': 'application/json; charset=utf-8' } });
       assert.equal(ok.status, 201, ok.text);
     });
@@ -344,7 +373,16 @@ describe('pipeline', () => {
     test('an empty body where a route expects one answers 400 bad_json', async () => {
       const alice = await signup(server);
       assertError(await alice.post('/api/contacts', ''), 400, 'bad_json');
-      assertError(await raw(server, 'POST', '/api/contacts', { origin: ORIGIN, cookie: alice.cookie!, 'content-type': 'application/json', 'content-length': '0' }), 400, 'bad_json');
+      assertError(
+        await raw(server, 'POST', '/api/contacts', {
+          origin: ORIGIN,
+          cookie: alice.cookie!,
+          'content-type': 'application/json',
+          'content-length': '0',
+        }),
+        400,
+        'bad_json',
+      );
       assertError(await alice.post('/api/contacts'), 400, 'bad_json');
       assertError(await new Client(server).post('/api/register', ''), 400, 'bad_json');
       assertError(await anon.post('/api/login', ''), 400, 'bad_json');
@@ -372,7 +410,12 @@ describe('pipeline', () => {
         ['401', await anon.get('/api/me')],
         ['403 bad_origin', await anon.get('/api/config', { headers: { origin: 'http://evil.example' } })],
         ['404 api', await anon.get('/api/nope')],
-        ['413', await raw(server, 'POST', '/api/register', { origin: ORIGIN, 'content-type': 'application/json', 'content-length': String(big.length) }, [big])],
+        [
+          '413',
+          await raw(server, 'POST', '/api/register', { origin: ORIGIN, 'content-type': 'application/json', 'content-length': String(big.length) }, [
+            big,
+          ]),
+        ],
         ['static /', await anon.get('/')],
         ['static /index.html', await anon.get('/index.html')],
         ['static fallback', await anon.get('/chat/some/where')],
@@ -410,7 +453,12 @@ describe('pipeline', () => {
         ['403 bad_origin', await anon.post('/api/login', {}, { noOrigin: true })],
         ['404 not_found', await anon.get('/api/nope')],
         ['404 unsupported method', await alice.req('PATCH', '/api/me', { body: {} })],
-        ['413', await raw(server, 'POST', '/api/register', { origin: ORIGIN, 'content-type': 'application/json', 'content-length': String(big.length) }, [big])],
+        [
+          '413',
+          await raw(server, 'POST', '/api/register', { origin: ORIGIN, 'content-type': 'application/json', 'content-length': String(big.length) }, [
+            big,
+          ]),
+        ],
       ];
       for (const [what, r] of cases) {
         expectJsonHeaders(r.headers, what);

@@ -1,7 +1,22 @@
 /** Room creation: docs/API.md §2.4 (POST /api/rooms, its checks in order, the Room resource) and §3 (events). */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { assertError, rooms, wk, Stream, b64, ct, deviceId, id16, iv, signup, startServer, userWithDevices, type Client, type TestServer } from '../harness.js';
+import {
+  assertError,
+  rooms,
+  wk,
+  Stream,
+  b64,
+  ct,
+  deviceId,
+  id16,
+  iv,
+  signup,
+  startServer,
+  userWithDevices,
+  type Client,
+  type TestServer,
+} from '../harness.js';
 
 let server: TestServer;
 before(async () => {
@@ -10,7 +25,6 @@ before(async () => {
 after(async () => {
   await server.close();
 });
-
 
 const body = (c: Client, over: Record<string, unknown> = {}) => ({ id: id16(), name: 'General', keyId: id16(), keys: [wk(c.nick)], ...over });
 
@@ -32,21 +46,24 @@ test('POST /api/rooms answers 201 Room {id, name, owner, members, createdAt, key
   assert.equal(r.status, 201, r.text);
   assert.deepEqual(Object.keys(r.json).sort(), ['createdAt', 'id', 'keys', 'members', 'name', 'needsRekey', 'owner']);
   const k = b.keys[0]!;
-  assert.deepEqual({ ...r.json, createdAt: 0 }, {
-    id: b.id,
-    name: 'Team chat',
-    owner: a.nick,
-    members: [a.nick],
-    createdAt: 0,
-    keys: [{ keyId: b.keyId, from: a.nick, iv: k.iv, ct: k.ct }],
-    needsRekey: false,
-  });
+  assert.deepEqual(
+    { ...r.json, createdAt: 0 },
+    {
+      id: b.id,
+      name: 'Team chat',
+      owner: a.nick,
+      members: [a.nick],
+      createdAt: 0,
+      keys: [{ keyId: b.keyId, from: a.nick, iv: k.iv, ct: k.ct }],
+      needsRekey: false,
+    },
+  );
   assert.deepEqual(Object.keys(r.json.keys[0]).sort(), ['ct', 'from', 'iv', 'keyId']);
   assert.ok(Number.isInteger(r.json.createdAt) && r.json.createdAt >= t0 - 1000 && r.json.createdAt <= Date.now() + 1000);
   assert.deepEqual(await rooms(a), [r.json]);
 });
 
-test('POST /api/rooms: keys holds only the creator\'s key; a key for a non-member is not kept and makes no member', async () => {
+test("POST /api/rooms: keys holds only the creator's key; a key for a non-member is not kept and makes no member", async () => {
   const a = await signup(server);
   const other = await signup(server);
   const b = body(a, { keys: [wk(other.nick), wk(a.nick)] });
@@ -225,7 +242,7 @@ test('POST /api/rooms precedence: keys shape before keys_mismatch, keys_mismatch
   assert.deepEqual(await rooms(o.c), [taken.json]);
 });
 
-test('POST /api/rooms: the creator\'s other devices get a `room` event; the calling device (X-Device) gets none', async () => {
+test("POST /api/rooms: the creator's other devices get a `room` event; the calling device (X-Device) gets none", async () => {
   const a = await userWithDevices(server, 3);
   const o = await userWithDevices(server, 1);
   const [d1, d2, d3] = a.devices as [string, string, string];

@@ -1,7 +1,23 @@
 /** Room leave and delete: docs/API.md §2.4 (leave, DELETE, ownership) and §3 (events). */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { assertError, rooms, wk, Stream, ct, deviceId, id16, iv, nick, signup, startServer, ulid, userWithDevices, type Client, type TestServer } from '../harness.js';
+import {
+  assertError,
+  rooms,
+  wk,
+  Stream,
+  ct,
+  deviceId,
+  id16,
+  iv,
+  nick,
+  signup,
+  startServer,
+  ulid,
+  userWithDevices,
+  type Client,
+  type TestServer,
+} from '../harness.js';
 
 let server: TestServer;
 before(async () => {
@@ -10,7 +26,6 @@ before(async () => {
 after(async () => {
   await server.close();
 });
-
 
 const snapshot = (cs: Client[]) => Promise.all(cs.map(rooms));
 const leave = (c: Client, id: string, device?: string) => c.post(`/api/rooms/${id}/leave`, undefined, device !== undefined ? { device } : {});
@@ -71,7 +86,7 @@ test('leave by a member answers 204 and removes the caller; the room then needs 
   }
 });
 
-test('leave events: remaining members get `room` with needsRekey true and keys []; the caller\'s other devices get room_left; the X-Device device gets nothing', async () => {
+test("leave events: remaining members get `room` with needsRekey true and keys []; the caller's other devices get room_left; the X-Device device gets nothing", async () => {
   const a = await userWithDevices(server, 2);
   const b = await userWithDevices(server, 3);
   const c = await userWithDevices(server, 1);
@@ -90,7 +105,10 @@ test('leave events: remaining members get `room` with needsRekey true and keys [
   }
   for (const s of sb.slice(1)) {
     assert.ok(await s.until((ev) => ev.some((e) => e.event === 'room_left')));
-    assert.deepEqual(s.named('room_left').map((e) => e.json), [{ id }]);
+    assert.deepEqual(
+      s.named('room_left').map((e) => e.json),
+      [{ id }],
+    );
   }
   await Stream.settle();
   assert.deepEqual(kinds(sb[0]!), []);
@@ -136,7 +154,11 @@ test('an owner who leaves passes ownership to the earliest-joined remaining memb
   assert.equal(r!.owner, first.nick);
   assert.deepEqual([...r!.members].sort(), [first.nick, second.nick].sort());
   // the new owner has the owner's rights, the other member does not
-  assertError(await second.post(`/api/rooms/${id}/members`, { add: [], remove: [], keyId: id16(), keys: [wk(first.nick), wk(second.nick)] }), 403, 'not_owner');
+  assertError(
+    await second.post(`/api/rooms/${id}/members`, { add: [], remove: [], keyId: id16(), keys: [wk(first.nick), wk(second.nick)] }),
+    403,
+    'not_owner',
+  );
   const rot = await first.post(`/api/rooms/${id}/members`, { add: [], remove: [], keyId: id16(), keys: [wk(first.nick), wk(second.nick)] });
   assert.equal(rot.status, 200, rot.text);
   assert.equal((await leave(first, id)).status, 204);
@@ -198,8 +220,14 @@ test('DELETE /api/rooms/{id} by the owner answers 204 and the room is gone for e
   const r = await del(a, id);
   assert.equal(r.status, 204);
   assert.equal(r.text, '');
-  assert.deepEqual((await rooms(a)).map((x) => x.id), [keep]);
-  assert.deepEqual((await rooms(b)).map((x) => x.id), [keep]);
+  assert.deepEqual(
+    (await rooms(a)).map((x) => x.id),
+    [keep],
+  );
+  assert.deepEqual(
+    (await rooms(b)).map((x) => x.id),
+    [keep],
+  );
   assert.deepEqual(await rooms(c), []);
 });
 
@@ -223,7 +251,10 @@ test('DELETE /api/rooms/{id} events: every member, owner included, gets room_lef
   assert.equal((await del(a.c, id, a.devices[0])).status, 204);
   for (const s of [sa[1]!, ...sb, ...sc]) {
     assert.ok(await s.until((ev) => ev.some((e) => e.event === 'room_left')));
-    assert.deepEqual(s.named('room_left').map((e) => e.json), [{ id }]);
+    assert.deepEqual(
+      s.named('room_left').map((e) => e.json),
+      [{ id }],
+    );
   }
   await Stream.settle();
   assert.deepEqual(kinds(sa[0]!), []);

@@ -12,7 +12,6 @@ after(async () => {
   await server.close();
 });
 
-
 const ms = (n: number) => new Promise((r) => setTimeout(r, n));
 async function create(c: Client, name = 'Room'): Promise<{ id: string; createdAt: number }> {
   const r = await c.post('/api/rooms', { id: id16(), name, keyId: id16(), keys: [wk(c.nick)] });
@@ -54,8 +53,14 @@ test('GET /api/rooms lists every room where the caller is a member, ordered by c
   await change(b, r3.id, [a.nick], [], [b.nick, a.nick]);
   await change(b, r1.id, [a.nick], [], [b.nick, a.nick]);
   const list = await rooms(a);
-  assert.deepEqual(list.map((r) => r.id), [r1.id, r2.id, r3.id, r4.id]);
-  assert.deepEqual(list.map((r) => r.createdAt), [r1.createdAt, r2.createdAt, r3.createdAt, r4.createdAt]);
+  assert.deepEqual(
+    list.map((r) => r.id),
+    [r1.id, r2.id, r3.id, r4.id],
+  );
+  assert.deepEqual(
+    list.map((r) => r.createdAt),
+    [r1.createdAt, r2.createdAt, r3.createdAt, r4.createdAt],
+  );
   for (const r of list) {
     assert.deepEqual(Object.keys(r).sort(), ['createdAt', 'id', 'keys', 'members', 'name', 'needsRekey', 'owner']);
     assert.ok(Array.isArray(r.members) && r.members.includes(a.nick));
@@ -101,16 +106,30 @@ test('GET /api/rooms keeps only the newest 64 wrapped keys per member (creation 
   const id = r.json.id as string;
   const bFrom = 41;
   for (let i = 1; i <= 65; i++) {
-    const k = i < bFrom ? await change(a, id, [], [], [a.nick]) : i === bFrom ? await change(a, id, [b.nick], [], [a.nick, b.nick]) : await change(a, id, [], [], [a.nick, b.nick]);
+    const k =
+      i < bFrom
+        ? await change(a, id, [], [], [a.nick])
+        : i === bFrom
+          ? await change(a, id, [b.nick], [], [a.nick, b.nick])
+          : await change(a, id, [], [], [a.nick, b.nick]);
     keyIds.push(k.keyId);
   }
   assert.equal(keyIds.length, 66);
   // a got 66 keys and keeps the newest 64; b got 25 and keeps them all
-  assert.deepEqual((await rooms(a))[0]!.keys.map((k) => k.keyId), keyIds.slice(2));
-  assert.deepEqual((await rooms(b))[0]!.keys.map((k) => k.keyId), keyIds.slice(bFrom));
+  assert.deepEqual(
+    (await rooms(a))[0]!.keys.map((k) => k.keyId),
+    keyIds.slice(2),
+  );
+  assert.deepEqual(
+    (await rooms(b))[0]!.keys.map((k) => k.keyId),
+    keyIds.slice(bFrom),
+  );
   // one more rotation drops a's next-oldest key
   const k = await change(a, id, [], [], [a.nick, b.nick]);
-  assert.deepEqual((await rooms(a))[0]!.keys.map((x) => x.keyId), [...keyIds.slice(3), k.keyId]);
+  assert.deepEqual(
+    (await rooms(a))[0]!.keys.map((x) => x.keyId),
+    [...keyIds.slice(3), k.keyId],
+  );
 });
 
 test('a room holds at most 256 members: adding past it answers 409 limit_reached and changes nothing', async () => {
@@ -141,7 +160,11 @@ test('an account belongs to at most 500 rooms: creating or being added past it a
   assert.equal((await rooms(a)).length, 500);
   assert.equal((await b.post('/api/rooms', { id, name: 'id still free', keyId: id16(), keys: [wk(b.nick)] })).status, 201);
   const before = await rooms(b);
-  assertError(await b.post(`/api/rooms/${id}/members`, { add: [a.nick], remove: [], keyId: id16(), keys: [wk(b.nick), wk(a.nick)] }), 409, 'limit_reached');
+  assertError(
+    await b.post(`/api/rooms/${id}/members`, { add: [a.nick], remove: [], keyId: id16(), keys: [wk(b.nick), wk(a.nick)] }),
+    409,
+    'limit_reached',
+  );
   assert.deepEqual(await rooms(b), before);
   assert.equal((await rooms(a)).length, 500);
 });

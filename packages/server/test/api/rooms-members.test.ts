@@ -11,7 +11,6 @@ after(async () => {
   await server.close();
 });
 
-
 const mbody = (add: string[], remove: string[], final: string[], keyId = id16()) => ({ add, remove, keyId, keys: final.map(wk) });
 const post = (c: Client, roomId: string, b: unknown, device?: string) =>
   c.post(`/api/rooms/${roomId}/members`, b, device !== undefined ? { device } : {});
@@ -23,7 +22,11 @@ async function roomWith(owner: Client, others: Client[] = []): Promise<{ id: str
   const r = await owner.post('/api/rooms', { id, name: 'Room', keyId: k0, keys: [wk(owner.nick)] });
   assert.equal(r.status, 201, r.text);
   if (others.length === 0) return { id, keyIds: [k0] };
-  const b = mbody(others.map((o) => o.nick), [], [owner.nick, ...others.map((o) => o.nick)]);
+  const b = mbody(
+    others.map((o) => o.nick),
+    [],
+    [owner.nick, ...others.map((o) => o.nick)],
+  );
   assert.equal((await post(owner, id, b)).status, 200);
   return { id, keyIds: [k0, b.keyId] };
 }
@@ -44,7 +47,7 @@ async function trio() {
   return { alice, bob, carol, room, all: [alice, bob, carol] };
 }
 
-test('members add answers 200 Room with keys holding only the caller\'s new key; the new member sees the room', async () => {
+test("members add answers 200 Room with keys holding only the caller's new key; the new member sees the room", async () => {
   const alice = await signup(server);
   const bob = await signup(server);
   const { id, keyIds } = await roomWith(alice);
@@ -60,7 +63,10 @@ test('members add answers 200 Room with keys holding only the caller\'s new key;
   const [bobRoom] = await rooms(bob);
   assert.deepEqual([...bobRoom!.members].sort(), [alice.nick, bob.nick].sort());
   assert.deepEqual(bobRoom!.keys, [{ keyId: b.keyId, from: alice.nick, iv: b.keys[1]!.iv, ct: b.keys[1]!.ct }]);
-  assert.deepEqual((await rooms(alice))[0]!.keys.map((k) => k.keyId), [...keyIds, b.keyId]);
+  assert.deepEqual(
+    (await rooms(alice))[0]!.keys.map((k) => k.keyId),
+    [...keyIds, b.keyId],
+  );
 });
 
 test('members remove answers 200; the removed member no longer sees the room', async () => {
@@ -86,9 +92,18 @@ test('members with empty add and remove is a pure key rotation', async () => {
   const r = await post(alice, room.id, b);
   assert.equal(r.status, 200, r.text);
   assert.deepEqual([...r.json.members].sort(), [alice.nick, bob.nick].sort());
-  assert.deepEqual(r.json.keys.map((k: { keyId: string }) => k.keyId), [b.keyId]);
-  assert.deepEqual((await rooms(alice))[0]!.keys.map((k) => k.keyId), [...room.keyIds, b.keyId]);
-  assert.deepEqual((await rooms(bob))[0]!.keys.map((k) => k.keyId), [room.keyIds[1], b.keyId]);
+  assert.deepEqual(
+    r.json.keys.map((k: { keyId: string }) => k.keyId),
+    [b.keyId],
+  );
+  assert.deepEqual(
+    (await rooms(alice))[0]!.keys.map((k) => k.keyId),
+    [...room.keyIds, b.keyId],
+  );
+  assert.deepEqual(
+    (await rooms(bob))[0]!.keys.map((k) => k.keyId),
+    [room.keyIds[1], b.keyId],
+  );
 });
 
 test('members: duplicate nicks inside add or remove collapse to one', async () => {
@@ -128,7 +143,8 @@ test('members rule: a nick in both add and remove answers 400 invalid field remo
 
 test('members rule: a keyId that is not id16 answers 400 invalid field keyId (before keys)', async () => {
   const { alice, bob, room, all } = await trio();
-  for (const keyId of ['dm', b64(15), '', null]) await refused(alice, room.id, mbody([], [], [alice.nick, bob.nick], keyId as string), 400, 'invalid', 'keyId', all);
+  for (const keyId of ['dm', b64(15), '', null])
+    await refused(alice, room.id, mbody([], [], [alice.nick, bob.nick], keyId as string), 400, 'invalid', 'keyId', all);
   await refused(alice, room.id, { ...mbody([], [], [], 'x'), keys: 'x' }, 400, 'invalid', 'keyId', all);
 });
 
@@ -220,7 +236,15 @@ test('members rule: keys[].to differing from the final membership answers 400 ke
   ];
   for (const [add, remove, final] of cases) await refused(alice, room.id, mbody(add, remove, final), 400, 'keys_mismatch', undefined, everyone);
   // two keys for one member
-  await refused(alice, room.id, { add: [], remove: [], keyId: id16(), keys: [wk(alice.nick), wk(bob.nick), wk(bob.nick)] }, 400, 'keys_mismatch', undefined, everyone);
+  await refused(
+    alice,
+    room.id,
+    { add: [], remove: [], keyId: id16(), keys: [wk(alice.nick), wk(bob.nick), wk(bob.nick)] },
+    400,
+    'keys_mismatch',
+    undefined,
+    everyone,
+  );
 });
 
 test('members is atomic: a refused change leaves members, keys and needsRekey as they were', async () => {
@@ -252,7 +276,7 @@ test('members clears needsRekey', async () => {
   assert.equal((await rooms(bob))[0]!.needsRekey, false);
 });
 
-test('members events: each final member\'s devices get `room` with only their own new key, removed members get room_left, the calling device gets none', async () => {
+test("members events: each final member's devices get `room` with only their own new key, removed members get room_left, the calling device gets none", async () => {
   const alice = await userWithDevices(server, 2);
   const bob = await userWithDevices(server, 1);
   const carol = await userWithDevices(server, 2);
@@ -282,11 +306,23 @@ test('members events: each final member\'s devices get `room` with only their ow
   await expectRoom(sb[0]!, bob.c.nick);
   for (const s of sc) await expectRoom(s, carol.c.nick);
   assert.ok(await sd[0]!.until((ev) => ev.some((e) => e.event === 'room_left')));
-  assert.deepEqual(sd[0]!.named('room_left').map((e) => e.json), [{ id: room.id }]);
+  assert.deepEqual(
+    sd[0]!.named('room_left').map((e) => e.json),
+    [{ id: room.id }],
+  );
   await Stream.settle();
-  assert.deepEqual(sa[0]!.events.map((e) => e.event), ['ready']);
-  assert.deepEqual(sd[0]!.events.map((e) => e.event), ['ready', 'room_left']);
-  assert.deepEqual(se[0]!.events.map((e) => e.event), ['ready']);
+  assert.deepEqual(
+    sa[0]!.events.map((e) => e.event),
+    ['ready'],
+  );
+  assert.deepEqual(
+    sd[0]!.events.map((e) => e.event),
+    ['ready', 'room_left'],
+  );
+  assert.deepEqual(
+    se[0]!.events.map((e) => e.event),
+    ['ready'],
+  );
   for (const s of streams) s.close();
 });
 
@@ -299,6 +335,9 @@ test('members: a refused change sends no event', async () => {
   assertError(await post(alice.c, room.id, mbody([], [], [alice.c.nick])), 400, 'keys_mismatch');
   assertError(await post(alice.c, room.id, mbody([], [bob.c.nick], [alice.c.nick], room.keyIds[0])), 409, 'key_exists');
   await Stream.settle();
-  assert.deepEqual(s.events.map((e) => e.event), ['ready']);
+  assert.deepEqual(
+    s.events.map((e) => e.event),
+    ['ready'],
+  );
   s.close();
 });

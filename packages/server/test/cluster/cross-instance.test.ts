@@ -5,10 +5,7 @@
  */
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import {
-  Client, Stream, assertError, dmBody, instance, signup, startServer, userWithDevices, wk, id16,
-  type TestServer,
-} from '../harness.js';
+import { Client, Stream, assertError, dmBody, instance, signup, startServer, userWithDevices, wk, id16, type TestServer } from '../harness.js';
 import { PushService, type Subscription } from '../push/push-service.js';
 import type { RedisBus } from '../../src/bus/redis.js';
 import { Redis } from 'ioredis';
@@ -53,8 +50,13 @@ describe('two instances: events cross between them', () => {
     const id = id16();
     const created = await o2.post('/api/rooms', { id, name: 'cross', keyId: id16(), keys: [wk(owner.c.nick)] }, { device: owner.devices[0]! });
     assert.equal(created.status, 201, created.text);
-    assert.ok(await ownerOther.until((ev) => ev.some((e) => e.event === 'room' && e.json.id === id)), 'owner\'s other device got room');
-    const added = await o2.post(`/api/rooms/${id}/members`, { add: [member.c.nick], remove: [], keyId: id16(), keys: [wk(owner.c.nick), wk(member.c.nick)] });
+    assert.ok(await ownerOther.until((ev) => ev.some((e) => e.event === 'room' && e.json.id === id)), "owner's other device got room");
+    const added = await o2.post(`/api/rooms/${id}/members`, {
+      add: [member.c.nick],
+      remove: [],
+      keyId: id16(),
+      keys: [wk(owner.c.nick), wk(member.c.nick)],
+    });
     assert.equal(added.status, 200, added.text);
     assert.ok(await memberStream.until((ev) => ev.some((e) => e.event === 'room' && e.json.id === id && e.json.keys.length === 1)));
     const removed = await o2.post(`/api/rooms/${id}/members`, { add: [], remove: [member.c.nick], keyId: id16(), keys: [wk(owner.c.nick)] });
@@ -64,7 +66,7 @@ describe('two instances: events cross between them', () => {
     memberStream.close();
   });
 
-  test('logout on instance 2 closes the session\'s streams on instance 1', async () => {
+  test("logout on instance 2 closes the session's streams on instance 1", async () => {
     const u = await userWithDevices(instance(server, 0), 1);
     const s = await Stream.open(u.c, u.devices[0]!);
     assert.ok(await s.ready());
@@ -72,7 +74,7 @@ describe('two instances: events cross between them', () => {
     assert.ok(await s.closedByServer(), 'stream on instance 1 closed');
   });
 
-  test('a password change on instance 2 closes the other sessions\' streams on instance 1', async () => {
+  test("a password change on instance 2 closes the other sessions' streams on instance 1", async () => {
     const u = await userWithDevices(instance(server, 0), 1);
     const login = await new Client(instance(server, 0)).post('/api/login', { nick: u.c.nick, authKey: u.c.authKey });
     assert.equal(login.status, 200);
@@ -81,7 +83,10 @@ describe('two instances: events cross between them', () => {
     const s = await Stream.open(other, u.devices[0]!);
     assert.ok(await s.ready());
     const r = await via(server, u.c, 1).post('/api/password', {
-      authKey: u.c.authKey, newAuthKey: u.c.authKey, kdf: { alg: 'argon2id', salt: id16(), m: 65536, t: 3, p: 1 }, encryptedKey: { iv: 'AAAAAAAAAAAAAAAA', ct: id16() },
+      authKey: u.c.authKey,
+      newAuthKey: u.c.authKey,
+      kdf: { alg: 'argon2id', salt: id16(), m: 65536, t: 3, p: 1 },
+      encryptedKey: { iv: 'AAAAAAAAAAAAAAAA', ct: id16() },
     });
     assert.equal(r.status, 204, r.text);
     assert.ok(await s.closedByServer(), 'stream of the other session closed');
@@ -108,7 +113,13 @@ describe('two instances: events cross between them', () => {
     const s = await Stream.open(via(server, u.c, 1), u.devices[1]!);
     assert.ok(await s.ready());
     const list = (await u.c.get('/api/devices')).json as { id: string; online: boolean }[];
-    assert.deepEqual(list.map((d) => [d.id, d.online]), [[u.devices[0], false], [u.devices[1], true]]);
+    assert.deepEqual(
+      list.map((d) => [d.id, d.online]),
+      [
+        [u.devices[0], false],
+        [u.devices[1], true],
+      ],
+    );
     s.close();
   });
 });
@@ -125,7 +136,10 @@ describe('two instances: rate limits are shared', () => {
     const b = await signup(instance(server, 0));
     const results = [];
     for (let i = 0; i < 4; i++) results.push(await via(server, a.c, i % 2).post('/api/messages', dmBody(b.nick), { device: a.devices[0]! }));
-    assert.deepEqual(results.map((r) => r.status), [202, 202, 202, 429]);
+    assert.deepEqual(
+      results.map((r) => r.status),
+      [202, 202, 202, 429],
+    );
     assertError(results[3]!, 429, 'rate_limited');
     assert.ok(Number(results[3]!.headers.get('retry-after')) >= 1);
   });
@@ -133,7 +147,8 @@ describe('two instances: rate limits are shared', () => {
   test('the write limit counts writes on both instances together', async () => {
     const u = await signup(instance(server, 0));
     const statuses = [];
-    for (let i = 0; i < 4; i++) statuses.push((await via(server, u, i % 2).post('/api/devices', { id: `dev-shared-${i}-${id16().slice(0, 6)}` })).status);
+    for (let i = 0; i < 4; i++)
+      statuses.push((await via(server, u, i % 2).post('/api/devices', { id: `dev-shared-${i}-${id16().slice(0, 6)}` })).status);
     assert.deepEqual(statuses, [201, 201, 201, 429]);
   });
 });
@@ -172,7 +187,11 @@ describe('two instances: presence decides push', () => {
     const sender = await userWithDevices(instance(server, 0), 1);
     const recipient = await userWithDevices(instance(server, 0), 1);
     const sub: Subscription = push.subscription(path);
-    const r = await recipient.c.put(`/api/devices/${recipient.devices[0]}/push`, { subscription: { endpoint: sub.endpoint, keys: sub.keys } }, { device: recipient.devices[0]! });
+    const r = await recipient.c.put(
+      `/api/devices/${recipient.devices[0]}/push`,
+      { subscription: { endpoint: sub.endpoint, keys: sub.keys } },
+      { device: recipient.devices[0]! },
+    );
     assert.equal(r.status, 204, r.text);
     return { sender, recipient };
   }
@@ -202,7 +221,7 @@ describe('two instances: presence decides push', () => {
     s.close();
   });
 
-  test('a killed instance\'s devices become offline within the presence lifetime, and get pushes again', async () => {
+  test("a killed instance's devices become offline within the presence lifetime, and get pushes again", async () => {
     const { sender, recipient } = await subscribed('/cluster/killed');
     const s = await Stream.open(recipient.c, recipient.devices[0]!);
     assert.ok(await s.ready());

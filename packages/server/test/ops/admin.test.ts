@@ -65,7 +65,10 @@ async function register(server: TestServer, invite: string, n = nick('adm')) {
 
 /** Rows of a printed table: header first, each line split on runs of two or more spaces. */
 function rows(text: string): string[][] {
-  return text.trimEnd().split('\n').map((l) => l.split(/ {2,}/));
+  return text
+    .trimEnd()
+    .split('\n')
+    .map((l) => l.split(/ {2,}/));
 }
 
 for (const b of backends) {
@@ -108,7 +111,10 @@ for (const b of backends) {
       assertError((await register(server, code)).r, 403, 'invalid_invite');
       list = await admin(['invite', 'list'], env);
       table = rows(list.stdout);
-      assert.equal(table.find((r) => r[0] === code), undefined);
+      assert.equal(
+        table.find((r) => r[0] === code),
+        undefined,
+      );
       assert.ok(table.find((r) => r[0] === forever));
 
       const again = await admin(['invite', 'revoke', code], env);
@@ -132,7 +138,10 @@ for (const b of backends) {
       const r = await admin(['stats'], env);
       assert.equal(r.status, 0, r.stderr);
       const after = rows(r.stdout);
-      assert.deepEqual(after.map((x) => x[0]), ['what', 'accounts', 'devices', 'rooms', 'queued_envelopes', 'push_subscriptions']);
+      assert.deepEqual(
+        after.map((x) => x[0]),
+        ['what', 'accounts', 'devices', 'rooms', 'queued_envelopes', 'push_subscriptions'],
+      );
       for (const line of after.slice(1)) assert.match(line[1]!, /^\d+$/);
       assert.equal(count(after, 'accounts') - count(before, 'accounts'), 2);
       assert.equal(count(after, 'devices') - count(before, 'devices'), 2);
@@ -145,7 +154,10 @@ for (const b of backends) {
       const r = await admin(['purge'], env);
       assert.equal(r.status, 0, r.stderr);
       const t = rows(r.stdout);
-      assert.deepEqual(t.map((x) => x[0]), ['what', 'idle_sessions', 'envelopes']);
+      assert.deepEqual(
+        t.map((x) => x[0]),
+        ['what', 'idle_sessions', 'envelopes'],
+      );
       for (const line of t.slice(1)) assert.match(line[1]!, /^\d+$/);
     });
 
@@ -170,7 +182,10 @@ describe('the admin command never upgrades a store of an older version', () => {
     const dir = mkdtempSync(join(tmpdir(), 'svc-admin-old-'));
     try {
       const path = join(dir, 'svc.db');
-      openDatabase(path, SQLITE_MIGRATIONS.filter((m) => m.version <= 2)).close();
+      openDatabase(
+        path,
+        SQLITE_MIGRATIONS.filter((m) => m.version <= 2),
+      ).close();
       const env = { DATABASE_URL: `sqlite:${path}` };
       const refused = await admin(['stats'], env);
       assert.notEqual(refused.status, 0);
@@ -193,7 +208,11 @@ describe('the admin command never upgrades a store of an older version', () => {
     const schema = await freshSchema();
     try {
       const pool = openPool(testPgUrl, { schema, max: 1 });
-      await migrate(pool, schema, PG_MIGRATIONS.filter((m) => m.version <= 1));
+      await migrate(
+        pool,
+        schema,
+        PG_MIGRATIONS.filter((m) => m.version <= 1),
+      );
       await pool.end();
       const u = new URL(testPgUrl);
       u.searchParams.set('options', `-c search_path=${schema}`);

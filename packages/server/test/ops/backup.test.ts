@@ -85,7 +85,7 @@ test('admin backup copies a consistent database while the service writes, and th
       assert.equal(s.journal, 'delete', 'the backup is one self-contained file');
       assert.equal(s.accounts, 2);
       assert.ok(s.envelopes >= 20, `only ${s.envelopes} envelopes`);
-      assert.equal(s.queue, 2 * s.envelopes, 'each envelope is queued for both of b\'s devices');
+      assert.equal(s.queue, 2 * s.envelopes, "each envelope is queued for both of b's devices");
       assert.equal(s.orphans, 0);
       if (last) assert.ok(s.envelopes >= last.envelopes);
       first ??= s;

@@ -109,9 +109,14 @@ describe('behind nginx with deploy/nginx-svc.conf', () => {
       LIMIT_REGISTER_PER_HOUR: '2',
     });
     const site = join(prefix, 'svc.conf');
-    writeFileSync(site, renderSite({ https: httpsPort, http: httpPort, upstream: service.port, cert: join(tls, 'server.pem'), key: join(tls, 'server.key') }));
+    writeFileSync(
+      site,
+      renderSite({ https: httpsPort, http: httpPort, upstream: service.port, cert: join(tls, 'server.pem'), key: join(tls, 'server.key') }),
+    );
     writeFileSync(join(prefix, 'nginx.conf'), mainConf(prefix, site));
-    nginx = spawn(NGINX, ['-p', `${prefix}/`, '-c', join(prefix, 'nginx.conf'), '-e', join(prefix, 'error.log')], { stdio: ['ignore', 'ignore', 'pipe'] });
+    nginx = spawn(NGINX, ['-p', `${prefix}/`, '-c', join(prefix, 'nginx.conf'), '-e', join(prefix, 'error.log')], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let err = '';
     nginx.stderr!.on('data', (b: Buffer) => (err += b.toString()));
     nginxExit = new Promise((resolve) => nginx.once('exit', resolve));
@@ -119,7 +124,10 @@ describe('behind nginx with deploy/nginx-svc.conf', () => {
     direct = { url: service.url } as TestServer;
     for (let i = 0; ; i++) {
       if (nginx.exitCode !== null) assert.fail(`nginx exited: ${err}${readLog(prefix)}`);
-      const up = await fetch(`${origin}/healthz`).then((r) => r.status === 200, () => false);
+      const up = await fetch(`${origin}/healthz`).then(
+        (r) => r.status === 200,
+        () => false,
+      );
       if (up) break;
       if (i > 100) assert.fail(`nginx did not come up: ${err}${readLog(prefix)}`);
       await new Promise((r) => setTimeout(r, 100));
@@ -205,7 +213,10 @@ describe('behind nginx with deploy/nginx-svc.conf', () => {
       const sent = await a.post('/api/messages', body, { device: da });
       assert.equal(sent.status, 202, sent.text);
       // A buffering proxy would hold this small frame back; it must arrive at once.
-      assert.ok(await stream.until((ev) => ev.some((e) => e.event === 'msg' && e.id === body.id), 1000), 'the message did not arrive through nginx within 1 s');
+      assert.ok(
+        await stream.until((ev) => ev.some((e) => e.event === 'msg' && e.id === body.id), 1000),
+        'the message did not arrive through nginx within 1 s',
+      );
     } finally {
       stream.close();
     }
@@ -215,7 +226,9 @@ describe('behind nginx with deploy/nginx-svc.conf', () => {
 test('the nginx locations shown in docs/DEPLOY.md are those of deploy/nginx-svc.conf', () => {
   const doc = readFileSync('docs/DEPLOY.md', 'utf8');
   const site = readFileSync(SITE, 'utf8');
-  const blocks = [...doc.matchAll(/```nginx\n([\s\S]*?)```/g)].flatMap((m) => [...m[1]!.matchAll(/^ *location [^\n]*\{\n[\s\S]*?^ *\}\n/gm)].map((b) => b[0]));
+  const blocks = [...doc.matchAll(/```nginx\n([\s\S]*?)```/g)].flatMap((m) =>
+    [...m[1]!.matchAll(/^ *location [^\n]*\{\n[\s\S]*?^ *\}\n/gm)].map((b) => b[0]),
+  );
   assert.ok(blocks.length >= 2, 'no location blocks in docs/DEPLOY.md');
   for (const b of blocks) assert.ok(site.includes(b), `docs/DEPLOY.md shows a location that ${SITE} does not have:\n${b}`);
 });

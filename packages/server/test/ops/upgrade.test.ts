@@ -26,7 +26,10 @@ test('SQLite: a start records the migrations; a database from a newer version st
     const known = newest(SQLITE_MIGRATIONS);
     const db = new Database(dbPath);
     const versions = (db.prepare('SELECT version FROM schema_migrations ORDER BY version').all() as { version: number }[]).map((r) => r.version);
-    assert.deepEqual(versions, SQLITE_MIGRATIONS.map((m) => m.version));
+    assert.deepEqual(
+      versions,
+      SQLITE_MIGRATIONS.map((m) => m.version),
+    );
     // What a newer build would leave behind.
     db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(known + 1, 'from the future', Date.now());
     db.close();
@@ -51,7 +54,10 @@ test('PostgreSQL: a database from a newer version stops the start with both vers
     assert.equal(await service.stop(), 0);
     const known = newest(PG_MIGRATIONS);
     const rows = await sqlIn<{ version: number }>(schema, 'SELECT version FROM schema_migrations ORDER BY version');
-    assert.deepEqual(rows.map((r) => r.version), PG_MIGRATIONS.map((m) => m.version));
+    assert.deepEqual(
+      rows.map((r) => r.version),
+      PG_MIGRATIONS.map((m) => m.version),
+    );
     await sqlIn(schema, 'INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [known + 1, 'from the future', Date.now()]);
 
     const r = await runNode([MAIN], { ...env, PORT: '0' });

@@ -38,7 +38,11 @@ async function arrived(path: string, n: number, what = `${n} push(es) for the pa
 const drained = () => Promise.all(server.apps.map((a) => (a.deps.pusher as WebPusher).drained()));
 
 async function subscribe(c: Client, device: string, sub: Subscription): Promise<void> {
-  const r = await c.put(`/api/devices/${device}/push`, { subscription: { endpoint: sub.endpoint, keys: sub.keys, expirationTime: null } }, { device });
+  const r = await c.put(
+    `/api/devices/${device}/push`,
+    { subscription: { endpoint: sub.endpoint, keys: sub.keys, expirationTime: null } },
+    { device },
+  );
   assert.equal(r.status, 204, r.text);
 }
 
@@ -67,7 +71,10 @@ describe('push delivery', () => {
       }
     }
     assert.equal((await c.get('/api/devices')).json[0].push, false, 'no refused endpoint was stored');
-    assert.equal((await c.put(`/api/devices/${d}/push`, { subscription: { endpoint: `https://localhost:${push.port}/literal`, keys } }, { device: d })).status, 204);
+    assert.equal(
+      (await c.put(`/api/devices/${d}/push`, { subscription: { endpoint: `https://localhost:${push.port}/literal`, keys } }, { device: d })).status,
+      204,
+    );
   });
 
   test('a DM to an offline subscribed device sends one encrypted push titled @sender with chat dm:sender', async () => {
@@ -97,7 +104,10 @@ describe('push delivery', () => {
     await p.sender.post('/api/rooms', { id: roomId, name: 'Garden club', keyId: id16(), keys: [{ to: p.sender.nick, iv: iv(), ct: ct() }] });
     const keyId = id16();
     const m = await p.sender.post(`/api/rooms/${roomId}/members`, {
-      add: [p.recipient.nick], remove: [], keyId, keys: [p.sender.nick, p.recipient.nick].map((to) => ({ to, iv: iv(), ct: ct() })),
+      add: [p.recipient.nick],
+      remove: [],
+      keyId,
+      keys: [p.sender.nick, p.recipient.nick].map((to) => ({ to, iv: iv(), ct: ct() })),
     });
     assert.equal(m.status, 200, m.text);
     const secret = ct(64);
@@ -129,7 +139,7 @@ describe('push delivery', () => {
     await arrived(p.path, 3, 'opening the stream reset the flag');
   });
 
-  test('no push to a device with an open stream, nor to the sender\'s own other devices', async () => {
+  test("no push to a device with an open stream, nor to the sender's own other devices", async () => {
     const p = await pair();
     const s = await Stream.open(p.recipient, p.rDev);
     assert.ok(await s.ready());

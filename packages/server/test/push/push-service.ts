@@ -33,7 +33,10 @@ export class PushService {
   /** Paths whose requests are never answered (until the service closes). */
   readonly hang = new Set<string>();
   private waiters: (() => void)[] = [];
-  private constructor(private readonly server: Server, readonly port: number) {}
+  private constructor(
+    private readonly server: Server,
+    readonly port: number,
+  ) {}
 
   static async start(): Promise<PushService> {
     const dir = process.env.TEST_TLS_DIR;
@@ -71,7 +74,12 @@ export class PushService {
     const ecdh = createECDH('prime256v1');
     ecdh.generateKeys();
     const authSecret = randomBytes(16);
-    return { endpoint: `https://${host}:${this.port}${path}`, keys: { p256dh: encodeB64url(ecdh.getPublicKey()), auth: encodeB64url(authSecret) }, ecdh, authSecret };
+    return {
+      endpoint: `https://${host}:${this.port}${path}`,
+      keys: { p256dh: encodeB64url(ecdh.getPublicKey()), auth: encodeB64url(authSecret) },
+      ecdh,
+      authSecret,
+    };
   }
 
   forPath(path: string): PushRecord[] {
@@ -116,7 +124,10 @@ export function verifyVapid(rec: PushRecord, expectedPublicKey: string): { aud: 
   const header = JSON.parse(Buffer.from(h, 'base64url').toString()) as { alg: string };
   if (header.alg !== 'ES256') throw new Error('alg is not ES256');
   const raw = Buffer.from(k, 'base64url');
-  const key = createPublicKey({ key: { kty: 'EC', crv: 'P-256', x: raw.subarray(1, 33).toString('base64url'), y: raw.subarray(33).toString('base64url') }, format: 'jwk' });
+  const key = createPublicKey({
+    key: { kty: 'EC', crv: 'P-256', x: raw.subarray(1, 33).toString('base64url'), y: raw.subarray(33).toString('base64url') },
+    format: 'jwk',
+  });
   const ok = verify('sha256', Buffer.from(`${h}.${p}`), { key, dsaEncoding: 'ieee-p1363' }, Buffer.from(s, 'base64url'));
   if (!ok) throw new Error('VAPID signature does not verify');
   return JSON.parse(Buffer.from(p, 'base64url').toString()) as { aud: string; exp: number; sub: string };
@@ -127,10 +138,36 @@ export function verifyVapid(rec: PushRecord, expectedPublicKey: string): { aud: 
  * PUT …/push refuses each at validation whatever PUSH_ALLOW_PRIVATE_TARGETS says.
  */
 export const NON_PUBLIC_LITERAL_HOSTS = [
-  '127.0.0.1', '10.0.0.1', '172.16.0.1', '192.168.1.1', '169.254.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '224.0.0.1',
+  '127.0.0.1',
+  '10.0.0.1',
+  '172.16.0.1',
+  '192.168.1.1',
+  '169.254.1.1',
+  '169.254.169.254',
+  '100.64.0.1',
+  '0.0.0.0',
+  '224.0.0.1',
   // IPv4 spelt as one decimal, hex, octal and short forms (the URL parser makes each 127.0.0.1)
-  '2130706433', '0x7f000001', '0x7f.1', '0x7f.0.0.1', '0177.0.0.1', '017700000001', '127.1', '127.0.1',
-  '[::1]', '[::]', '[0:0:0:0:0:0:0:1]', '[fc00::1]', '[fd12:3456::1]', '[fe80::1]', '[ff02::1]',
+  '2130706433',
+  '0x7f000001',
+  '0x7f.1',
+  '0x7f.0.0.1',
+  '0177.0.0.1',
+  '017700000001',
+  '127.1',
+  '127.0.1',
+  '[::1]',
+  '[::]',
+  '[0:0:0:0:0:0:0:1]',
+  '[fc00::1]',
+  '[fd12:3456::1]',
+  '[fe80::1]',
+  '[ff02::1]',
   // IPv4 inside IPv6: mapped (both spellings), IPv4-compatible, NAT64, 6to4
-  '[::ffff:127.0.0.1]', '[::ffff:7f00:1]', '[::ffff:10.0.0.1]', '[::127.0.0.1]', '[64:ff9b::7f00:1]', '[2002:7f00:1::]',
+  '[::ffff:127.0.0.1]',
+  '[::ffff:7f00:1]',
+  '[::ffff:10.0.0.1]',
+  '[::127.0.0.1]',
+  '[64:ff9b::7f00:1]',
+  '[2002:7f00:1::]',
 ];

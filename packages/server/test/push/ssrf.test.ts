@@ -14,10 +14,36 @@ import { PushService } from './push-service.js';
 import type { WebPusher } from '../../src/push/web-push.js';
 
 const NON_PUBLIC = [
-  '127.0.0.1', '10.0.0.1', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '0.1.2.3', '224.0.0.1',
-  '255.255.255.255', '192.0.2.1', '198.51.100.1', '203.0.113.1', '198.18.0.1', '240.0.0.1',
-  '::1', '::', 'fc00::1', 'fd12::1', 'fe80::1', 'ff02::1', '::ffff:127.0.0.1', '::ffff:10.0.0.1', '64:ff9b::7f00:1', '64:ff9b::a00:1', '2001:db8::1',
-  '::127.0.0.1', '::a00:1', '2002:7f00:1::', '2002:a00:1::1',
+  '127.0.0.1',
+  '10.0.0.1',
+  '172.16.0.1',
+  '192.168.1.1',
+  '169.254.169.254',
+  '100.64.0.1',
+  '0.0.0.0',
+  '0.1.2.3',
+  '224.0.0.1',
+  '255.255.255.255',
+  '192.0.2.1',
+  '198.51.100.1',
+  '203.0.113.1',
+  '198.18.0.1',
+  '240.0.0.1',
+  '::1',
+  '::',
+  'fc00::1',
+  'fd12::1',
+  'fe80::1',
+  'ff02::1',
+  '::ffff:127.0.0.1',
+  '::ffff:10.0.0.1',
+  '64:ff9b::7f00:1',
+  '64:ff9b::a00:1',
+  '2001:db8::1',
+  '::127.0.0.1',
+  '::a00:1',
+  '2002:7f00:1::',
+  '2002:a00:1::1',
 ];
 
 describe('address classification', () => {
@@ -25,12 +51,17 @@ describe('address classification', () => {
     for (const a of NON_PUBLIC) assert.equal(isPublicAddress(a), false, a);
   });
   test('public unicast passes, also as IPv4-mapped, NAT64 and 6to4 forms', () => {
-    for (const a of ['8.8.8.8', '1.1.1.1', '2606:4700::1111', '::ffff:8.8.8.8', '64:ff9b::808:808', '2002:808:808::1']) assert.equal(isPublicAddress(a), true, a);
+    for (const a of ['8.8.8.8', '1.1.1.1', '2606:4700::1111', '::ffff:8.8.8.8', '64:ff9b::808:808', '2002:808:808::1'])
+      assert.equal(isPublicAddress(a), true, a);
   });
 });
 
 describe('the push connection', () => {
-  const opts = (resolve: (h: string) => Promise<{ address: string; family: number }[]> = async () => []) => ({ resolve, allowPrivate: false, timeoutMs: 2000 });
+  const opts = (resolve: (h: string) => Promise<{ address: string; family: number }[]> = async () => []) => ({
+    resolve,
+    allowPrivate: false,
+    timeoutMs: 2000,
+  });
 
   test('literal non-public endpoints are refused before any connection', async () => {
     // A listener that counts connections: none may arrive.
@@ -57,7 +88,10 @@ describe('the push connection', () => {
     };
     await assert.rejects(checkedAddress('push.example.org', opts(resolve)), PushRefused);
     assert.equal(asked, 'push.example.org');
-    const mixed = async () => [{ address: '93.184.216.34', family: 4 }, { address: '10.1.2.3', family: 4 }];
+    const mixed = async () => [
+      { address: '93.184.216.34', family: 4 },
+      { address: '10.1.2.3', family: 4 },
+    ];
     await assert.rejects(checkedAddress('push.example.org', opts(mixed)), PushRefused, 'one private address refuses the name');
   });
 
@@ -87,7 +121,12 @@ describe('the push connection', () => {
     await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
     const port = (silent.address() as { port: number }).port;
     const started = Date.now();
-    await assert.rejects(sendPushRequest({ endpoint: `https://127.0.0.1:${port}/x`, method: 'POST', headers: {}, body: null }, { ...opts(), allowPrivate: true, timeoutMs: 300 }));
+    await assert.rejects(
+      sendPushRequest(
+        { endpoint: `https://127.0.0.1:${port}/x`, method: 'POST', headers: {}, body: null },
+        { ...opts(), allowPrivate: true, timeoutMs: 300 },
+      ),
+    );
     assert.ok(Date.now() - started < 2000);
     silent.close();
   });
@@ -105,12 +144,19 @@ describe('with the switch off, the service never pushes to a private target', ()
       const sub = push.subscription('/private', 'push.test');
       const put = await b.put(`/api/devices/${bDev}/push`, { subscription: { endpoint: sub.endpoint, keys: sub.keys } }, { device: bDev });
       assert.equal(put.status, 204, 'a host name passes the shape check; it is checked when sending');
-      const literal = await b.put(`/api/devices/${bDev}/push`, { subscription: { endpoint: `https://127.0.0.1:${push.port}/x`, keys: sub.keys } }, { device: bDev });
+      const literal = await b.put(
+        `/api/devices/${bDev}/push`,
+        { subscription: { endpoint: `https://127.0.0.1:${push.port}/x`, keys: sub.keys } },
+        { device: bDev },
+      );
       assert.equal(literal.status, 400);
       assert.equal(literal.json.field, 'subscription');
       await a.post('/api/messages', dmBody(b.nick), { device: aDev });
       // The push is scheduled after the 202, once the store has claimed push-pending: wait for its outcome.
-      assert.ok(await push.waitFor(() => server.logs.some((l) => l.msg === 'push failed' && l.reason === 'non-public address')), 'the refusal is logged');
+      assert.ok(
+        await push.waitFor(() => server.logs.some((l) => l.msg === 'push failed' && l.reason === 'non-public address')),
+        'the refusal is logged',
+      );
       await (server.app.deps.pusher as WebPusher).drained();
       assert.equal(push.received.length, 0);
       assert.ok((await new Client(server).get('/healthz')).status === 200);

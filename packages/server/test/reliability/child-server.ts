@@ -56,7 +56,13 @@ export class ChildServer {
     const deadline = Date.now() + 15_000;
     while (Date.now() < deadline) {
       if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}: ${this.stderr}`);
-      if (await fetch(`${this.url}/healthz`).then((r) => r.ok, () => false)) return;
+      if (
+        await fetch(`${this.url}/healthz`).then(
+          (r) => r.ok,
+          () => false,
+        )
+      )
+        return;
       await new Promise((r) => setTimeout(r, 50));
     }
     throw new Error(`server did not start: ${this.stderr}`);

@@ -53,15 +53,34 @@ async function crashRun(store: string, env: Record<string, string>): Promise<voi
     const keyId = id16();
     assert.equal((await alice.c.post('/api/rooms', { id: roomId, name: 'crash room', keyId: id16(), keys: [wk(alice.c.nick)] })).status, 201);
     const members = [alice.c.nick, bob.c.nick, carol.c.nick];
-    assert.equal((await alice.c.post(`/api/rooms/${roomId}/members`, { add: [bob.c.nick, carol.c.nick], remove: [], keyId, keys: members.map(wk) })).status, 200);
+    assert.equal(
+      (await alice.c.post(`/api/rooms/${roomId}/members`, { add: [bob.c.nick, carol.c.nick], remove: [], keyId, keys: members.map(wk) })).status,
+      200,
+    );
 
     // alice → bob (DM): bob's devices and alice's other device. bob → room: every member device but bob's sending one.
-    const dm = new Sender(alice.c, alice.devices[0]!, ledger, () => ({ body: { id: ulid(), to: { dm: bob.c.nick }, keyId: 'dm', iv: iv(), ct: ct() }, targets: [...bob.devices, alice.devices[1]!] }));
-    const room = new Sender(bob.c, bob.devices[0]!, ledger, () => ({ body: { id: ulid(), to: { room: roomId }, keyId, iv: iv(), ct: ct() }, targets: [...alice.devices, bob.devices[1]!, ...carol.devices] }));
+    const dm = new Sender(alice.c, alice.devices[0]!, ledger, () => ({
+      body: { id: ulid(), to: { dm: bob.c.nick }, keyId: 'dm', iv: iv(), ct: ct() },
+      targets: [...bob.devices, alice.devices[1]!],
+    }));
+    const room = new Sender(bob.c, bob.devices[0]!, ledger, () => ({
+      body: { id: ulid(), to: { room: roomId }, keyId, iv: iv(), ct: ct() },
+      targets: [...alice.devices, bob.devices[1]!, ...carol.devices],
+    }));
     // carol → alice (DM), concurrently: alice's devices (carol has no other device).
-    const dm2 = new Sender(carol.c, carol.devices[0]!, ledger, () => ({ body: { id: ulid(), to: { dm: alice.c.nick }, keyId: 'dm', iv: iv(), ct: ct() }, targets: [...alice.devices] }));
+    const dm2 = new Sender(carol.c, carol.devices[0]!, ledger, () => ({
+      body: { id: ulid(), to: { dm: alice.c.nick }, keyId: 'dm', iv: iv(), ct: ct() },
+      targets: [...alice.devices],
+    }));
     const senders = [dm, room, dm2];
-    for (const [a, d] of [[alice, 0], [alice, 1], [bob, 0], [bob, 1], [carol, 0]] as const) readers.push(new Reader(a.c, a.devices[d]!, ledger));
+    for (const [a, d] of [
+      [alice, 0],
+      [alice, 1],
+      [bob, 0],
+      [bob, 1],
+      [carol, 0],
+    ] as const)
+      readers.push(new Reader(a.c, a.devices[d]!, ledger));
     for (const r of readers) r.start();
 
     const rooms: { id: string; keyId: string }[] = [];
@@ -87,7 +106,11 @@ async function crashRun(store: string, env: Record<string, string>): Promise<voi
       for (const x of senders) assert.ok(await x.settle(15_000), 'a retry after the restart is accepted');
     }
 
-    assert.deepEqual(senders.flatMap((x) => x.errors), [], 'every send was answered 202, or not at all while the service was down');
+    assert.deepEqual(
+      senders.flatMap((x) => x.errors),
+      [],
+      'every send was answered 202, or not at all while the service was down',
+    );
     assert.ok(ledger.accepted.length > 20, `enough messages under load (${ledger.accepted.length})`);
     // Let the readers drain what is still queued, then stop them.
     await drain(ledger, readers, 15_000);
@@ -110,7 +133,10 @@ async function crashRun(store: string, env: Record<string, string>): Promise<voi
     for (const r of readers) {
       const s = await Stream.open(r.c, r.device);
       assert.ok(await s.ready(5000), 'the stream opens after the restart');
-      const back = s.named('msg').map((e) => e.id!).filter((id) => r.acked.has(id));
+      const back = s
+        .named('msg')
+        .map((e) => e.id!)
+        .filter((id) => r.acked.has(id));
       s.close();
       assert.deepEqual(back, [], `no acknowledged envelope is replayed to ${r.device}`);
     }
@@ -126,10 +152,17 @@ async function crashRun(store: string, env: Record<string, string>): Promise<voi
       const r = list.find((x) => x.id === roomId);
       assert.ok(r, 'the shared room is there');
       assert.deepEqual([...r.members].sort(), [...members].sort());
-      assert.ok(r.keys.some((x) => x.keyId === keyId), 'with its key');
+      assert.ok(
+        r.keys.some((x) => x.keyId === keyId),
+        'with its key',
+      );
     }
     const carolRooms = new Map(((await carol.c.get('/api/rooms')).json as { id: string; keys: { keyId: string }[] }[]).map((r) => [r.id, r]));
-    for (const r of rooms) assert.ok(carolRooms.get(r.id)?.keys.some((k) => k.keyId === r.keyId), `room ${r.id} created under load is there with its key`);
+    for (const r of rooms)
+      assert.ok(
+        carolRooms.get(r.id)?.keys.some((k) => k.keyId === r.keyId),
+        `room ${r.id} created under load is there with its key`,
+      );
   } catch (err) {
     if (proc.stderr) (err as Error).message += `\nserver stderr:\n${proc.stderr}`;
     throw err;
@@ -162,7 +195,11 @@ describe('crashes lose nothing', () => {
       const url = new URL(testPgUrl);
       url.searchParams.set('options', `-c search_path=${schema}`);
       await crashRun('PostgreSQL', { DATABASE_URL: url.toString() });
-      const tables = await sqlIn<{ n: number }>(schema, "SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'envelopes'", [schema]);
+      const tables = await sqlIn<{ n: number }>(
+        schema,
+        "SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'envelopes'",
+        [schema],
+      );
       assert.equal(tables[0]!.n, 1, 'the service wrote into the test schema');
     } finally {
       await dropSchema(schema);

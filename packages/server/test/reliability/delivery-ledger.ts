@@ -112,7 +112,10 @@ export class Sender {
     }
     this.lastFailure = r === null ? 'no answer' : `${r.status} ${r.text}`;
     if (unknownOutcome(r)) this.failed++;
-    else this.errors.push(`send ${m.body.id}: ${r!.status} ${r!.text} after ${Math.round(performance.now() - started)} ms (connection: ${r!.headers.get('connection')})`);
+    else
+      this.errors.push(
+        `send ${m.body.id}: ${r!.status} ${r!.text} after ${Math.round(performance.now() - started)} ms (connection: ${r!.headers.get('connection')})`,
+      );
     return false;
   }
 

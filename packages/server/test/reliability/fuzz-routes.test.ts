@@ -60,8 +60,14 @@ interface Fixture {
 
 /** Two accounts with a device each, a room of both with a key, and a contact: what valid requests refer to. */
 async function makeFixture(server: TestServer): Promise<Fixture> {
-  const { c: a, devices: [aDev] } = await userWithDevices(server, 1);
-  const { c: b, devices: [bDev] } = await userWithDevices(server, 1);
+  const {
+    c: a,
+    devices: [aDev],
+  } = await userWithDevices(server, 1);
+  const {
+    c: b,
+    devices: [bDev],
+  } = await userWithDevices(server, 1);
   const roomId = id16();
   const keyId = id16();
   assert.equal((await a.post('/api/rooms', { id: roomId, name: 'fuzz room', keyId: id16(), keys: [wk(a.nick)] }, { device: aDev })).status, 201);
@@ -74,7 +80,9 @@ async function makeFixture(server: TestServer): Promise<Fixture> {
 
 /** A numeric literal JSON.stringify cannot write (1e400, 30 digits…), put in place when the body is serialised. */
 const NUM = '\u0001NUM:';
-const hugeNumber = fc.constantFrom('1e400', '-1e400', '123456789012345678901234567890', '1e-400', '-0', '9007199254740993', '1E+2', '0.1e1').map((n) => NUM + n);
+const hugeNumber = fc
+  .constantFrom('1e400', '-1e400', '123456789012345678901234567890', '1e-400', '-0', '9007199254740993', '1E+2', '0.1e1')
+  .map((n) => NUM + n);
 
 const nastyString = fc.constantFrom(
   '\u202e',
@@ -151,11 +159,40 @@ const bodyPlan: fc.Arbitrary<BodyPlan> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('delete' as const), field: fc.nat(9) }) },
   {
     weight: 2,
-    arbitrary: fc.record({ kind: fc.constant('extra' as const), key: fc.constantFrom('__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty', 'from', 'ts', 'invite'), value: weirdValue }),
+    arbitrary: fc.record({
+      kind: fc.constant('extra' as const),
+      key: fc.constantFrom('__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty', 'from', 'ts', 'invite'),
+      value: weirdValue,
+    }),
   },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('whole' as const), value: weirdValue }) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('text' as const), text: fc.oneof(weirdString, fc.constantFrom('{', '{"a":', '[1,]', '{"a":1}{"b":2}', 'nul', '{"__proto__":{"polluted":1}}', '{"constructor":{"prototype":{"polluted":1}}}')) }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('deep' as const), depth: fc.integer({ min: 50, max: 5000 }), shape: fc.constantFrom('array' as const, 'object' as const), at: fc.constantFrom('top' as const, 'field' as const) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('text' as const),
+      text: fc.oneof(
+        weirdString,
+        fc.constantFrom(
+          '{',
+          '{"a":',
+          '[1,]',
+          '{"a":1}{"b":2}',
+          'nul',
+          '{"__proto__":{"polluted":1}}',
+          '{"constructor":{"prototype":{"polluted":1}}}',
+        ),
+      ),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant('deep' as const),
+      depth: fc.integer({ min: 50, max: 5000 }),
+      shape: fc.constantFrom('array' as const, 'object' as const),
+      at: fc.constantFrom('top' as const, 'field' as const),
+    }),
+  },
   { weight: 1, arbitrary: fc.constant({ kind: 'none' as const }) },
 );
 
@@ -175,17 +212,44 @@ interface Plan {
 
 const plan: fc.Arbitrary<Plan> = fc.record({
   route: fc.nat(ROUTES.length - 1),
-  method: fc.oneof({ weight: 9, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: fc.constantFrom('GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS') }),
+  method: fc.oneof(
+    { weight: 9, arbitrary: fc.constant(null) },
+    { weight: 1, arbitrary: fc.constantFrom('GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS') },
+  ),
   params: fc.array(valuePick, { minLength: 1, maxLength: 1 }),
   query: fc.record({
     nick: valuePick,
     device: valuePick,
-    extra: fc.option(fc.constantFrom('__proto__[polluted]=1', 'constructor[prototype][polluted]=1', 'a=%zz', '%00=%00', 'x='.concat('y'.repeat(3000)), 'nick[]=a&nick[]=b'), { freq: 3 }),
+    extra: fc.option(
+      fc.constantFrom(
+        '__proto__[polluted]=1',
+        'constructor[prototype][polluted]=1',
+        'a=%zz',
+        '%00=%00',
+        'x='.concat('y'.repeat(3000)),
+        'nick[]=a&nick[]=b',
+      ),
+      { freq: 3 },
+    ),
     repeat: fc.boolean(),
     marker: fc.boolean(),
   }),
-  origin: fc.oneof({ weight: 8, arbitrary: fc.constant('ok' as const) }, { weight: 1, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: fc.oneof(fc.constantFrom('null', 'http://evil.test', `${ORIGIN}/`, ORIGIN.toUpperCase(), `${ORIGIN}:80`, 'https://svc.test'), headerText) }),
-  site: fc.oneof({ weight: 7, arbitrary: fc.constant(null) }, { weight: 2, arbitrary: fc.constantFrom('same-origin', 'none', 'cross-site', 'same-site') }, { weight: 1, arbitrary: headerText }),
+  origin: fc.oneof(
+    { weight: 8, arbitrary: fc.constant('ok' as const) },
+    { weight: 1, arbitrary: fc.constant(null) },
+    {
+      weight: 1,
+      arbitrary: fc.oneof(
+        fc.constantFrom('null', 'http://evil.test', `${ORIGIN}/`, ORIGIN.toUpperCase(), `${ORIGIN}:80`, 'https://svc.test'),
+        headerText,
+      ),
+    },
+  ),
+  site: fc.oneof(
+    { weight: 7, arbitrary: fc.constant(null) },
+    { weight: 2, arbitrary: fc.constantFrom('same-origin', 'none', 'cross-site', 'same-site') },
+    { weight: 1, arbitrary: headerText },
+  ),
   device: fc.oneof(
     { weight: 2, arbitrary: fc.constant('none' as const) },
     { weight: 5, arbitrary: fc.constant('own' as const) },
@@ -195,7 +259,20 @@ const plan: fc.Arbitrary<Plan> = fc.record({
   contentType: fc.oneof(
     { weight: 8, arbitrary: fc.constant('application/json') },
     { weight: 1, arbitrary: fc.constant(null) },
-    { weight: 2, arbitrary: fc.constantFrom('application/json; charset=utf-8', 'APPLICATION/JSON', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', '', 'application/jsonx', 'application/json;;;', 'application/json; charset=latin1') },
+    {
+      weight: 2,
+      arbitrary: fc.constantFrom(
+        'application/json; charset=utf-8',
+        'APPLICATION/JSON',
+        'text/plain',
+        'application/x-www-form-urlencoded',
+        'multipart/form-data; boundary=x',
+        '',
+        'application/jsonx',
+        'application/json;;;',
+        'application/json; charset=latin1',
+      ),
+    },
     { weight: 1, arbitrary: headerText },
   ),
   cookie: fc.oneof(
@@ -374,13 +451,19 @@ async function send(server: TestServer, r: Built): Promise<Answer> {
   const ctrl = new AbortController();
   const timer = setTimeout(() => ctrl.abort(), HANG_MS);
   try {
-    const res = await fetch(server.url + r.path, { method: r.method, headers: r.headers, ...(r.body !== undefined ? { body: r.body } : {}), signal: ctrl.signal });
+    const res = await fetch(server.url + r.path, {
+      method: r.method,
+      headers: r.headers,
+      ...(r.body !== undefined ? { body: r.body } : {}),
+      signal: ctrl.signal,
+    });
     // An event stream that opened is read no further: its headers are the answer.
     const text = res.headers.get('content-type')?.startsWith('text/event-stream') ? '' : await res.text();
     ctrl.abort();
     return { status: res.status, headers: res.headers, text, ms: performance.now() - started };
   } catch (err) {
-    if (ctrl.signal.aborted && performance.now() - started >= HANG_MS - 50) throw new Error(`no answer within ${HANG_MS} ms: ${r.method} ${r.path}`, { cause: err });
+    if (ctrl.signal.aborted && performance.now() - started >= HANG_MS - 50)
+      throw new Error(`no answer within ${HANG_MS} ms: ${r.method} ${r.path}`, { cause: err });
     throw err;
   } finally {
     clearTimeout(timer);
@@ -509,9 +592,16 @@ for (const mode of (['sqlite', 'postgres'] as const satisfies readonly TestMode[
           );
           // The service lives in this process: an uncaught error would end the run, and one that
           // left it unable to answer shows here.
-          if (!(await fetch(`${l.server.url}/healthz`).then((x) => x.ok, () => false))) crashes++;
+          if (
+            !(await fetch(`${l.server.url}/healthz`).then(
+              (x) => x.ok,
+              () => false,
+            ))
+          )
+            crashes++;
           if (!keep) assert.deepEqual(leaks(l.server.logs, l.used), [], 'the request log holds nothing it must not');
-          if (RUNS[mode] > ROUND) console.error(`fuzz ${mode}: ${perRoute.reduce((a, b) => a + b, 0)} requests, ${Math.round((performance.now() - started) / 1000)} s`);
+          if (RUNS[mode] > ROUND)
+            console.error(`fuzz ${mode}: ${perRoute.reduce((a, b) => a + b, 0)} requests, ${Math.round((performance.now() - started) / 1000)} s`);
         } finally {
           if (!keep) await l.server.close();
         }
@@ -536,7 +626,16 @@ for (const mode of (['sqlite', 'postgres'] as const satisfies readonly TestMode[
         }),
       );
       const requests = perRoute.reduce((a, b) => a + b, 0);
-      printRow([STORE_NAME[mode], requests, `${perRoute.filter((n) => n > 0).length} of ${ROUTES.length} (at least ${Math.min(...perRoute)} each)`, statuses['2xx'] + statuses['3xx'], statuses['4xx'], statuses['5xx'], crashes, `${Math.round((performance.now() - started) / 1000)} s`]);
+      printRow([
+        STORE_NAME[mode],
+        requests,
+        `${perRoute.filter((n) => n > 0).length} of ${ROUTES.length} (at least ${Math.min(...perRoute)} each)`,
+        statuses['2xx'] + statuses['3xx'],
+        statuses['4xx'],
+        statuses['5xx'],
+        crashes,
+        `${Math.round((performance.now() - started) / 1000)} s`,
+      ]);
       assert.equal(requests, RUNS[mode]);
       assert.equal(statuses['5xx'], 0);
       assert.equal(crashes, 0, 'the service answered /healthz after every round');
@@ -563,7 +662,13 @@ for (const mode of (['sqlite', 'postgres'] as const satisfies readonly TestMode[
     test('nicks outside a-z 0-9 _ (homoglyphs, bidi, NUL, upper case) are refused at registration and login', async () => {
       for (const n of ['аlice', 'ALICE', 'al\u202eice', 'al\u0000ice', 'al ice', 'a', 'x'.repeat(33), 'al\ud800ice']) {
         const before = await state.read();
-        const reg = await fx.a.post('/api/register', { nick: n, authKey: b64(32), kdf: kdf(), publicKey: publicKey(), encryptedKey: { iv: iv(), ct: ct(48) } });
+        const reg = await fx.a.post('/api/register', {
+          nick: n,
+          authKey: b64(32),
+          kdf: kdf(),
+          publicKey: publicKey(),
+          encryptedKey: { iv: iv(), ct: ct(48) },
+        });
         assert.equal(reg.json?.error, 'invalid_nick', JSON.stringify(n));
         const login = await fx.a.post('/api/login', { nick: n, authKey: b64(32) });
         assert.deepEqual(login.json, { error: 'invalid', message: login.json.message, field: 'nick' });
@@ -575,7 +680,14 @@ for (const mode of (['sqlite', 'postgres'] as const satisfies readonly TestMode[
       // PostgreSQL cannot store U+0000 in TEXT: each of these was a 500 there before it was checked.
       for (const bad of ['a\u0000b', 'tab\there', '\ud800', 'x\udc00']) {
         const before = await state.read();
-        const reg = await fx.a.post('/api/register', { nick: nick('inv'), authKey: b64(32), kdf: kdf(), publicKey: publicKey(), encryptedKey: { iv: iv(), ct: ct(48) }, invite: bad });
+        const reg = await fx.a.post('/api/register', {
+          nick: nick('inv'),
+          authKey: b64(32),
+          kdf: kdf(),
+          publicKey: publicKey(),
+          encryptedKey: { iv: iv(), ct: ct(48) },
+          invite: bad,
+        });
         assert.deepEqual(reg.json, { error: 'invalid', message: reg.json.message, field: 'invite' }, JSON.stringify(bad));
         const sub = { subscription: { endpoint: `https://push.example.com/${bad}`, keys: { p256dh: publicKey(), auth: b64(16) } } };
         const push = await fx.a.put(`/api/devices/${fx.aDev}/push`, sub, { device: fx.aDev });

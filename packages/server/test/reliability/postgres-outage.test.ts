@@ -143,8 +143,19 @@ describe('PostgreSQL going away (through a TCP proxy)', () => {
     s.close();
     assert.equal(new Set(got).size, got.length, 'each envelope once');
     const have = new Set(got);
-    assert.deepEqual(accepted.filter((id) => !have.has(id)), [], 'every envelope answered 202 is delivered');
-    assert.deepEqual(got.filter((id) => !accepted.includes(id) && !uncertain.has(id)), [], 'nothing that was never sent');
-    assert.ok(server.logs.some((l) => l.msg === 'internal error'), 'the causes of the 500s are logged');
+    assert.deepEqual(
+      accepted.filter((id) => !have.has(id)),
+      [],
+      'every envelope answered 202 is delivered',
+    );
+    assert.deepEqual(
+      got.filter((id) => !accepted.includes(id) && !uncertain.has(id)),
+      [],
+      'nothing that was never sent',
+    );
+    assert.ok(
+      server.logs.some((l) => l.msg === 'internal error'),
+      'the causes of the 500s are logged',
+    );
   });
 });

@@ -33,7 +33,8 @@ function checkAll(x: RawExchange, what: string, minResponses = 1): RawResponse[]
   return x.responses;
 }
 
-const post = (path: string, headers: Record<string, string>) => head(`POST ${path} HTTP/1.1`, { host: 'svc.test', origin: ORIGIN, connection: 'close', ...headers });
+const post = (path: string, headers: Record<string, string>) =>
+  head(`POST ${path} HTTP/1.1`, { host: 'svc.test', origin: ORIGIN, connection: 'close', ...headers });
 
 describe('raw input over sockets (sqlite)', () => {
   let server: TestServer;
@@ -61,7 +62,9 @@ describe('raw input over sockets (sqlite)', () => {
 
   test('a Content-Length larger than the body, connection held open: 400 bad_json and closed once the request time runs out', async () => {
     const body = JSON.stringify(registerBody(nick()));
-    const x = await unchanged([post('/api/register', { 'content-type': 'application/json', 'content-length': String(body.length + 50) }), body], { deadlineMs: 6000 });
+    const x = await unchanged([post('/api/register', { 'content-type': 'application/json', 'content-length': String(body.length + 50) }), body], {
+      deadlineMs: 6000,
+    });
     assert.ok(x.closedByServer, 'the server closed the connection');
     assert.ok(x.elapsedMs < TIMEOUTS.requestMs + 1500, `closed after ${x.elapsedMs} ms`);
     assert.equal(checkAll(x, 'long Content-Length')[0]!.status, 400);
@@ -69,7 +72,10 @@ describe('raw input over sockets (sqlite)', () => {
 
   test('a Content-Length larger than the body, then the client half-closes: the connection ends at once, nothing stored', async () => {
     const body = JSON.stringify(registerBody(nick()));
-    const x = await unchanged([post('/api/register', { 'content-type': 'application/json', 'content-length': String(body.length + 50) }), body], { deadlineMs: 3000, halfClose: true });
+    const x = await unchanged([post('/api/register', { 'content-type': 'application/json', 'content-length': String(body.length + 50) }), body], {
+      deadlineMs: 3000,
+      halfClose: true,
+    });
     assert.ok(x.closedByServer);
     assert.ok(x.elapsedMs < 1500, `closed after ${x.elapsedMs} ms`);
     for (const r of x.responses) checkRaw(r, 'half-closed');
@@ -77,7 +83,10 @@ describe('raw input over sockets (sqlite)', () => {
 
   test('a Content-Length smaller than the body: the truncated body is bad_json, the rest is not HTTP and answers bad_json too', async () => {
     const body = JSON.stringify(registerBody(nick()));
-    const x = await unchanged([post('/api/register', { 'content-type': 'application/json', 'content-length': '10', connection: 'keep-alive' }), body]);
+    const x = await unchanged([
+      post('/api/register', { 'content-type': 'application/json', 'content-length': '10', connection: 'keep-alive' }),
+      body,
+    ]);
     const rs = checkAll(x, 'short Content-Length');
     assert.equal(rs[0]!.status, 400);
     assert.equal(JSON.parse(rs[0]!.body).error, 'bad_json');
@@ -101,7 +110,9 @@ describe('raw input over sockets (sqlite)', () => {
       for (const r of x.responses) checkRaw(r, JSON.stringify(h));
     }
     // Two different lengths: Node refuses the request outright.
-    const two = await unchanged([`POST /api/login HTTP/1.1\r\nhost: x\r\norigin: ${ORIGIN}\r\ncontent-type: application/json\r\ncontent-length: 2\r\ncontent-length: 3\r\n\r\n{}`]);
+    const two = await unchanged([
+      `POST /api/login HTTP/1.1\r\nhost: x\r\norigin: ${ORIGIN}\r\ncontent-type: application/json\r\ncontent-length: 2\r\ncontent-length: 3\r\n\r\n{}`,
+    ]);
     assert.equal(checkAll(two, 'two lengths')[0]!.status, 400);
   });
 
@@ -126,7 +137,9 @@ describe('raw input over sockets (sqlite)', () => {
       bytes(`GET /api/users/\xff\xfe HTTP/1.1\r\nhost: x\r\ncookie: ${cookie}\r\nconnection: close\r\n\r\n`),
       bytes(`GET /api/kdf?nick=\xe9t\xe9 HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n`),
       bytes(`GET /api/events?device=\xff\xff\xff\xff\xff\xff\xff\xff HTTP/1.1\r\nhost: x\r\ncookie: ${cookie}\r\nconnection: close\r\n\r\n`),
-      bytes(`POST /api/messages HTTP/1.1\r\nhost: x\r\norigin: ${ORIGIN}\r\ncookie: ${cookie}\r\nx-device: \xff\xfe\xfd\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}`),
+      bytes(
+        `POST /api/messages HTTP/1.1\r\nhost: x\r\norigin: ${ORIGIN}\r\ncookie: ${cookie}\r\nx-device: \xff\xfe\xfd\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}`,
+      ),
       bytes(`GET /api/me HTTP/1.1\r\nhost: x\r\ncookie: svc_session=\xff\xfe; ${cookie}\r\nconnection: close\r\n\r\n`),
       bytes(`GET /api/me HTTP/1.1\r\nhost: x\r\ncookie: a\x00b\r\nconnection: close\r\n\r\n`),
       bytes(`GET /api/me\x00 HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n`),

@@ -140,7 +140,11 @@ describe('Redis going away (two instances, private redis-server)', () => {
     stream = await reopenReady(bob, bobDevice, 20_000);
     const got = new Set(stream.named('msg').map((e) => e.id!));
     // The first envelope was acknowledged by nobody, so it is replayed too.
-    assert.deepEqual(accepted.filter((id) => !got.has(id)), [], 'nothing answered 202 is lost');
+    assert.deepEqual(
+      accepted.filter((id) => !got.has(id)),
+      [],
+      'nothing answered 202 is lost',
+    );
     // A send right after the restart may go out before the sending instance's own connection is
     // back: its live event is then announced as missed, the stream is closed, and the reconnect's
     // replay brings it. Either way it arrives, without a later send to push it through.

@@ -189,7 +189,13 @@ test('Redis killed and restarted while two instances carry traffic: every envelo
   }
   for (let i = 0; i < 2; i++) {
     const c = via(server, await signup(instance(server, 0), nick(`rs${i}`)), i);
-    senders.push(new Sender(c, await addDevice(c), recipients.map((r) => r.nick)));
+    senders.push(
+      new Sender(
+        c,
+        await addDevice(c),
+        recipients.map((r) => r.nick),
+      ),
+    );
   }
   try {
     await carryTraffic(senders, receivers, recipients);
@@ -222,7 +228,12 @@ async function carryTraffic(senders: Sender[], receivers: Receiver[], recipients
   // Every accepted envelope reaches both devices of its recipient. A receiver whose stream stays
   // open must get it live: nothing here reconnects a healthy stream to fetch what it missed.
   const deadline = Date.now() + 20_000;
-  const missing = () => accepted.flatMap(([id, to]) => targets(to).filter((r) => !r.has(id)).map((r) => `${id} at ${r.label}`));
+  const missing = () =>
+    accepted.flatMap(([id, to]) =>
+      targets(to)
+        .filter((r) => !r.has(id))
+        .map((r) => `${id} at ${r.label}`),
+    );
   while (missing().length > 0 && Date.now() < deadline) await sleep(100);
   assert.deepEqual(missing(), [], 'every envelope answered 202 reached every target device');
 
@@ -260,6 +271,8 @@ async function carryTraffic(senders: Sender[], receivers: Receiver[], recipients
     });
   }
   const reopened = receivers.map((r) => r.streams.length);
-  assert.ok(reopened.every((n) => n >= 2), `every stream ended with the outage and was opened again (${reopened.join(', ')})`);
+  assert.ok(
+    reopened.every((n) => n >= 2),
+    `every stream ended with the outage and was opened again (${reopened.join(', ')})`,
+  );
 }
-

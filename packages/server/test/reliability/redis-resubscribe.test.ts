@@ -89,7 +89,11 @@ test('a stream that opens while its instance resubscribes after Redis returns ge
     await until('the sending instance is connected again', () => connOf(sending, 'pub').status === 'ready');
     const id = ulid();
     await sending.deliver([{ devices: [conn.deviceId], event: 'msg', data: JSON.stringify({ id }), id }]);
-    await until('the event reached the open stream (or the stream ended, so that its replay brings it)', () => sink.ended || sink.frames.some((f) => f.includes(id)), 6000);
+    await until(
+      'the event reached the open stream (or the stream ended, so that its replay brings it)',
+      () => sink.ended || sink.frames.some((f) => f.includes(id)),
+      6000,
+    );
   } finally {
     await receiving.close();
     await sending.close();

@@ -86,9 +86,18 @@ describe('PostgreSQL and Redis restarting under load (two instances, private ser
       new Reader(carol.on[1], carol.devices[0]!, ledger),
     ];
     const senders = [
-      new Sender(alice.on[1], alice.devices[0]!, ledger, () => ({ body: { id: ulid(), to: { dm: bob.on[0].nick }, keyId: 'dm', iv: iv(), ct: ct() }, targets: [...bob.devices, alice.devices[1]!] })),
-      new Sender(bob.on[0], bob.devices[0]!, ledger, () => ({ body: { id: ulid(), to: { room: roomId }, keyId, iv: iv(), ct: ct() }, targets: [...alice.devices, bob.devices[1]!, ...carol.devices] })),
-      new Sender(carol.on[0], carol.devices[0]!, ledger, () => ({ body: { id: ulid(), to: { dm: a0.nick }, keyId: 'dm', iv: iv(), ct: ct() }, targets: [...alice.devices] })),
+      new Sender(alice.on[1], alice.devices[0]!, ledger, () => ({
+        body: { id: ulid(), to: { dm: bob.on[0].nick }, keyId: 'dm', iv: iv(), ct: ct() },
+        targets: [...bob.devices, alice.devices[1]!],
+      })),
+      new Sender(bob.on[0], bob.devices[0]!, ledger, () => ({
+        body: { id: ulid(), to: { room: roomId }, keyId, iv: iv(), ct: ct() },
+        targets: [...alice.devices, bob.devices[1]!, ...carol.devices],
+      })),
+      new Sender(carol.on[0], carol.devices[0]!, ledger, () => ({
+        body: { id: ulid(), to: { dm: a0.nick }, keyId: 'dm', iv: iv(), ct: ct() },
+        targets: [...alice.devices],
+      })),
     ];
 
     /**
@@ -106,7 +115,9 @@ describe('PostgreSQL and Redis restarting under load (two instances, private ser
         if (Date.now() > deadline) {
           const state = senders.map((x) => `sender ${x.c.nick}: ${x.accepted} accepted, ${x.unsettled} to retry, last failure ${x.lastFailure}`);
           const logs = instances.map((p, n) => `instance ${n} stderr:\n${p.stderr.slice(-4000)}`);
-          assert.fail(`${what}: the service did not recover within 60 s\n${state.join('\n')}\n${readers.map((r, n) => `${r.state} (${replays?.[n] ?? '-'} before)`).join('\n')}\n${logs.join('\n')}`);
+          assert.fail(
+            `${what}: the service did not recover within 60 s\n${state.join('\n')}\n${readers.map((r, n) => `${r.state} (${replays?.[n] ?? '-'} before)`).join('\n')}\n${logs.join('\n')}`,
+          );
         }
         await pause(100);
       }
@@ -152,12 +163,38 @@ describe('PostgreSQL and Redis restarting under load (two instances, private ser
     const t = tally(ledger, readers);
     const failedSends = senders.reduce((n, x) => n + x.failed, 0);
     const refusedOpens = readers.reduce((n, r) => n + r.refused, 0);
-    printRow(['PostgreSQL restart', 'Redis restart', 'envelopes accepted', 'deliveries due', 'lost', 'duplicated', 'misrouted', 'replays from the cursor', 'sends retried', 'stream opens refused']);
+    printRow([
+      'PostgreSQL restart',
+      'Redis restart',
+      'envelopes accepted',
+      'deliveries due',
+      'lost',
+      'duplicated',
+      'misrouted',
+      'replays from the cursor',
+      'sends retried',
+      'stream opens refused',
+    ]);
     printRow(['---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:']);
-    printRow([`${PG_RESTARTS} (${immediate} immediate, ${fast} fast)`, REDIS_RESTARTS, t.accepted, t.deliveries, t.lost, t.duplicated, t.misrouted, `${t.resumed} of ${t.replays}`, failedSends, refusedOpens]);
+    printRow([
+      `${PG_RESTARTS} (${immediate} immediate, ${fast} fast)`,
+      REDIS_RESTARTS,
+      t.accepted,
+      t.deliveries,
+      t.lost,
+      t.duplicated,
+      t.misrouted,
+      `${t.resumed} of ${t.replays}`,
+      failedSends,
+      refusedOpens,
+    ]);
 
     assert.equal(restarts.length, PG_RESTARTS + REDIS_RESTARTS);
-    assert.deepEqual(senders.flatMap((x) => x.errors), [], 'every send was answered 202, 500 internal, or not at all');
+    assert.deepEqual(
+      senders.flatMap((x) => x.errors),
+      [],
+      'every send was answered 202, 500 internal, or not at all',
+    );
     assert.ok(t.accepted > 20 * (restarts.length + 1) || t.accepted > 100, `enough messages under load (${t.accepted})`);
     assert.deepEqual(ledger.missing(readers), [], 'lost: every envelope answered 202 reached every target device');
     for (const r of readers) {
@@ -175,7 +212,11 @@ describe('PostgreSQL and Redis restarting under load (two instances, private ser
       assert.ok(await s.ready(10_000), 'the stream opens after the restarts');
       const back = s.named('msg').map((e) => e.id!);
       s.close();
-      assert.deepEqual(back.filter((id) => r.acked.has(id)), [], `no acknowledged envelope is replayed to ${r.device}`);
+      assert.deepEqual(
+        back.filter((id) => r.acked.has(id)),
+        [],
+        `no acknowledged envelope is replayed to ${r.device}`,
+      );
     }
   });
 });

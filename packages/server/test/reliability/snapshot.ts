@@ -8,7 +8,11 @@ import type { TestServer } from '../harness.js';
 /** Rows as sorted JSON lines; binary columns as hex (JSON.stringify would spell a Buffer as a byte array). */
 const canon = (rows: unknown[]): string[] =>
   rows
-    .map((r) => JSON.stringify(Object.fromEntries(Object.entries(r as Record<string, unknown>).map(([k, v]) => [k, Buffer.isBuffer(v) ? `\\x${v.toString('hex')}` : v]))))
+    .map((r) =>
+      JSON.stringify(
+        Object.fromEntries(Object.entries(r as Record<string, unknown>).map(([k, v]) => [k, Buffer.isBuffer(v) ? `\\x${v.toString('hex')}` : v])),
+      ),
+    )
     .sort();
 
 export class StateReader {

@@ -54,8 +54,14 @@ describe('stream resource limits (sqlite)', () => {
   });
 
   test('a live stream whose reader never reads is dropped after a bounded buffer, and what it missed stays queued', async () => {
-    const { c: alice, devices: [aDev] } = await userWithDevices(server, 1);
-    const { c: bob, devices: [bDev] } = await userWithDevices(server, 1);
+    const {
+      c: alice,
+      devices: [aDev],
+    } = await userWithDevices(server, 1);
+    const {
+      c: bob,
+      devices: [bDev],
+    } = await userWithDevices(server, 1);
     const sock = await stalledReader(server, bob, bDev!);
     try {
       for (let i = 0; i < 50 && !server.hasStream(bDev!); i++) await Stream.settle(20);
@@ -68,15 +74,25 @@ describe('stream resource limits (sqlite)', () => {
       assert.ok(await s.ready(20_000), 'a new stream replays the queue');
       const got = new Set(s.named('msg').map((e) => e.id!));
       s.close();
-      assert.deepEqual(sent.filter((id) => !got.has(id)), [], 'nothing was lost by the drop');
+      assert.deepEqual(
+        sent.filter((id) => !got.has(id)),
+        [],
+        'nothing was lost by the drop',
+      );
     } finally {
       sock.destroy();
     }
   });
 
   test('a reader stuck in its replay cannot make live events pile up: the stream is dropped once 1 MiB is held', async () => {
-    const { c: alice, devices: [aDev] } = await userWithDevices(server, 1);
-    const { c: bob, devices: [bDev] } = await userWithDevices(server, 1);
+    const {
+      c: alice,
+      devices: [aDev],
+    } = await userWithDevices(server, 1);
+    const {
+      c: bob,
+      devices: [bDev],
+    } = await userWithDevices(server, 1);
     // A queue far larger than the socket buffers, so the replay blocks on the reader.
     for (let i = 0; i < 400; i++) await sendBig(alice, aDev!, bob.nick);
     const sock = await stalledReader(server, bob, bDev!);
@@ -136,8 +152,14 @@ test('a client that goes away mid-replay stops the replay: the rest of its queue
   });
   const server = await startServer({}, { store });
   try {
-    const { c: alice, devices: [aDev] } = await userWithDevices(server, 1);
-    const { c: bob, devices: [bDev] } = await userWithDevices(server, 1);
+    const {
+      c: alice,
+      devices: [aDev],
+    } = await userWithDevices(server, 1);
+    const {
+      c: bob,
+      devices: [bDev],
+    } = await userWithDevices(server, 1);
     // Three pages of replay (1000 each), each message large enough that a page fills any socket buffer.
     for (let i = 0; i < 2100; i++) {
       const r = await alice.post('/api/messages', { ...dmBody(bob.nick), ct: ct(2000) }, { device: aDev! });

@@ -36,15 +36,27 @@ const EXACT_VERSION = /^\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$/;
 /** A registry tarball: https://<registry>/<name>/-/<file>.tgz. */
 const REGISTRY_TARBALL = /^https:\/\/[^/]+\/(@[^/]+\/)?[^/]+\/-\/[^/]+\.tgz$/;
 /** Specs that fetch from somewhere other than a registry: git, GitHub shorthands, files, links, URLs, aliases. */
-const NOT_A_REGISTRY_SPEC = /^(git|git\+|github:|gitlab:|bitbucket:|gist:|file:|link:|portal:|http:|https:|npm:|workspace:)|^[^@/\s]+\/[^/\s]+$|^\.{0,2}\//;
+const NOT_A_REGISTRY_SPEC =
+  /^(git|git\+|github:|gitlab:|bitbucket:|gist:|file:|link:|portal:|http:|https:|npm:|workspace:)|^[^@/\s]+\/[^/\s]+$|^\.{0,2}\//;
 
 test('the checks below tell registry packages from git, file, link and URL sources', () => {
-  for (const spec of ['git+https://host/x.git', 'github:user/repo', 'user/repo', 'file:../x', '../x', 'link:../x', 'https://host/x.tgz', 'npm:other@1', 'workspace:*']) {
+  for (const spec of [
+    'git+https://host/x.git',
+    'github:user/repo',
+    'user/repo',
+    'file:../x',
+    '../x',
+    'link:../x',
+    'https://host/x.tgz',
+    'npm:other@1',
+    'workspace:*',
+  ]) {
     assert.ok(NOT_A_REGISTRY_SPEC.test(spec), spec);
   }
   for (const spec of ['^1.2.3', '~9.2.0', '1.0.0', '>=2 <3', '*', '1.x', 'latest']) assert.ok(!NOT_A_REGISTRY_SPEC.test(spec), spec);
   assert.ok(REGISTRY_TARBALL.test('https://registry.example/@scope/name/-/name-1.0.0.tgz'));
-  for (const url of ['git+ssh://git@host/x.git', 'file:x-1.0.0.tgz', 'http://registry.example/x/-/x-1.0.0.tgz', 'https://host/x/archive/main.tar.gz']) assert.ok(!REGISTRY_TARBALL.test(url), url);
+  for (const url of ['git+ssh://git@host/x.git', 'file:x-1.0.0.tgz', 'http://registry.example/x/-/x-1.0.0.tgz', 'https://host/x/archive/main.tar.gz'])
+    assert.ok(!REGISTRY_TARBALL.test(url), url);
   assert.ok(!SHA512.test('sha1-2jmj7l5rSw0yVb/vlWAYkK/YBwk='));
 });
 
@@ -120,6 +132,9 @@ test('every production dependency of every package is named and justified in doc
   assert.ok(deps.size > 0);
   for (const d of deps) assert.ok((rows.get(d) ?? '').length > 10, `docs/DESIGN.md's dependency table explains ${d}`);
   // What npm would install for production: the direct dependencies above and what they pull in.
-  const tree = spawnSync(process.platform === 'win32' ? 'npm.cmd' : 'npm', ['ls', '--omit=dev', '--all', '--parseable'], { cwd: root, encoding: 'utf8' }).stdout;
+  const tree = spawnSync(process.platform === 'win32' ? 'npm.cmd' : 'npm', ['ls', '--omit=dev', '--all', '--parseable'], {
+    cwd: root,
+    encoding: 'utf8',
+  }).stdout;
   assert.ok(tree.split('\n').filter(Boolean).length < 400, 'the production tree stays small');
 });

@@ -62,7 +62,8 @@ describe('security headers on every route and every kind of answer', () => {
     const anon = new Client(server);
     const seen = new Set<number>();
     for (const spec of ROUTES) {
-      const path = pathOf(spec.path, alice, dev) + (spec.path === '/api/kdf' ? `?nick=${alice.nick}` : spec.path === '/api/events' ? `?device=${dev}` : '');
+      const path =
+        pathOf(spec.path, alice, dev) + (spec.path === '/api/kdf' ? `?nick=${alice.nick}` : spec.path === '/api/events' ? `?device=${dev}` : '');
       const what = `${spec.method} ${spec.path}`;
       const isStream = spec.path === '/api/events';
       const method = isStream ? 'HEAD' : spec.method;

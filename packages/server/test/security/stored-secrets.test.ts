@@ -22,7 +22,10 @@ for (const mode of ['sqlite', 'postgres'] as const) {
     test('no authKey and no session token is stored in any encoding, only their SHA-256', async () => {
       const server = await startServer({}, {}, mode);
       try {
-        const { c: alice, devices: [aDev] } = await userWithDevices(server, 1);
+        const {
+          c: alice,
+          devices: [aDev],
+        } = await userWithDevices(server, 1);
         const { c: bob } = await userWithDevices(server, 1);
         const tokens: string[] = [alice.cookie!.split('=')[1]!, bob.cookie!.split('=')[1]!];
         const keys: string[] = [alice.authKey, bob.authKey];
@@ -31,7 +34,11 @@ for (const mode of ['sqlite', 'postgres'] as const) {
         assert.equal((await again.post('/api/login', { nick: alice.nick, authKey: alice.authKey })).status, 200);
         tokens.push(again.cookie!.split('=')[1]!);
         const newKey = b64(32);
-        assert.equal((await alice.post('/api/password', { authKey: alice.authKey, newAuthKey: newKey, kdf: kdf(), encryptedKey: { iv: iv(), ct: ct(48) } })).status, 204);
+        assert.equal(
+          (await alice.post('/api/password', { authKey: alice.authKey, newAuthKey: newKey, kdf: kdf(), encryptedKey: { iv: iv(), ct: ct(48) } }))
+            .status,
+          204,
+        );
         keys.push(newKey);
         const carol = await signup(server, nick('sec'));
         tokens.push(carol.cookie!.split('=')[1]!);
@@ -47,10 +54,14 @@ for (const mode of ['sqlite', 'postgres'] as const) {
         }
         for (const t of tokens) for (const e of encodings(t)) assert.ok(!dump.includes(e), 'a session token is stored');
         // The sessions still open (the password change ended alice's second one) are kept by the SHA-256 of their token.
-        for (const t of [tokens[0]!, tokens[1]!, tokens[3]!]) assert.ok(dump.includes(createHash('sha256').update(t).digest('hex')), 'a session is kept by its SHA-256');
+        for (const t of [tokens[0]!, tokens[1]!, tokens[3]!])
+          assert.ok(dump.includes(createHash('sha256').update(t).digest('hex')), 'a session is kept by its SHA-256');
         // The current authKey is kept as its SHA-256 (a digest of the 32 bytes).
         const digest = createHash('sha256').update(decodeB64url(newKey)!).digest();
-        assert.ok(dump.includes(digest.toString('hex')) || dump.includes(digest.toString('base64')) || dump.includes(`\\\\x${digest.toString('hex')}`), 'the authKey digest is stored');
+        assert.ok(
+          dump.includes(digest.toString('hex')) || dump.includes(digest.toString('base64')) || dump.includes(`\\\\x${digest.toString('hex')}`),
+          'the authKey digest is stored',
+        );
         assert.ok(dump.includes(msg.ct), 'an envelope is stored as the ciphertext sent');
       } finally {
         await server.close();

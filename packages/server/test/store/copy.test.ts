@@ -17,7 +17,24 @@ import { openDatabase } from '../../src/store/sqlite/db.js';
 import { copyToPostgres, CopyRefused } from '../../src/store/copy-to-postgres.js';
 import type { PushTarget } from '../../src/store/types.js';
 import type { Pusher } from '../../src/push/types.js';
-import { Client, Stream, addDevice, b64, ct, dmBody, id16, iv, publicKey, registerBody, rooms, signup, startServer, ulid, wk, type TestServer } from '../harness.js';
+import {
+  Client,
+  Stream,
+  addDevice,
+  b64,
+  ct,
+  dmBody,
+  id16,
+  iv,
+  publicKey,
+  registerBody,
+  rooms,
+  signup,
+  startServer,
+  ulid,
+  wk,
+  type TestServer,
+} from '../harness.js';
 import { dropSchema, freshSchema, sqlIn, testPgUrl } from './pg-helpers.js';
 
 /** A pusher that records what it was handed instead of sending it. */
@@ -27,7 +44,11 @@ function recordingPusher(): Pusher & { sent: PushTarget[] } {
 }
 
 function admin(args: string[], env: Record<string, string> = {}) {
-  return spawnSync(process.execPath, ['packages/server/dist/src/admin.js', ...args], { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 30_000 });
+  return spawnSync(process.execPath, ['packages/server/dist/src/admin.js', ...args], {
+    env: { ...process.env, ...env },
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
 }
 
 const pushBody = () => ({ subscription: { endpoint: 'https://push.example.com/send/1', keys: { p256dh: publicKey(), auth: b64(16) } } });
@@ -59,7 +80,10 @@ test('a SQLite database copied into PostgreSQL serves the same accounts, rooms, 
     assert.equal((await bob.put(`/api/devices/${b1}/push`, pushBody(), { device: b1 })).status, 204);
     const roomId = id16();
     const k1 = id16();
-    assert.equal((await alice.post('/api/rooms', { id: roomId, name: 'Copied room', keyId: k1, keys: [wk(alice.nick)] }, { device: a1 })).status, 201);
+    assert.equal(
+      (await alice.post('/api/rooms', { id: roomId, name: 'Copied room', keyId: k1, keys: [wk(alice.nick)] }, { device: a1 })).status,
+      201,
+    );
     const k2 = id16();
     const members = { add: [bob.nick, carol.nick], remove: [], keyId: k2, keys: [alice.nick, bob.nick, carol.nick].map(wk) };
     assert.equal((await alice.post(`/api/rooms/${roomId}/members`, members)).status, 200);
@@ -114,27 +138,44 @@ test('a SQLite database copied into PostgreSQL serves the same accounts, rooms, 
     assert.deepEqual((await alice2.get('/api/devices')).json, before.devices);
     assert.deepEqual((await alice2.get('/api/contacts')).json, before.contacts);
     assert.deepEqual((await bob2.get('/api/contacts')).json, before.bobContacts);
-    assert.equal((await new Client(s2).post('/api/register', { ...registerBody(dave.nick), invite: inviteCode })).status, 409, 'a retired nick stays retired');
+    assert.equal(
+      (await new Client(s2).post('/api/register', { ...registerBody(dave.nick), invite: inviteCode })).status,
+      409,
+      'a retired nick stays retired',
+    );
     const eve = await new Client(s2).post('/api/register', { ...registerBody('eve_copied'), invite: inviteCode });
     assert.equal(eve.status, 201, `the invite was copied: ${eve.text}`);
 
     // The queue replays in its order; the push subscription is there once the device reconnects.
     const stream = await Stream.open(bob2, b1);
     assert.ok(await stream.ready());
-    assert.deepEqual(stream.named('msg').map((e) => e.id), queued);
+    assert.deepEqual(
+      stream.named('msg').map((e) => e.id),
+      queued,
+    );
     stream.close();
     await Stream.settle();
     const after = dmBody(bob.nick);
     assert.equal((await alice2.post('/api/messages', after, { device: a1 })).status, 202);
     await Stream.settle();
-    assert.deepEqual(pusher.sent.map((t) => [t.deviceId, t.endpoint]), [[b1, 'https://push.example.com/send/1']]);
+    assert.deepEqual(
+      pusher.sent.map((t) => [t.deviceId, t.endpoint]),
+      [[b1, 'https://push.example.com/send/1']],
+    );
 
     // New rows number after the copied ones: a new device lists last, a new member joins last.
     const a3 = await addDevice(alice2);
-    assert.deepEqual((await alice2.get('/api/devices')).json.map((d: { id: string }) => d.id), [a1, a2, a3]);
+    assert.deepEqual(
+      (await alice2.get('/api/devices')).json.map((d: { id: string }) => d.id),
+      [a1, a2, a3],
+    );
     const replay = await Stream.open(bob2, b1);
     assert.ok(await replay.ready());
-    assert.deepEqual(replay.named('msg').map((e) => e.id), [...queued, after.id], 'new entries queue after the copied ones');
+    assert.deepEqual(
+      replay.named('msg').map((e) => e.id),
+      [...queued, after.id],
+      'new entries queue after the copied ones',
+    );
     replay.close();
     // Key ids the room used before the copy stay used; a fresh one rotates.
     const reuse = { add: [], remove: [carol.nick], keyId: k2, keys: [alice.nick, bob.nick].map(wk) };
@@ -182,8 +223,14 @@ test('a SQLite file of another schema version is refused and the target stays em
     const db = openDatabase(path);
     db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(999, 'future', Date.now());
     db.close();
-    await assert.rejects(copyToPostgres(path, testPgUrl, { schema }), (e: unknown) => e instanceof CopyRefused && /schema version 999/.test(e.message));
-    assert.deepEqual(await sqlIn(schema, "SELECT table_name FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'accounts'", [schema]), []);
+    await assert.rejects(
+      copyToPostgres(path, testPgUrl, { schema }),
+      (e: unknown) => e instanceof CopyRefused && /schema version 999/.test(e.message),
+    );
+    assert.deepEqual(
+      await sqlIn(schema, "SELECT table_name FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'accounts'", [schema]),
+      [],
+    );
     const missing = admin(['copy-to-postgres', '--from', `sqlite:${join(dir, 'none.db')}`, '--to', testPgUrl, '--schema', schema]);
     assert.equal(missing.status, 1);
     assert.match(missing.stderr, /no SQLite database/);

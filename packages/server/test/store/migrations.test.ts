@@ -19,7 +19,10 @@ test('migrations run once on a new file and are recorded with their version', ()
     openDatabase(t.path).close();
     const db = openDatabase(t.path);
     const rows = db.prepare('SELECT version FROM schema_migrations ORDER BY version').all() as { version: number }[];
-    assert.deepEqual(rows.map((r) => r.version), SQLITE_MIGRATIONS.map((m) => m.version));
+    assert.deepEqual(
+      rows.map((r) => r.version),
+      SQLITE_MIGRATIONS.map((m) => m.version),
+    );
     assert.equal(db.pragma('journal_mode', { simple: true }), 'wal');
     assert.equal(db.pragma('synchronous', { simple: true }), 2, 'synchronous=FULL: a commit is on disk before it returns');
     db.close();
@@ -50,7 +53,10 @@ test('a database written by a newer build is refused with a clear message', () =
     const raw = new Database(t.path);
     raw.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(10_000, 'future', Date.now());
     raw.close();
-    assert.throws(() => openDatabase(t.path), (e: unknown) => e instanceof NewerSchemaError && /newer/.test(e.message));
+    assert.throws(
+      () => openDatabase(t.path),
+      (e: unknown) => e instanceof NewerSchemaError && /newer/.test(e.message),
+    );
   } finally {
     t.cleanup();
   }

@@ -8,7 +8,21 @@ import { NewerSchemaError } from '../../src/store/errors.js';
 import { NewerSchemaError as SqliteNewerSchemaError } from '../../src/store/sqlite/db.js';
 import { dropSchema, schemaName, sqlIn, testPgUrl } from './pg-helpers.js';
 
-const TABLES = ['accounts', 'contacts', 'devices', 'envelopes', 'invites', 'meta', 'queue', 'room_key_ids', 'room_keys', 'room_members', 'rooms', 'schema_migrations', 'sessions'];
+const TABLES = [
+  'accounts',
+  'contacts',
+  'devices',
+  'envelopes',
+  'invites',
+  'meta',
+  'queue',
+  'room_key_ids',
+  'room_keys',
+  'room_members',
+  'rooms',
+  'schema_migrations',
+  'sessions',
+];
 
 async function inSchema(fn: (schema: string) => Promise<void>): Promise<void> {
   const schema = schemaName();
@@ -24,13 +38,19 @@ test('open creates a missing schema, runs every migration once and records its v
     await (await PostgresStore.open(testPgUrl, { schema })).close();
     await (await PostgresStore.open(testPgUrl, { schema })).close();
     const rows = await sqlIn<{ version: number }>(schema, 'SELECT version FROM schema_migrations ORDER BY version');
-    assert.deepEqual(rows.map((r) => r.version), PG_MIGRATIONS.map((m) => m.version));
+    assert.deepEqual(
+      rows.map((r) => r.version),
+      PG_MIGRATIONS.map((m) => m.version),
+    );
     const tables = await sqlIn<{ table_name: string }>(
       schema,
       'SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name',
       [schema],
     );
-    assert.deepEqual(tables.map((t) => t.table_name), TABLES);
+    assert.deepEqual(
+      tables.map((t) => t.table_name),
+      TABLES,
+    );
   }));
 
 test('instances starting together on an empty database migrate it once', () =>
@@ -62,7 +82,11 @@ test('migration 2 adds the one-statement send and ack to a database at version 1
   inSchema(async (schema) => {
     const pool = openPool(testPgUrl, { schema });
     try {
-      await migrate(pool, schema, PG_MIGRATIONS.filter((m) => m.version === 1));
+      await migrate(
+        pool,
+        schema,
+        PG_MIGRATIONS.filter((m) => m.version === 1),
+      );
     } finally {
       await pool.end();
     }
@@ -77,22 +101,35 @@ test('migration 2 adds the one-statement send and ack to a database at version 1
 
     const store = await PostgresStore.open(testPgUrl, { schema });
     try {
-      assert.deepEqual((await sqlIn<{ proname: string }>(schema, fns, [schema])).map((f) => f.proname), ['ack_envelopes', 'send_envelope']);
+      assert.deepEqual(
+        (await sqlIn<{ proname: string }>(schema, fns, [schema])).map((f) => f.proname),
+        ['ack_envelopes', 'send_envelope'],
+      );
       const rows = await sqlIn<{ version: number }>(schema, 'SELECT version FROM schema_migrations ORDER BY version');
-      assert.deepEqual(rows.map((r) => r.version), [1, 2]);
+      assert.deepEqual(
+        rows.map((r) => r.version),
+        [1, 2],
+      );
       const now = Date.now();
       const id = '01' + 'J'.repeat(24);
       const r = await store.sendMessage({ id, from: 'alice', to: { dm: 'bob' }, keyId: 'dm', iv: 'iv', ct: 'ct', senderDevice: 'a-device-1', now });
       assert.ok('status' in r && r.status === 'queued');
       assert.deepEqual(r.targets, [{ deviceId: 'b-device-1', nick: 'bob', pushable: false }]);
-      assert.deepEqual((await store.readQueue('b-device-1', 0, 10)).map((e) => e.id), ['old', id], 'the new entry queues after the old one');
+      assert.deepEqual(
+        (await store.readQueue('b-device-1', 0, 10)).map((e) => e.id),
+        ['old', id],
+        'the new entry queues after the old one',
+      );
       await store.ack('b-device-1', ['old']);
       assert.deepEqual(await sqlIn(schema, "SELECT queue_len FROM devices WHERE id = 'b-device-1'"), [{ queue_len: 1 }]);
-      assert.deepEqual(await store.sendMessage({ id, from: 'alice', to: { dm: 'bob' }, keyId: 'dm', iv: 'iv', ct: 'ct', senderDevice: 'a-device-1', now: now + 1 }), {
-        status: 'retry',
-        id,
-        ts: now,
-      });
+      assert.deepEqual(
+        await store.sendMessage({ id, from: 'alice', to: { dm: 'bob' }, keyId: 'dm', iv: 'iv', ct: 'ct', senderDevice: 'a-device-1', now: now + 1 }),
+        {
+          status: 'retry',
+          id,
+          ts: now,
+        },
+      );
     } finally {
       await store.close();
     }
@@ -108,7 +145,10 @@ test('a failing migration leaves nothing behind and is not recorded', () =>
     } finally {
       await pool.end();
     }
-    assert.deepEqual(await sqlIn(schema, "SELECT table_name FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'half'", [schema]), []);
+    assert.deepEqual(
+      await sqlIn(schema, "SELECT table_name FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'half'", [schema]),
+      [],
+    );
     const rows = await sqlIn<{ v: number }>(schema, 'SELECT MAX(version) AS v FROM schema_migrations');
     assert.equal(rows[0]!.v, PG_MIGRATIONS.at(-1)!.version);
   }));

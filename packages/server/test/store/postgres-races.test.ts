@@ -11,7 +11,16 @@ import { id16, iv, ct, ulid } from '../harness.js';
 import { dropSchema, freshSchema, sqlIn, testPgUrl } from './pg-helpers.js';
 import { NOW, account, wrapped } from './suite.js';
 
-const dm = (id: string, from: string, to: string, senderDevice: string) => ({ id, from, to: { dm: to }, keyId: 'dm', iv: iv(), ct: ct(), senderDevice, now: NOW });
+const dm = (id: string, from: string, to: string, senderDevice: string) => ({
+  id,
+  from,
+  to: { dm: to },
+  keyId: 'dm',
+  iv: iv(),
+  ct: ct(),
+  senderDevice,
+  now: NOW,
+});
 
 /** Sorted JSON of each result, so "one of each" reads plainly whatever order they came in. */
 const outcomes = (rs: unknown[]) => rs.map((r) => JSON.stringify(r)).sort();
@@ -60,7 +69,10 @@ describe('store: postgres, instances racing on one database', () => {
     ]);
     const won = rs.filter((r) => 'room' in r);
     assert.equal(won.length, 1);
-    assert.deepEqual(rs.filter((r) => 'error' in r), [{ error: 'room_conflict' }]);
+    assert.deepEqual(
+      rs.filter((r) => 'error' in r),
+      [{ error: 'room_conflict' }],
+    );
     const owner = 'room' in won[0]! ? won[0].room.owner : '';
     assert.deepEqual(await sqlIn(schema, 'SELECT nick FROM room_members'), [{ nick: owner }], 'the loser did not join');
     assert.equal((await sqlIn(schema, 'SELECT 1 FROM room_keys')).length, 1);
@@ -71,7 +83,10 @@ describe('store: postgres, instances racing on one database', () => {
     await a.registerAccount(account('bob'));
     const rs = await Promise.all([a.addDevice('alice', 'device-01', NOW), b.addDevice('bob', 'device-01', NOW)]);
     assert.equal(rs.filter((r) => 'status' in r && r.status === 'created').length, 1);
-    assert.deepEqual(rs.filter((r) => 'error' in r), [{ error: 'device_conflict' }]);
+    assert.deepEqual(
+      rs.filter((r) => 'error' in r),
+      [{ error: 'device_conflict' }],
+    );
     assert.equal((await sqlIn(schema, 'SELECT 1 FROM devices')).length, 1);
   });
 
@@ -104,7 +119,12 @@ describe('store: postgres, instances racing on one database', () => {
 
   test('one envelope id sent by two senders at once: one queued, the other id_conflict', async () => {
     for (const n of ['alice', 'bob', 'carol']) await a.registerAccount(account(n));
-    for (const [n, d] of [['alice', 'a-device-1'], ['bob', 'b-device-1'], ['carol', 'c-device-1']] as const) await a.addDevice(n, d, NOW);
+    for (const [n, d] of [
+      ['alice', 'a-device-1'],
+      ['bob', 'b-device-1'],
+      ['carol', 'c-device-1'],
+    ] as const)
+      await a.addDevice(n, d, NOW);
     const id = ulid(NOW);
     const rs = await Promise.all([a.sendMessage(dm(id, 'alice', 'carol', 'a-device-1')), b.sendMessage(dm(id, 'bob', 'carol', 'b-device-1'))]);
     assert.deepEqual(rs.map((r) => ('status' in r ? r.status : r.error)).sort(), ['id_conflict', 'queued']);
@@ -115,7 +135,15 @@ describe('store: postgres, instances racing on one database', () => {
     for (const n of ['alice', 'bob', 'carol', 'dave']) await a.registerAccount(account(n));
     const roomId = id16();
     await a.createRoom({ id: roomId, name: 'R', owner: 'alice', keyId: id16(), keys: [wrapped('alice')], now: NOW });
-    await a.changeMembers({ roomId, caller: 'alice', add: ['bob', 'carol'], remove: [], keyId: id16(), keys: ['alice', 'bob', 'carol'].map(wrapped), now: NOW });
+    await a.changeMembers({
+      roomId,
+      caller: 'alice',
+      add: ['bob', 'carol'],
+      remove: [],
+      keyId: id16(),
+      keys: ['alice', 'bob', 'carol'].map(wrapped),
+      now: NOW,
+    });
     const keyId = id16();
     const [change, leave] = await Promise.all([
       a.changeMembers({ roomId, caller: 'alice', add: ['dave'], remove: ['carol'], keyId, keys: ['alice', 'bob', 'dave'].map(wrapped), now: NOW }),
@@ -133,7 +161,11 @@ describe('store: postgres, instances racing on one database', () => {
       assert.deepEqual(room.members, ['alice', 'carol']);
     }
     const keyHolders = await sqlIn<{ member: string }>(schema, 'SELECT DISTINCT member FROM room_keys ORDER BY member');
-    assert.deepEqual(keyHolders.map((k) => k.member), [...room.members].sort(), 'only members hold keys');
+    assert.deepEqual(
+      keyHolders.map((k) => k.member),
+      [...room.members].sort(),
+      'only members hold keys',
+    );
   });
 
   test('two members changes at once: both apply, one after the other, on the membership the first left', async () => {
@@ -146,7 +178,10 @@ describe('store: postgres, instances racing on one database', () => {
     ]);
     // The second to run sees the first one's new member, whom its keys leave out.
     assert.equal(rs.filter((r) => 'room' in r).length, 1);
-    assert.deepEqual(rs.filter((r) => 'error' in r), [{ error: 'keys_mismatch' }]);
+    assert.deepEqual(
+      rs.filter((r) => 'error' in r),
+      [{ error: 'keys_mismatch' }],
+    );
     assert.equal((await a.listRooms('alice'))[0]!.members.length, 2);
   });
 
@@ -177,7 +212,15 @@ describe('store: postgres, instances racing on one database', () => {
       for (const [r, roomId] of roomIds.entries()) {
         const joining = nicks[(r + k) % nicks.length]!;
         members[r]!.push(joining);
-        const c = await a.changeMembers({ roomId, caller: nicks[r]!, add: [joining], remove: [], keyId: id16(), keys: members[r]!.map(wrapped), now: NOW });
+        const c = await a.changeMembers({
+          roomId,
+          caller: nicks[r]!,
+          add: [joining],
+          remove: [],
+          keyId: id16(),
+          keys: members[r]!.map(wrapped),
+          now: NOW,
+        });
         assert.ok('room' in c);
       }
     }
@@ -201,14 +244,25 @@ describe('store: postgres, instances racing on one database', () => {
     }
     const rs = await Promise.all(sends);
     assert.ok(rs.every((r) => 'status' in r && r.status === 'queued'));
-    assert.deepEqual((await a.listContacts('alice')).map((c) => c.nick), ['bob']);
-    assert.deepEqual((await a.listContacts('bob')).map((c) => c.nick), ['alice']);
+    assert.deepEqual(
+      (await a.listContacts('alice')).map((c) => c.nick),
+      ['bob'],
+    );
+    assert.deepEqual(
+      (await a.listContacts('bob')).map((c) => c.nick),
+      ['alice'],
+    );
     assert.equal((await a.readQueue('b-device-1', 0, 100)).length, 10);
   });
 
   test('concurrent sends to one device: its queue pages by seq without gaps and its length stays exact', async () => {
     for (const n of ['alice', 'bob', 'carol']) await a.registerAccount(account(n));
-    for (const [n, d] of [['alice', 'a-device-1'], ['bob', 'b-device-1'], ['carol', 'c-device-1']] as const) await a.addDevice(n, d, NOW);
+    for (const [n, d] of [
+      ['alice', 'a-device-1'],
+      ['bob', 'b-device-1'],
+      ['carol', 'c-device-1'],
+    ] as const)
+      await a.addDevice(n, d, NOW);
     const ids: string[] = [];
     const sends = [];
     for (let i = 0; i < 40; i++) {
@@ -242,7 +296,13 @@ describe('store: postgres, instances racing on one database', () => {
       await a.setPushSubscription(d, { endpoint: `https://push.example/${d}`, p256dh: 'p', auth: 'a' });
     }
     const rs = await Promise.all([a.claimPush(devs), b.claimPush([...devs].reverse()), a.claimPush(devs)]);
-    assert.deepEqual(rs.flat().map((t) => t.deviceId).sort(), devs);
+    assert.deepEqual(
+      rs
+        .flat()
+        .map((t) => t.deviceId)
+        .sort(),
+      devs,
+    );
   });
 
   test('meta created by several instances at once: all of them get the one stored value', async () => {

@@ -45,7 +45,13 @@ describe('store: postgres, send and ack in one statement', () => {
   /** alice owns the room; carol joins before bob. Device ids are chosen so that id order differs from fan-out order. */
   async function room(): Promise<{ roomId: string; keyId: string }> {
     for (const n of ['alice', 'bob', 'carol']) await store.registerAccount(account(n));
-    for (const [n, d] of [['alice', 'k-alice-1'], ['bob', 'z-bob-1'], ['alice', 'b-alice-2'], ['bob', 'a-bob-2'], ['carol', 'm-carol-1']] as const) {
+    for (const [n, d] of [
+      ['alice', 'k-alice-1'],
+      ['bob', 'z-bob-1'],
+      ['alice', 'b-alice-2'],
+      ['bob', 'a-bob-2'],
+      ['carol', 'm-carol-1'],
+    ] as const) {
       await store.addDevice(n, d, NOW);
     }
     const roomId = id16();
@@ -53,9 +59,25 @@ describe('store: postgres, send and ack in one statement', () => {
     const k2 = id16();
     const k3 = id16();
     await store.createRoom({ id: roomId, name: 'Ops', owner: 'alice', keyId: k1, keys: [wrapped('alice')], now: NOW });
-    const c = await store.changeMembers({ roomId, caller: 'alice', add: ['carol'], remove: [], keyId: k2, keys: ['alice', 'carol'].map(wrapped), now: NOW });
+    const c = await store.changeMembers({
+      roomId,
+      caller: 'alice',
+      add: ['carol'],
+      remove: [],
+      keyId: k2,
+      keys: ['alice', 'carol'].map(wrapped),
+      now: NOW,
+    });
     assert.ok('room' in c);
-    const b = await store.changeMembers({ roomId, caller: 'alice', add: ['bob'], remove: [], keyId: k3, keys: ['alice', 'carol', 'bob'].map(wrapped), now: NOW });
+    const b = await store.changeMembers({
+      roomId,
+      caller: 'alice',
+      add: ['bob'],
+      remove: [],
+      keyId: k3,
+      keys: ['alice', 'carol', 'bob'].map(wrapped),
+      now: NOW,
+    });
     assert.ok('room' in b);
     return { roomId, keyId: k3 };
   }
@@ -77,13 +99,19 @@ describe('store: postgres, send and ack in one statement', () => {
     assert.equal(stored!.json, r.json, 'the stored JSON is the one built by the caller, byte for byte');
     // Entries are numbered in fan-out order.
     const queued = await sqlIn<{ device_id: string }>(schema, 'SELECT device_id FROM queue ORDER BY seq');
-    assert.deepEqual(queued.map((q) => q.device_id), r.targets.map((t) => t.deviceId));
+    assert.deepEqual(
+      queued.map((q) => q.device_id),
+      r.targets.map((t) => t.deviceId),
+    );
     for (const l of await lengths(schema)) assert.equal(l.queue_len, l.n, l.id);
     // An older room key id is still valid for sending.
     const [k1] = await sqlIn<{ key_id: string }>(schema, 'SELECT key_id FROM room_key_ids WHERE key_id <> $1 ORDER BY key_id LIMIT 1', [keyId]);
     const old = await store.sendMessage(send(ulid(NOW), 'bob', { room: roomId }, k1!.key_id, 'a-bob-2'));
     assert.ok('status' in old && old.status === 'queued');
-    assert.deepEqual(old.targets.map((t) => t.deviceId), ['k-alice-1', 'b-alice-2', 'm-carol-1', 'z-bob-1']);
+    assert.deepEqual(
+      old.targets.map((t) => t.deviceId),
+      ['k-alice-1', 'b-alice-2', 'm-carol-1', 'z-bob-1'],
+    );
   });
 
   test('refusals write nothing; a used id is answered before them as a retry (its sender) or a conflict', async () => {
@@ -98,7 +126,11 @@ describe('store: postgres, send and ack in one statement', () => {
     assert.deepEqual(await store.sendMessage(send(fresh(), 'dave', { room: id16() }, keyId, 'd-dave-1')), { error: 'not_member' }, 'no such room');
     assert.deepEqual(await store.sendMessage(send(fresh(), 'alice', { room: roomId }, id16(), 'k-alice-1')), { error: 'unknown_key' });
     assert.deepEqual(await store.sendMessage(send(fresh(), 'alice', { dm: 'zed' }, 'dm', 'k-alice-1')), { error: 'unknown_user' });
-    assert.deepEqual(await store.sendMessage(send(fresh(), 'alice', { dm: 'gone' }, 'dm', 'k-alice-1')), { error: 'unknown_user' }, 'a deleted account');
+    assert.deepEqual(
+      await store.sendMessage(send(fresh(), 'alice', { dm: 'gone' }, 'dm', 'k-alice-1')),
+      { error: 'unknown_user' },
+      'a deleted account',
+    );
     assert.deepEqual(await store.sendMessage(send(fresh(), 'alice', { dm: 'alice' }, 'dm', 'k-alice-1')), { error: 'self' });
     assert.deepEqual(await sqlIn(schema, 'SELECT id FROM envelopes'), []);
     assert.deepEqual(await sqlIn(schema, 'SELECT seq FROM queue'), []);
@@ -118,7 +150,7 @@ describe('store: postgres, send and ack in one statement', () => {
     assert.equal((await sqlIn(schema, 'SELECT seq FROM queue')).length, 4, 'queued once');
   });
 
-  test('a first DM adds each side as the other\'s contact while that side has room', async () => {
+  test("a first DM adds each side as the other's contact while that side has room", async () => {
     await store.registerAccount(account('alice'));
     await store.registerAccount(account('bob'));
     await store.addDevice('alice', 'a-device-1', NOW);
@@ -142,7 +174,9 @@ describe('store: postgres, send and ack in one statement', () => {
     await store.addDevice('bob', 'b-device-1', NOW);
     const over = LIMITS.queuePerDevice + 4;
     // Only the queue rows matter to the cap (no envelope rows needed): old1 is the oldest.
-    await sqlIn(schema, "INSERT INTO queue (device_id, envelope_id, ts) SELECT 'b-device-1', 'old' || i, i FROM generate_series(1, $1::int) AS i", [over]);
+    await sqlIn(schema, "INSERT INTO queue (device_id, envelope_id, ts) SELECT 'b-device-1', 'old' || i, i FROM generate_series(1, $1::int) AS i", [
+      over,
+    ]);
     await sqlIn(schema, "UPDATE devices SET queue_len = $1 WHERE id = 'b-device-1'", [over]);
     const id = ulid(NOW);
     const r = await store.sendMessage(send(id, 'alice', { dm: 'bob' }, 'dm', 'a-device-1'));
@@ -161,13 +195,21 @@ describe('store: postgres, send and ack in one statement', () => {
   test('ack drops only the listed entries of that device; unknown ids are ignored', async () => {
     await store.registerAccount(account('alice'));
     await store.registerAccount(account('bob'));
-    for (const [n, d] of [['alice', 'a-device-1'], ['alice', 'a-device-2'], ['bob', 'b-device-1']] as const) await store.addDevice(n, d, NOW);
+    for (const [n, d] of [
+      ['alice', 'a-device-1'],
+      ['alice', 'a-device-2'],
+      ['bob', 'b-device-1'],
+    ] as const)
+      await store.addDevice(n, d, NOW);
     const ids = [ulid(NOW), ulid(NOW), ulid(NOW)];
     for (const id of ids) await store.sendMessage(send(id, 'alice', { dm: 'bob' }, 'dm', 'a-device-1'));
     await store.ack('b-device-1', [ids[0]!, ids[2]!, 'nope']);
     await store.ack('b-device-1', []);
     await store.ack('no-such-device', [ids[1]!]);
-    assert.deepEqual((await store.readQueue('b-device-1', 0, 10)).map((e) => e.id), [ids[1]]);
+    assert.deepEqual(
+      (await store.readQueue('b-device-1', 0, 10)).map((e) => e.id),
+      [ids[1]],
+    );
     assert.equal((await store.readQueue('a-device-2', 0, 10)).length, 3);
     assert.deepEqual(await lengths(schema), [
       { id: 'a-device-1', queue_len: 0, n: 0 },

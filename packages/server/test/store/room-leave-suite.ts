@@ -62,7 +62,15 @@ async function join(store: Store, f: Fixture, nick: string): Promise<void> {
   if (!(await store.getAccount(nick))) await store.registerAccount(account(nick));
   for (const d of devicesOf(nick)) await store.addDevice(nick, d, NOW);
   f.start.members.push(nick);
-  const r = await store.changeMembers({ roomId: f.roomId, caller: f.start.owner, add: [nick], remove: [], keyId: id16(), keys: f.start.members.map(wrapped), now: NOW });
+  const r = await store.changeMembers({
+    roomId: f.roomId,
+    caller: f.start.owner,
+    add: [nick],
+    remove: [],
+    keyId: id16(),
+    keys: f.start.members.map(wrapped),
+    now: NOW,
+  });
   assert.ok('room' in r, JSON.stringify(r));
 }
 
@@ -87,17 +95,21 @@ function assertChain(f: Fixture, leaves: { nick: string; r: LeaveResult }[]): Sh
     const next = afterLeave(shape, nick);
     assert.equal(r.roomId, f.roomId);
     assert.equal(r.left, true, `${nick} was a member when its leave ran`);
-    assert.deepEqual(r.callerDevices, devicesOf(nick), 'the leaver\'s devices, to hear room_left');
+    assert.deepEqual(r.callerDevices, devicesOf(nick), "the leaver's devices, to hear room_left");
     if (next === null) {
       assert.equal(r.deleted, true, `${nick} was the last member: the room is deleted`);
       assert.equal(r.fanout, null);
     } else {
       assert.equal(r.deleted, false);
-      assert.deepEqual(r.fanout, {
-        room: { id: f.roomId, name: f.name, owner: next.owner, members: next.members, createdAt: f.createdAt, keys: [], needsRekey: true },
-        members: next.members.map((m) => ({ nick: m, devices: devicesOf(m), key: null })),
-        removed: [],
-      }, `after ${nick} left`);
+      assert.deepEqual(
+        r.fanout,
+        {
+          room: { id: f.roomId, name: f.name, owner: next.owner, members: next.members, createdAt: f.createdAt, keys: [], needsRekey: true },
+          members: next.members.map((m) => ({ nick: m, devices: devicesOf(m), key: null })),
+          removed: [],
+        },
+        `after ${nick} left`,
+      );
     }
     shape = next;
   }
@@ -128,7 +140,11 @@ async function assertGone(store: Store, roomId: string, creator: string): Promis
   assert.deepEqual(again.room.members, [creator]);
   assert.equal(again.room.needsRekey, false);
   const listed = (await store.listRooms(creator)).find((r) => r.id === roomId);
-  assert.deepEqual(listed?.keys.map((k) => k.keyId), [keyId], 'no key of the old room is left');
+  assert.deepEqual(
+    listed?.keys.map((k) => k.keyId),
+    [keyId],
+    'no key of the old room is left',
+  );
 }
 
 export function roomLeaveSuite(name: string, factory: StoreFactory): void {
@@ -145,16 +161,30 @@ export function roomLeaveSuite(name: string, factory: StoreFactory): void {
       const f = await roomOf(store, ['olga', 'zed', 'amy', 'bea']);
       const r = await store.deleteAccount('olga', NOW);
       assert.deepEqual(r.devices, devicesOf('olga'));
-      assert.deepEqual(r.rooms.map((l) => l.roomId), [f.roomId]);
+      assert.deepEqual(
+        r.rooms.map((l) => l.roomId),
+        [f.roomId],
+      );
       const end = assertChain(f, [{ nick: 'olga', r: leaveIn(r, f.roomId) }]);
       assert.deepEqual(end, { owner: 'zed', members: ['zed', 'amy', 'bea'] });
       await assertStored(store, f, end, ['olga', 'zed', 'amy', 'bea']);
       // The new owner has the owner's rights, and the rotation it owes clears needsRekey.
-      const rot = await store.changeMembers({ roomId: f.roomId, caller: 'zed', add: [], remove: [], keyId: id16(), keys: end.members.map(wrapped), now: NOW });
-      assert.ok('room' in rot && rot.room.needsRekey === false && rot.room.owner === 'zed');
-      assert.deepEqual(await store.changeMembers({ roomId: f.roomId, caller: 'amy', add: [], remove: [], keyId: id16(), keys: end.members.map(wrapped), now: NOW }), {
-        error: 'not_owner',
+      const rot = await store.changeMembers({
+        roomId: f.roomId,
+        caller: 'zed',
+        add: [],
+        remove: [],
+        keyId: id16(),
+        keys: end.members.map(wrapped),
+        now: NOW,
       });
+      assert.ok('room' in rot && rot.room.needsRekey === false && rot.room.owner === 'zed');
+      assert.deepEqual(
+        await store.changeMembers({ roomId: f.roomId, caller: 'amy', add: [], remove: [], keyId: id16(), keys: end.members.map(wrapped), now: NOW }),
+        {
+          error: 'not_owner',
+        },
+      );
     });
 
     test('a member who is not the owner deletes the account: the owner stays, the others owe a rekey', async () => {
@@ -169,7 +199,11 @@ export function roomLeaveSuite(name: string, factory: StoreFactory): void {
       const f = await roomOf(store, ['olga']);
       const shared = await roomOf(store, ['olga', 'amy']);
       const r = await store.deleteAccount('olga', NOW);
-      assert.deepEqual(r.rooms.map((l) => l.roomId), [f.roomId, shared.roomId], 'rooms are left in join order');
+      assert.deepEqual(
+        r.rooms.map((l) => l.roomId),
+        [f.roomId, shared.roomId],
+        'rooms are left in join order',
+      );
       assert.equal(assertChain(f, [{ nick: 'olga', r: leaveIn(r, f.roomId) }]), null);
       assert.deepEqual(assertChain(shared, [{ nick: 'olga', r: leaveIn(r, shared.roomId) }]), { owner: 'amy', members: ['amy'] });
       assert.equal((await store.stats()).rooms, 1);
@@ -209,7 +243,10 @@ export function roomLeaveSuite(name: string, factory: StoreFactory): void {
       const f = await roomOf(store, nicks);
       const leaving = [nicks[0]!, nicks[1]!, nicks[2]!, nicks[4]!, nicks[5]!, nicks[7]!, nicks[9]!];
       const rs = await Promise.all(leaving.map((n) => store.deleteAccount(n, NOW)));
-      const end = assertChain(f, leaving.map((n, i) => ({ nick: n, r: leaveIn(rs[i]!, f.roomId) })));
+      const end = assertChain(
+        f,
+        leaving.map((n, i) => ({ nick: n, r: leaveIn(rs[i]!, f.roomId) })),
+      );
       assert.deepEqual(end, { owner: nicks[3], members: [nicks[3]!, nicks[6]!, nicks[8]!] });
       await assertStored(store, f, end, nicks);
     });
@@ -231,7 +268,13 @@ export function roomLeaveSuite(name: string, factory: StoreFactory): void {
         // a joins r1 before r2, b joins r2 before r1: each deletion meets the rooms in the other's order.
         const r1 = await roomOf(store, [a]);
         const r2 = await roomOf(store, [b]);
-        for (const [f, n] of [[r1, b], [r2, a], [r1, c], [r2, c]] as const) await join(store, f, n);
+        for (const [f, n] of [
+          [r1, b],
+          [r2, a],
+          [r1, c],
+          [r2, c],
+        ] as const)
+          await join(store, f, n);
         const rs = await Promise.all([store.deleteAccount(a, NOW), store.deleteAccount(b, NOW)]);
         for (const f of [r1, r2]) {
           const end = assertChain(f, [
@@ -248,9 +291,21 @@ export function roomLeaveSuite(name: string, factory: StoreFactory): void {
       const f = await roomOf(store, ['olga', 'zed']);
       await store.registerAccount(account('out'));
       for (const d of devicesOf('out')) await store.addDevice('out', d, NOW);
-      assert.deepEqual(await store.leaveRoom(f.roomId, 'out'), { roomId: f.roomId, left: false, deleted: false, callerDevices: devicesOf('out'), fanout: null });
+      assert.deepEqual(await store.leaveRoom(f.roomId, 'out'), {
+        roomId: f.roomId,
+        left: false,
+        deleted: false,
+        callerDevices: devicesOf('out'),
+        fanout: null,
+      });
       const missing = id16();
-      assert.deepEqual(await store.leaveRoom(missing, 'olga'), { roomId: missing, left: false, deleted: false, callerDevices: devicesOf('olga'), fanout: null });
+      assert.deepEqual(await store.leaveRoom(missing, 'olga'), {
+        roomId: missing,
+        left: false,
+        deleted: false,
+        callerDevices: devicesOf('olga'),
+        fanout: null,
+      });
       const { keys: _keys, ...room } = (await store.listRooms('zed'))[0]!;
       assert.deepEqual(room, { id: f.roomId, name: f.name, owner: 'olga', members: ['olga', 'zed'], createdAt: NOW, needsRekey: false });
     });

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SqliteStore } from '../../src/store/sqlite/index.js';
 
-test('the database file receives the WAL\'s pages from the checkpoint thread, not from the store\'s commits', async () => {
+test("the database file receives the WAL's pages from the checkpoint thread, not from the store's commits", async () => {
   const dir = mkdtempSync(join(tmpdir(), 'svc-ckpt-'));
   const path = join(dir, 'svc.db');
   const store = SqliteStore.open(path);

@@ -122,7 +122,8 @@ test('a write is answered only after the WAL holding it is synced; writes arrivi
     // A sync that finishes only when the test says so.
     const pending: ((err: Error | null) => void)[] = [];
     const group = new GroupCommit(db, { sync: (done) => pending.push(done), close() {} });
-    const insert = (code: string) => () => db.prepare("INSERT INTO invites (code, uses_left, expires_at, created_at) VALUES (?, 1, NULL, 1)").run(code);
+    const insert = (code: string) => () =>
+      db.prepare('INSERT INTO invites (code, uses_left, expires_at, created_at) VALUES (?, 1, NULL, 1)').run(code);
     const committed = () => {
       // What another connection sees is what is committed.
       const other = new Database(join(dir, 'svc.db'), { readonly: true });
@@ -184,7 +185,8 @@ test('after a failed sync every later write is refused and the store is told onc
     const pending: ((err: Error | null) => void)[] = [];
     const fatal: unknown[] = [];
     const group = new GroupCommit(db, { sync: (done) => pending.push(done), close() {} }, { onFatal: (err) => fatal.push(err) });
-    const insert = (code: string) => () => db.prepare('INSERT INTO invites (code, uses_left, expires_at, created_at) VALUES (?, 1, NULL, 1)').run(code);
+    const insert = (code: string) => () =>
+      db.prepare('INSERT INTO invites (code, uses_left, expires_at, created_at) VALUES (?, 1, NULL, 1)').run(code);
     const first = group.run(insert('first'));
     await new Promise((r) => setImmediate(r));
     // A write joins the open transaction while the sync runs; then the sync fails.
@@ -247,7 +249,14 @@ function heldSyncs(settleBeforeSync: boolean) {
   const fatal: unknown[] = [];
   const group = new GroupCommit(db, { sync: (done) => pending.push(done), close() {} }, { settleBeforeSync, onFatal: (e) => fatal.push(e) });
   const insert = (code: string) => () => db.prepare('INSERT INTO invites (code, uses_left, expires_at, created_at) VALUES (?, 1, NULL, 1)').run(code);
-  const state = (p: Promise<unknown>) => Promise.race([p.then(() => 'resolved', () => 'rejected'), new Promise((r) => setImmediate(() => r('pending')))]);
+  const state = (p: Promise<unknown>) =>
+    Promise.race([
+      p.then(
+        () => 'resolved',
+        () => 'rejected',
+      ),
+      new Promise((r) => setImmediate(() => r('pending'))),
+    ]);
   const turn = () => new Promise((r) => setImmediate(r));
   return { db, group, pending, fatal, insert, state, turn, done: () => (db.close(), rmSync(dir, { recursive: true, force: true })) };
 }

@@ -24,7 +24,20 @@ async function setup(s: SqliteStore): Promise<void> {
 }
 
 const dm = (s: SqliteStore, n: number, now = NOW) =>
-  Promise.all(Array.from({ length: n }, (_, i) => s.sendMessage({ id: ulid(now + i), from: 'alice', to: { dm: 'bob' }, keyId: 'dm', iv: iv(), ct: ct(), senderDevice: 'a-device-1', now: now + i })));
+  Promise.all(
+    Array.from({ length: n }, (_, i) =>
+      s.sendMessage({
+        id: ulid(now + i),
+        from: 'alice',
+        to: { dm: 'bob' },
+        keyId: 'dm',
+        iv: iv(),
+        ct: ct(),
+        senderDevice: 'a-device-1',
+        now: now + i,
+      }),
+    ),
+  );
 
 test('the queued total in stats follows sends, acks, a device removal and an account deletion', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'svc-counts-'));
@@ -108,7 +121,10 @@ test('queue changes made by another process (the admin command) are counted, not
     // has written anything since (its index still lists them): the rest still come.
     const all = (await s.readQueue('b-device-1', 0, 10)).map((e) => e.id);
     await admin.ack('b-device-1', all.slice(0, 3));
-    assert.deepEqual((await s.readQueue('b-device-1', 0, 2)).map((e) => e.id), all.slice(3, 5));
+    assert.deepEqual(
+      (await s.readQueue('b-device-1', 0, 2)).map((e) => e.id),
+      all.slice(3, 5),
+    );
     await dm(s, 0);
     // The other process removes a device and its queue, and acks entries of another.
     await admin.deleteDevice('bob', 'b-device-2');
@@ -134,10 +150,19 @@ test('the file keeps no index by device; replay pages through each device in seq
     await dm(s, 7);
     await s.registerAccount(account('carol'));
     await s.addDevice('carol', 'c-device-1', NOW);
-    await s.sendMessage({ id: ulid(NOW + 100), from: 'carol', to: { dm: 'bob' }, keyId: 'dm', iv: iv(), ct: ct(), senderDevice: 'c-device-1', now: NOW + 100 });
+    await s.sendMessage({
+      id: ulid(NOW + 100),
+      from: 'carol',
+      to: { dm: 'bob' },
+      keyId: 'dm',
+      iv: iv(),
+      ct: ct(),
+      senderDevice: 'c-device-1',
+      now: NOW + 100,
+    });
     const all = async (device: string) => {
       const seen: { seq: number; id: string }[] = [];
-      for (let after = 0; ; ) {
+      for (let after = 0; ;) {
         const page = await s.readQueue(device, after, 3);
         if (page.length === 0) return seen;
         seen.push(...page.map((e) => ({ seq: e.seq, id: e.id })));
@@ -145,7 +170,7 @@ test('the file keeps no index by device; replay pages through each device in seq
       }
     };
     const expected = (device: string) =>
-      (s.db.prepare('SELECT seq, envelope_id AS id FROM queue WHERE device_id = ? ORDER BY seq').all(device) as { seq: number; id: string }[]);
+      s.db.prepare('SELECT seq, envelope_id AS id FROM queue WHERE device_id = ? ORDER BY seq').all(device) as { seq: number; id: string }[];
     assert.equal((await all('b-device-1')).length, 8);
     assert.deepEqual(await all('b-device-1'), expected('b-device-1'));
     // A write that fails after queueing rows is rolled back; the index is read again from the file.

@@ -37,16 +37,18 @@ test('a signed-out session is gone for the very next read', async () => {
   });
 });
 
-test('a password change ends the other sessions for the very next read, and keeps the caller\'s', async () => {
+test("a password change ends the other sessions for the very next read, and keeps the caller's", async () => {
   await withStore(async (s) => {
     const a = account('alice');
-    assert.deepEqual(await s.changePassword('alice', { authKeyHash: a.authKeyHash, kdf: a.kdf, encryptedKey: a.encryptedKey }, 'alice-1'), ['alice-2']);
+    assert.deepEqual(await s.changePassword('alice', { authKeyHash: a.authKeyHash, kdf: a.kdf, encryptedKey: a.encryptedKey }, 'alice-1'), [
+      'alice-2',
+    ]);
     assert.equal(await s.getSession('alice-2'), null);
     assert.equal((await s.getSession('alice-1'))?.nick, 'alice');
   });
 });
 
-test('a deleted account\'s sessions and devices are gone for the very next read', async () => {
+test("a deleted account's sessions and devices are gone for the very next read", async () => {
   await withStore(async (s) => {
     await s.deleteAccount('alice', NOW);
     assert.equal(await s.getSession('alice-1'), null);
@@ -65,7 +67,7 @@ test('a removed device has no owner for the very next read, and its id can then 
   });
 });
 
-test('a session\'s last use, once written, is what the next read returns', async () => {
+test("a session's last use, once written, is what the next read returns", async () => {
   await withStore(async (s) => {
     await s.touchSession('alice-1', NOW + 1000);
     assert.equal((await s.getSession('alice-1'))?.lastUsedAt, NOW + 1000);
@@ -120,33 +122,52 @@ test('a removed contact comes back with the next DM, and deleting an account for
     const dm = (id: string, from: string, to: string, dev: string) =>
       s.sendMessage({ id, from, to: { dm: to }, keyId: 'dm', iv: 'AAAAAAAAAAAAAAAA', ct: 'A'.repeat(40), senderDevice: dev, now: NOW });
     await dm('01J0000000000000000000000A', 'alice', 'bob', 'a-device-1');
-    assert.deepEqual((await s.listContacts('alice')).map((c) => c.nick), ['bob']);
+    assert.deepEqual(
+      (await s.listContacts('alice')).map((c) => c.nick),
+      ['bob'],
+    );
     await s.deleteContact('alice', 'bob');
     assert.deepEqual(await s.listContacts('alice'), []);
     await dm('01J0000000000000000000000B', 'bob', 'alice', 'b-device-1');
-    assert.deepEqual((await s.listContacts('alice')).map((c) => c.nick), ['bob'], 'the DM added the contact again');
+    assert.deepEqual(
+      (await s.listContacts('alice')).map((c) => c.nick),
+      ['bob'],
+      'the DM added the contact again',
+    );
     await s.deleteAccount('bob', NOW);
     await s.registerAccount(account('carol'));
     await s.addDevice('carol', 'c-device-1', NOW);
     await dm('01J0000000000000000000000C', 'carol', 'alice', 'c-device-1');
-    assert.deepEqual((await s.listContacts('alice')).map((c) => c.nick), ['carol']);
+    assert.deepEqual(
+      (await s.listContacts('alice')).map((c) => c.nick),
+      ['carol'],
+    );
   });
 });
 
-test('a DM\'s targets follow every change to the devices: added, removed, subscribed, claimed, connected', async () => {
+test("a DM's targets follow every change to the devices: added, removed, subscribed, claimed, connected", async () => {
   await withStore(async (s) => {
     await s.registerAccount(account('bob'));
     await s.addDevice('bob', 'b-device-1', NOW);
     let n = 0;
     const targets = async () => {
-      const r = await s.sendMessage({ id: ulid(NOW + n++), from: 'alice', to: { dm: 'bob' }, keyId: 'dm', iv: 'AAAAAAAAAAAAAAAA', ct: 'A'.repeat(40), senderDevice: 'a-device-1', now: NOW });
+      const r = await s.sendMessage({
+        id: ulid(NOW + n++),
+        from: 'alice',
+        to: { dm: 'bob' },
+        keyId: 'dm',
+        iv: 'AAAAAAAAAAAAAAAA',
+        ct: 'A'.repeat(40),
+        senderDevice: 'a-device-1',
+        now: NOW,
+      });
       assert.ok('targets' in r);
       return r.targets.map((t) => `${t.deviceId}${t.pushable ? '+push' : ''}`);
     };
     assert.deepEqual(await targets(), ['b-device-1']);
     await s.addDevice('bob', 'b-device-2', NOW);
     await s.addDevice('alice', 'a-device-2', NOW);
-    assert.deepEqual(await targets(), ['b-device-1', 'b-device-2', 'a-device-2'], 'in device order, the sender\'s other device included');
+    assert.deepEqual(await targets(), ['b-device-1', 'b-device-2', 'a-device-2'], "in device order, the sender's other device included");
     await s.setPushSubscription('b-device-2', { endpoint: 'https://push.example/x', p256dh: 'p', auth: 'a' });
     assert.deepEqual(await targets(), ['b-device-1', 'b-device-2+push', 'a-device-2']);
     assert.equal((await s.claimPush(['b-device-2'])).length, 1);

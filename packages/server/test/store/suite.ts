@@ -72,11 +72,15 @@ export function storeSuite(name: string, factory: StoreFactory): void {
       assert.deepEqual(await store.registerAccount(account('a2', { requireInvite: true, invite: 'code1' })), { error: 'invalid_invite' });
     });
 
-    test('changePassword ends every other session and keeps the caller\'s', async () => {
+    test("changePassword ends every other session and keeps the caller's", async () => {
       const a = account('alice');
       await store.registerAccount(a);
       await store.createSession({ id: 'other', nick: 'alice', now: NOW });
-      const ended = await store.changePassword('alice', { authKeyHash: new Uint8Array(32).fill(9), kdf: a.kdf, encryptedKey: a.encryptedKey }, a.sessionId);
+      const ended = await store.changePassword(
+        'alice',
+        { authKeyHash: new Uint8Array(32).fill(9), kdf: a.kdf, encryptedKey: a.encryptedKey },
+        a.sessionId,
+      );
       assert.deepEqual(ended, ['other']);
       assert.equal(await store.getSession('other'), null);
       assert.ok(await store.getSession(a.sessionId));
@@ -102,7 +106,10 @@ export function storeSuite(name: string, factory: StoreFactory): void {
       await store.addDevice('alice', 'device-02', NOW);
       assert.deepEqual(await store.claimPush(['device-01', 'device-02']), []);
       await store.setPushSubscription('device-01', { endpoint: 'https://push.example/1', p256dh: 'p', auth: 'a' });
-      assert.deepEqual((await store.claimPush(['device-01', 'device-02'])).map((t) => t.deviceId), ['device-01']);
+      assert.deepEqual(
+        (await store.claimPush(['device-01', 'device-02'])).map((t) => t.deviceId),
+        ['device-01'],
+      );
       assert.deepEqual(await store.claimPush(['device-01']), []);
       await store.deviceConnected('device-01', NOW);
       assert.equal((await store.claimPush(['device-01'])).length, 1);
@@ -118,11 +125,26 @@ export function storeSuite(name: string, factory: StoreFactory): void {
     test('send targets say which devices can be pushed: subscribed and no push pending', async () => {
       await store.registerAccount(account('alice'));
       await store.registerAccount(account('bob'));
-      for (const [n, d] of [['alice', 'a-device-1'], ['bob', 'b-device-1'], ['bob', 'b-device-2'], ['bob', 'b-device-3']]) await store.addDevice(n!, d!, NOW);
+      for (const [n, d] of [
+        ['alice', 'a-device-1'],
+        ['bob', 'b-device-1'],
+        ['bob', 'b-device-2'],
+        ['bob', 'b-device-3'],
+      ])
+        await store.addDevice(n!, d!, NOW);
       await store.setPushSubscription('b-device-2', { endpoint: 'https://push.example/2', p256dh: 'p', auth: 'a' });
       await store.setPushSubscription('b-device-3', { endpoint: 'https://push.example/3', p256dh: 'p', auth: 'a' });
       await store.claimPush(['b-device-3']);
-      const r = await store.sendMessage({ id: ulid(NOW), from: 'alice', to: { dm: 'bob' }, keyId: 'dm', iv: iv(), ct: ct(), senderDevice: 'a-device-1', now: NOW });
+      const r = await store.sendMessage({
+        id: ulid(NOW),
+        from: 'alice',
+        to: { dm: 'bob' },
+        keyId: 'dm',
+        iv: iv(),
+        ct: ct(),
+        senderDevice: 'a-device-1',
+        now: NOW,
+      });
       assert.ok('status' in r && r.status === 'queued');
       assert.deepEqual(r.targets, [
         { deviceId: 'b-device-1', nick: 'bob', pushable: false },
@@ -131,29 +153,67 @@ export function storeSuite(name: string, factory: StoreFactory): void {
       ]);
     });
 
-    test('sendMessage queues a DM for the recipient and the sender\'s other devices, never the sending device', async () => {
+    test("sendMessage queues a DM for the recipient and the sender's other devices, never the sending device", async () => {
       await store.registerAccount(account('alice'));
       await store.registerAccount(account('bob'));
-      for (const [n, d] of [['alice', 'a-device-1'], ['alice', 'a-device-2'], ['bob', 'b-device-1']]) await store.addDevice(n!, d!, NOW);
+      for (const [n, d] of [
+        ['alice', 'a-device-1'],
+        ['alice', 'a-device-2'],
+        ['bob', 'b-device-1'],
+      ])
+        await store.addDevice(n!, d!, NOW);
       const id = ulid(NOW);
-      const r = await store.sendMessage({ id, from: 'alice', to: { dm: 'bob' }, keyId: 'dm', iv: iv(), ct: ct(), senderDevice: 'a-device-1', now: NOW });
+      const r = await store.sendMessage({
+        id,
+        from: 'alice',
+        to: { dm: 'bob' },
+        keyId: 'dm',
+        iv: iv(),
+        ct: ct(),
+        senderDevice: 'a-device-1',
+        now: NOW,
+      });
       assert.ok('status' in r && r.status === 'queued');
       assert.deepEqual(r.targets.map((t) => t.deviceId).sort(), ['a-device-2', 'b-device-1']);
       assert.deepEqual(Object.keys(JSON.parse(r.json)), ['id', 'to', 'from', 'keyId', 'iv', 'ct', 'ts']);
       assert.equal((await store.readQueue('b-device-1', 0, 10)).length, 1);
       assert.equal((await store.readQueue('a-device-1', 0, 10)).length, 0);
-      assert.deepEqual((await store.listContacts('bob')).map((c) => c.nick), ['alice']);
-      assert.deepEqual((await store.listContacts('alice')).map((c) => c.nick), ['bob']);
+      assert.deepEqual(
+        (await store.listContacts('bob')).map((c) => c.nick),
+        ['alice'],
+      );
+      assert.deepEqual(
+        (await store.listContacts('alice')).map((c) => c.nick),
+        ['bob'],
+      );
 
-      const retry = await store.sendMessage({ id, from: 'alice', to: { dm: 'bob' }, keyId: 'dm', iv: iv(), ct: ct(), senderDevice: 'a-device-1', now: NOW + 5 });
+      const retry = await store.sendMessage({
+        id,
+        from: 'alice',
+        to: { dm: 'bob' },
+        keyId: 'dm',
+        iv: iv(),
+        ct: ct(),
+        senderDevice: 'a-device-1',
+        now: NOW + 5,
+      });
       assert.deepEqual(retry, { status: 'retry', id, ts: NOW });
       assert.equal((await store.readQueue('b-device-1', 0, 10)).length, 1);
-      const clash = await store.sendMessage({ id, from: 'bob', to: { dm: 'alice' }, keyId: 'dm', iv: iv(), ct: ct(), senderDevice: 'b-device-1', now: NOW });
+      const clash = await store.sendMessage({
+        id,
+        from: 'bob',
+        to: { dm: 'alice' },
+        keyId: 'dm',
+        iv: iv(),
+        ct: ct(),
+        senderDevice: 'b-device-1',
+        now: NOW,
+      });
       assert.deepEqual(clash, { error: 'id_conflict' });
 
       await store.ack('b-device-1', [id, 'unknown-id']);
       assert.equal((await store.readQueue('b-device-1', 0, 10)).length, 0);
-      assert.equal((await store.readQueue('a-device-2', 0, 10)).length, 1, 'one device\'s ack leaves the others\' queues');
+      assert.equal((await store.readQueue('a-device-2', 0, 10)).length, 1, "one device's ack leaves the others' queues");
     });
 
     test('a device queue keeps the newest entries up to its cap', async () => {
@@ -187,16 +247,40 @@ export function storeSuite(name: string, factory: StoreFactory): void {
       const created = await store.createRoom({ id: roomId, name: 'Room', owner: 'alice', keyId: k1, keys: [wrapped('alice')], now: NOW });
       assert.ok('room' in created);
       assert.deepEqual(created.room.members, ['alice']);
-      assert.deepEqual(await store.createRoom({ id: roomId, name: 'Again', owner: 'bob', keyId: id16(), keys: [wrapped('bob')], now: NOW }), { error: 'room_conflict' });
+      assert.deepEqual(await store.createRoom({ id: roomId, name: 'Again', owner: 'bob', keyId: id16(), keys: [wrapped('bob')], now: NOW }), {
+        error: 'room_conflict',
+      });
 
       const k2 = id16();
-      assert.deepEqual(await store.changeMembers({ roomId, caller: 'bob', add: [], remove: [], keyId: k2, keys: [], now: NOW }), { error: 'not_owner' });
-      assert.deepEqual(await store.changeMembers({ roomId, caller: 'alice', add: ['zed'], remove: [], keyId: k2, keys: [], now: NOW }), { error: 'unknown_user' });
-      assert.deepEqual(await store.changeMembers({ roomId, caller: 'alice', add: [], remove: ['bob'], keyId: k2, keys: [], now: NOW }), { error: 'invalid', field: 'remove' });
-      assert.deepEqual(await store.changeMembers({ roomId, caller: 'alice', add: [], remove: ['alice'], keyId: k2, keys: [], now: NOW }), { error: 'owner' });
-      assert.deepEqual(await store.changeMembers({ roomId, caller: 'alice', add: [], remove: [], keyId: k1, keys: [wrapped('alice')], now: NOW }), { error: 'key_exists' });
-      assert.deepEqual(await store.changeMembers({ roomId, caller: 'alice', add: ['bob'], remove: [], keyId: k2, keys: [wrapped('alice')], now: NOW }), { error: 'keys_mismatch' });
-      const f = await store.changeMembers({ roomId, caller: 'alice', add: ['bob', 'carol'], remove: [], keyId: k2, keys: ['alice', 'bob', 'carol'].map(wrapped), now: NOW });
+      assert.deepEqual(await store.changeMembers({ roomId, caller: 'bob', add: [], remove: [], keyId: k2, keys: [], now: NOW }), {
+        error: 'not_owner',
+      });
+      assert.deepEqual(await store.changeMembers({ roomId, caller: 'alice', add: ['zed'], remove: [], keyId: k2, keys: [], now: NOW }), {
+        error: 'unknown_user',
+      });
+      assert.deepEqual(await store.changeMembers({ roomId, caller: 'alice', add: [], remove: ['bob'], keyId: k2, keys: [], now: NOW }), {
+        error: 'invalid',
+        field: 'remove',
+      });
+      assert.deepEqual(await store.changeMembers({ roomId, caller: 'alice', add: [], remove: ['alice'], keyId: k2, keys: [], now: NOW }), {
+        error: 'owner',
+      });
+      assert.deepEqual(await store.changeMembers({ roomId, caller: 'alice', add: [], remove: [], keyId: k1, keys: [wrapped('alice')], now: NOW }), {
+        error: 'key_exists',
+      });
+      assert.deepEqual(
+        await store.changeMembers({ roomId, caller: 'alice', add: ['bob'], remove: [], keyId: k2, keys: [wrapped('alice')], now: NOW }),
+        { error: 'keys_mismatch' },
+      );
+      const f = await store.changeMembers({
+        roomId,
+        caller: 'alice',
+        add: ['bob', 'carol'],
+        remove: [],
+        keyId: k2,
+        keys: ['alice', 'bob', 'carol'].map(wrapped),
+        now: NOW,
+      });
       assert.ok('room' in f);
       assert.deepEqual(f.room.members, ['alice', 'bob', 'carol']);
       assert.equal((await store.listRooms('bob'))[0]?.keys.length, 1);
@@ -221,7 +305,15 @@ export function storeSuite(name: string, factory: StoreFactory): void {
       await store.addContact('bob', 'alice', NOW);
       const roomId = id16();
       await store.createRoom({ id: roomId, name: 'R', owner: 'alice', keyId: id16(), keys: [wrapped('alice')], now: NOW });
-      await store.changeMembers({ roomId, caller: 'alice', add: ['bob'], remove: [], keyId: id16(), keys: [wrapped('alice'), wrapped('bob')], now: NOW });
+      await store.changeMembers({
+        roomId,
+        caller: 'alice',
+        add: ['bob'],
+        remove: [],
+        keyId: id16(),
+        keys: [wrapped('alice'), wrapped('bob')],
+        now: NOW,
+      });
       const r = await store.deleteAccount('alice', NOW);
       assert.deepEqual(r.sessions, [a.sessionId]);
       assert.deepEqual(r.devices, ['a-device-1']);
@@ -255,11 +347,24 @@ export function storeSuite(name: string, factory: StoreFactory): void {
       const old = ulid(NOW);
       const recent = ulid(NOW + LIMITS.queueRetentionMs);
       await store.sendMessage({ id: old, from: 'alice', to: { dm: 'bob' }, keyId: 'dm', iv: iv(), ct: ct(), senderDevice: 'a-device-1', now: NOW });
-      await store.sendMessage({ id: recent, from: 'alice', to: { dm: 'bob' }, keyId: 'dm', iv: iv(), ct: ct(), senderDevice: 'a-device-1', now: NOW + LIMITS.queueRetentionMs });
+      await store.sendMessage({
+        id: recent,
+        from: 'alice',
+        to: { dm: 'bob' },
+        keyId: 'dm',
+        iv: iv(),
+        ct: ct(),
+        senderDevice: 'a-device-1',
+        now: NOW + LIMITS.queueRetentionMs,
+      });
       assert.equal((await store.stats()).queuedEnvelopes, 4);
       const r = await store.purge(NOW + LIMITS.queueRetentionMs + 1);
       assert.equal(r.envelopes, 1, 'the expired envelope, queued nowhere any more, is gone');
-      for (const d of ['b-device-1', 'b-device-2']) assert.deepEqual((await store.readQueue(d, 0, 10)).map((e) => e.id), [recent]);
+      for (const d of ['b-device-1', 'b-device-2'])
+        assert.deepEqual(
+          (await store.readQueue(d, 0, 10)).map((e) => e.id),
+          [recent],
+        );
       assert.equal((await store.stats()).queuedEnvelopes, 2);
     });
     test('invites are listed oldest first with uses left and expiry; a revoked one registers nobody', async () => {
@@ -274,7 +379,10 @@ export function storeSuite(name: string, factory: StoreFactory): void {
       assert.equal(await store.revokeInvite('first'), true);
       assert.equal(await store.revokeInvite('first'), false);
       assert.deepEqual(await store.registerAccount(account('a2', { requireInvite: true, invite: 'first' })), { error: 'invalid_invite' });
-      assert.deepEqual((await store.listInvites()).map((i) => i.code), ['second']);
+      assert.deepEqual(
+        (await store.listInvites()).map((i) => i.code),
+        ['second'],
+      );
     });
 
     test('stats count accounts, devices, rooms, queued envelopes and subscriptions', async () => {

@@ -32,10 +32,21 @@ test('ORIGIN follows PORT by default, and an https origin makes cookies Secure',
 test('overrides are read for every variable', () => {
   const c = parseConfig(
     {
-      PORT: '1234', HOST: '0.0.0.0', DATABASE_URL: 'sqlite:/var/lib/svc/x.db', REGISTRATION: 'invite',
-      LIMIT_MESSAGES_PER_MIN: '1', LIMIT_WRITES_PER_MIN: '2', LIMIT_REGISTER_PER_HOUR: '3', LIMIT_LOGIN_PER_10MIN: '4', LIMIT_LOGIN_PER_IP_PER_10MIN: '5',
-      PUSH_ALLOW_PRIVATE_TARGETS: '1', LOG_LEVEL: 'warn', VAPID_SUBJECT: 'https://example.org',
-      VAPID_PUBLIC_KEY: 'pub', VAPID_PRIVATE_KEY: 'priv', REDIS_URL: 'redis://127.0.0.1:6379',
+      PORT: '1234',
+      HOST: '0.0.0.0',
+      DATABASE_URL: 'sqlite:/var/lib/svc/x.db',
+      REGISTRATION: 'invite',
+      LIMIT_MESSAGES_PER_MIN: '1',
+      LIMIT_WRITES_PER_MIN: '2',
+      LIMIT_REGISTER_PER_HOUR: '3',
+      LIMIT_LOGIN_PER_10MIN: '4',
+      LIMIT_LOGIN_PER_IP_PER_10MIN: '5',
+      PUSH_ALLOW_PRIVATE_TARGETS: '1',
+      LOG_LEVEL: 'warn',
+      VAPID_SUBJECT: 'https://example.org',
+      VAPID_PUBLIC_KEY: 'pub',
+      VAPID_PRIVATE_KEY: 'priv',
+      REDIS_URL: 'redis://127.0.0.1:6379',
       REDIS_PREFIX: 'chat:',
     },
     defaults,
@@ -60,19 +71,37 @@ test('DATABASE_URL postgres:// selects PostgreSQL and keeps the URL for the pool
 
 test('bad values are refused with a message naming the variable', () => {
   const cases: Record<string, string>[] = [
-    { PORT: 'eighty' }, { PORT: '70000' }, { ORIGIN: 'localhost' }, { ORIGIN: 'http://x.org/path' }, { DATABASE_URL: 'mysql://x' },
-    { REGISTRATION: 'closed' }, { LIMIT_MESSAGES_PER_MIN: '0' }, { LIMIT_WRITES_PER_MIN: '-1' }, { LOG_LEVEL: 'loud' },
-    { PUSH_ALLOW_PRIVATE_TARGETS: 'yes' }, { VAPID_PUBLIC_KEY: 'only-one' }, { VAPID_SUBJECT: 'admin@example.org' },
-    { REDIS_URL: 'localhost:6379' }, { REDIS_PREFIX: 'has space' },
+    { PORT: 'eighty' },
+    { PORT: '70000' },
+    { ORIGIN: 'localhost' },
+    { ORIGIN: 'http://x.org/path' },
+    { DATABASE_URL: 'mysql://x' },
+    { REGISTRATION: 'closed' },
+    { LIMIT_MESSAGES_PER_MIN: '0' },
+    { LIMIT_WRITES_PER_MIN: '-1' },
+    { LOG_LEVEL: 'loud' },
+    { PUSH_ALLOW_PRIVATE_TARGETS: 'yes' },
+    { VAPID_PUBLIC_KEY: 'only-one' },
+    { VAPID_SUBJECT: 'admin@example.org' },
+    { REDIS_URL: 'localhost:6379' },
+    { REDIS_PREFIX: 'has space' },
   ];
   for (const env of cases) {
     const name = Object.keys(env)[0]!;
-    assert.throws(() => parseConfig(env, defaults), (e: unknown) => e instanceof ConfigError && e.message.includes(name.replace(/_(PUBLIC|PRIVATE)_KEY$/, '')), name);
+    assert.throws(
+      () => parseConfig(env, defaults),
+      (e: unknown) => e instanceof ConfigError && e.message.includes(name.replace(/_(PUBLIC|PRIVATE)_KEY$/, '')),
+      name,
+    );
   }
 });
 
 test('the service refuses to start on a bad value, with a clear message and a non-zero exit', () => {
-  const r = spawnSync(process.execPath, ['packages/server/dist/src/main.js'], { env: { ...process.env, PORT: 'eighty' }, encoding: 'utf8', timeout: 10_000 });
+  const r = spawnSync(process.execPath, ['packages/server/dist/src/main.js'], {
+    env: { ...process.env, PORT: 'eighty' },
+    encoding: 'utf8',
+    timeout: 10_000,
+  });
   assert.notEqual(r.status, 0);
   assert.match(r.stderr, /PORT/);
 });

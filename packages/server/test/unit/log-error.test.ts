@@ -6,8 +6,14 @@ import { cleanMessage, errorForLog } from '../../src/log-error.js';
 test('PostgreSQL messages keep the names of objects and lose the values they quote', () => {
   const cases: [string, string][] = [
     ['duplicate key value violates unique constraint "accounts_pkey"', 'duplicate key value violates unique constraint "accounts_pkey"'],
-    ['null value in column "nick" of relation "accounts" violates not-null constraint', 'null value in column "nick" of relation "accounts" violates not-null constraint'],
-    ['insert or update on table "members" violates foreign key constraint "members_room_fkey"', 'insert or update on table "members" violates foreign key constraint "members_room_fkey"'],
+    [
+      'null value in column "nick" of relation "accounts" violates not-null constraint',
+      'null value in column "nick" of relation "accounts" violates not-null constraint',
+    ],
+    [
+      'insert or update on table "members" violates foreign key constraint "members_room_fkey"',
+      'insert or update on table "members" violates foreign key constraint "members_room_fkey"',
+    ],
     ['invalid input syntax for type integer: "alice"', 'invalid input syntax for type integer: "…"'],
     ['invalid input value for enum mood: "alice"', 'invalid input value for enum mood: "…"'],
     ['value "alice_1234567890" is out of range for type integer', 'value "…" is out of range for type integer'],
@@ -19,7 +25,12 @@ test('PostgreSQL messages keep the names of objects and lose the values they quo
 });
 
 test('an error is logged as message, code and stack only, the stack rebuilt from the cleaned message', () => {
-  const e = Object.assign(new Error('invalid input syntax for type integer: "alice"'), { code: '22P02', detail: 'alice', where: 'alice', parameters: ['alice'] });
+  const e = Object.assign(new Error('invalid input syntax for type integer: "alice"'), {
+    code: '22P02',
+    detail: 'alice',
+    where: 'alice',
+    parameters: ['alice'],
+  });
   const logged = errorForLog(e);
   assert.deepEqual(Object.keys(logged).sort(), ['code', 'message', 'stack']);
   assert.ok(!JSON.stringify(logged).includes('alice'));

@@ -28,7 +28,13 @@ test('SIGTERM closes open streams, lets the process exit 0, and keeps what was c
   try {
     const url = `http://127.0.0.1:${port}`;
     for (let i = 0; i < 50; i++) {
-      if (await fetch(`${url}/healthz`).then((r) => r.ok, () => false)) break;
+      if (
+        await fetch(`${url}/healthz`).then(
+          (r) => r.ok,
+          () => false,
+        )
+      )
+        break;
       await new Promise((r) => setTimeout(r, 100));
     }
     const fake = { url } as TestServer;

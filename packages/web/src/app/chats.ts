@@ -97,15 +97,31 @@ export class ChatList {
     for (const c of this.contacts.values()) {
       const chat = `dm:${c.nick}`;
       const meta = metaOf(chat);
-      out.set(chat, { chat, kind: 'dm', title: c.nick, lastTs: Math.max(meta?.lastTs ?? 0, c.createdAt), unread: meta?.unread ?? 0, ...withPreview(meta) });
+      out.set(chat, {
+        chat,
+        kind: 'dm',
+        title: c.nick,
+        lastTs: Math.max(meta?.lastTs ?? 0, c.createdAt),
+        unread: meta?.unread ?? 0,
+        ...withPreview(meta),
+      });
     }
     for (const meta of this.metas.values()) {
       const { kind, id } = splitChat(meta.chat);
-      if (kind === 'dm' && !out.has(meta.chat)) out.set(meta.chat, { chat: meta.chat, kind, title: id, lastTs: meta.lastTs, unread: meta.unread, ...withPreview(meta) });
+      if (kind === 'dm' && !out.has(meta.chat))
+        out.set(meta.chat, { chat: meta.chat, kind, title: id, lastTs: meta.lastTs, unread: meta.unread, ...withPreview(meta) });
       if (kind === 'dm' && meta.gone) out.get(meta.chat)!.closed = `${id} deleted their account`;
       if (kind === 'room' && meta.left && !this.m.room(id)) {
         const title = meta.title ?? 'Room';
-        out.set(meta.chat, { chat: meta.chat, kind, title, lastTs: meta.lastTs, unread: meta.unread, ...withPreview(meta), closed: `You were removed from ${title}` });
+        out.set(meta.chat, {
+          chat: meta.chat,
+          kind,
+          title,
+          lastTs: meta.lastTs,
+          unread: meta.unread,
+          ...withPreview(meta),
+          closed: `You were removed from ${title}`,
+        });
       }
     }
     for (const r of this.m.rooms) {
@@ -113,7 +129,14 @@ export class ChatList {
       if (isTransferRoom(r, this.m.nick)) continue;
       const chat = `room:${r.id}`;
       const meta = metaOf(chat);
-      out.set(chat, { chat, kind: 'room', title: r.name, lastTs: Math.max(meta?.lastTs ?? 0, r.createdAt), unread: meta?.unread ?? 0, ...withPreview(meta) });
+      out.set(chat, {
+        chat,
+        kind: 'room',
+        title: r.name,
+        lastTs: Math.max(meta?.lastTs ?? 0, r.createdAt),
+        unread: meta?.unread ?? 0,
+        ...withPreview(meta),
+      });
     }
     return [...out.values()].sort((a, b) => b.lastTs - a.lastTs || a.title.localeCompare(b.title));
   }

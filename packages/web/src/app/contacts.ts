@@ -11,6 +11,8 @@ export async function addContact(s: Session, input: string): Promise<string> {
   s.chats.addContact({ nick: peer.nick, publicKey: peer.publicKey, createdAt: s.m.api.now() });
   await s.trust.observe(peer.nick, peer.publicKey);
   s.publishChats();
-  void refreshContacts(s).then(() => s.publishChats()).catch(() => undefined);
+  void refreshContacts(s)
+    .then(() => s.publishChats())
+    .catch(() => undefined);
   return `dm:${peer.nick}`;
 }

@@ -13,6 +13,8 @@ export function notifyHidden(s: Session, m: ChatMessage): void {
   if (!('Notification' in window) || Notification.permission !== 'granted' || !('serviceWorker' in navigator)) return;
   const title = m.chat.startsWith('room:') ? `#${s.m.room(m.chat.slice(5))?.name ?? 'room'}` : `@${m.from}`;
   void navigator.serviceWorker.ready
-    .then((reg) => reg.showNotification(title, { body: 'New message', tag: m.chat, icon: '/icon-192.png', badge: '/icon-192.png', data: { chat: m.chat } }))
+    .then((reg) =>
+      reg.showNotification(title, { body: 'New message', tag: m.chat, icon: '/icon-192.png', badge: '/icon-192.png', data: { chat: m.chat } }),
+    )
     .catch(() => undefined);
 }

@@ -59,7 +59,11 @@ export async function enablePush(s: Session): Promise<void> {
   const permission = await Notification.requestPermission();
   if (permission !== 'granted') throw new Error('Notifications are blocked for this site in the browser settings.');
   const seconds = Math.round(PUSH_TIMEOUT_MS / 1000);
-  await within(subscribe(s), PUSH_TIMEOUT_MS, `Notifications could not be turned on: no answer within ${seconds} seconds from the browser’s push service or from the service. Check the connection and try again.`);
+  await within(
+    subscribe(s),
+    PUSH_TIMEOUT_MS,
+    `Notifications could not be turned on: no answer within ${seconds} seconds from the browser’s push service or from the service. Check the connection and try again.`,
+  );
 }
 
 async function subscribe(s: Session): Promise<void> {

@@ -32,7 +32,14 @@ export async function rekeyOwedRooms(s: Session): Promise<void> {
 
 /** "alice, bob carol" → ["alice", "bob", "carol"]; throws with a readable message on a bad nick. */
 export function parseNicks(text: string, self: string): string[] {
-  const nicks = [...new Set(text.split(/[\s,;]+/).map((n) => n.trim().replace(/^@/, '').toLowerCase()).filter(Boolean))];
+  const nicks = [
+    ...new Set(
+      text
+        .split(/[\s,;]+/)
+        .map((n) => n.trim().replace(/^@/, '').toLowerCase())
+        .filter(Boolean),
+    ),
+  ];
   const bad = nicks.filter((n) => !isNick(n));
   if (bad.length > 0) throw new Error(`Not a nick: ${bad.join(', ')}. Nicks are 2 to 32 of a–z, 0–9 and _.`);
   return nicks.filter((n) => n !== self);

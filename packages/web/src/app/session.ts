@@ -3,7 +3,21 @@
  * over the sealed IndexedDB store), plus what this browser keeps for the views (pins, chat list)
  * and the event stream. Views hold one Session and listen to it.
  */
-import { Conversations, SearchIndex, attachTransfer, isShown, isTransferRoom, splitChatId, type Change, type ChatId, type ChatMessage, type ConnectionState, type HistoryTransfer, type Messenger, type TransferEvent } from '@svc/sdk';
+import {
+  Conversations,
+  SearchIndex,
+  attachTransfer,
+  isShown,
+  isTransferRoom,
+  splitChatId,
+  type Change,
+  type ChatId,
+  type ChatMessage,
+  type ConnectionState,
+  type HistoryTransfer,
+  type Messenger,
+  type TransferEvent,
+} from '@svc/sdk';
 import { ChatList, type ChatSummary } from './chats.js';
 import { Emitter } from './emitter.js';
 import { Db } from './idb.js';

@@ -10,7 +10,17 @@
  * The service forgets a message once this device acknowledges it, so this is the only copy; every
  * method resolves after IndexedDB committed, so the SDK acknowledges only what is stored.
  */
-import { byTime, openAtRest, sealAtRest, type ChatId, type ChatMessage, type ConversationStore, type OutboxItem, type PendingAction, type Sealed } from '@svc/sdk';
+import {
+  byTime,
+  openAtRest,
+  sealAtRest,
+  type ChatId,
+  type ChatMessage,
+  type ConversationStore,
+  type OutboxItem,
+  type PendingAction,
+  type Sealed,
+} from '@svc/sdk';
 import { Db, STORES, bucketOf, type Row } from './idb.js';
 import type { Tags } from './tags.js';
 
@@ -94,7 +104,10 @@ export class IdbConversationStore implements ConversationStore {
   async chat(chat: ChatId, o: { limit?: number; before?: { ts: number; id: string } } = {}): Promise<ChatMessage[]> {
     const c = await this.tags.chat(chat);
     const { limit, before } = o;
-    const rows = limit !== undefined ? await this.db.newestRows<MessageRow>(c, limit, before ? bucketOf(before.ts) : undefined) : await this.db.chatRows<MessageRow>(c);
+    const rows =
+      limit !== undefined
+        ? await this.db.newestRows<MessageRow>(c, limit, before ? bucketOf(before.ts) : undefined)
+        : await this.db.chatRows<MessageRow>(c);
     let list = (await this.openAll(rows)).filter((m) => m.chat === chat);
     if (before) list = list.filter((m) => byTime(m, before) < 0);
     if (limit !== undefined) list = list.slice(Math.max(0, list.length - limit));
@@ -107,10 +120,15 @@ export class IdbConversationStore implements ConversationStore {
 
   async forgetChat(chat: ChatId): Promise<void> {
     await this.db.deleteChat(await this.tags.chat(chat), await this.tags.chatMeta(chat));
-    for (const [row, p] of await this.openSealed<PendingAction>(STORES.pending, pendingCtx)) if (p.chat === chat) await this.db.delete(STORES.pending, row.k);
+    for (const [row, p] of await this.openSealed<PendingAction>(STORES.pending, pendingCtx))
+      if (p.chat === chat) await this.db.delete(STORES.pending, row.k);
   }
 
-  private async openSealed<T>(store: typeof STORES.pending | typeof STORES.outbox, ctx: (r: SealedRow) => string, rows?: SealedRow[]): Promise<[SealedRow, T][]> {
+  private async openSealed<T>(
+    store: typeof STORES.pending | typeof STORES.outbox,
+    ctx: (r: SealedRow) => string,
+    rows?: SealedRow[],
+  ): Promise<[SealedRow, T][]> {
     const out: [SealedRow, T][] = [];
     for (const row of rows ?? (await this.db.all<SealedRow>(store))) {
       try {

@@ -108,7 +108,8 @@ export class Trust {
   async verify(nick: string, publicKey: string): Promise<void> {
     const pin = this.pins.get(nick);
     if (this.changes.has(nick)) throw new Error(`The key of ${nick} changed. Accept the new key first, then compare the new safety number.`);
-    if (!pin || pin.publicKey !== publicKey) throw new Error(`This safety number is not for the key of ${nick} this device knows. Open it again and compare once more.`);
+    if (!pin || pin.publicKey !== publicKey)
+      throw new Error(`This safety number is not for the key of ${nick} this device knows. Open it again and compare once more.`);
     await this.store(nick, { ...pin, verifiedAt: Date.now() });
     this.onChange();
   }

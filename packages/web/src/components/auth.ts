@@ -33,7 +33,17 @@ const RULE = `To create an account, use ${MIN_LENGTH} or more characters that ar
  */
 function strengthView(password: HTMLInputElement, related: () => string[]) {
   const verdictId = uid('strength');
-  const meter = h('meter', { class: 'idle', min: '0', max: '4', low: '2', high: '3', optimum: '4', value: '0', 'aria-label': 'Password strength', 'aria-describedby': verdictId });
+  const meter = h('meter', {
+    class: 'idle',
+    min: '0',
+    max: '4',
+    low: '2',
+    high: '3',
+    optimum: '4',
+    value: '0',
+    'aria-label': 'Password strength',
+    'aria-describedby': verdictId,
+  });
   const text = h('p', { class: 'hint', id: verdictId }, RULE);
   const el = h('div', { class: 'strength' }, meter, text);
   let latest = 0;
@@ -66,10 +76,19 @@ function strengthView(password: HTMLInputElement, related: () => string[]) {
 }
 
 export function authView(o: AuthOptions): HTMLElement {
-  const nick = field('Nick', { autocomplete: 'username', autocapitalize: 'none', spellcheck: 'false', required: true, value: o.nick ?? '' }, '2 to 32 characters: a–z, 0–9 and _.');
+  const nick = field(
+    'Nick',
+    { autocomplete: 'username', autocapitalize: 'none', spellcheck: 'false', required: true, value: o.nick ?? '' },
+    '2 to 32 characters: a–z, 0–9 and _.',
+  );
   const password = field('Password', { type: 'password', autocomplete: 'current-password', required: true });
-  const confirm = field('Confirm password', { type: 'password', autocomplete: 'new-password' }, 'Needed only to create an account: type the password again.');
-  const invite = o.registration === 'invite' ? field('Invite code', { autocomplete: 'off', spellcheck: 'false' }, 'Needed only to create an account.') : null;
+  const confirm = field(
+    'Confirm password',
+    { type: 'password', autocomplete: 'new-password' },
+    'Needed only to create an account: type the password again.',
+  );
+  const invite =
+    o.registration === 'invite' ? field('Invite code', { autocomplete: 'off', spellcheck: 'false' }, 'Needed only to create an account.') : null;
   const show = h('button', { type: 'button', class: 'reveal', 'aria-pressed': 'false' }, 'Show password');
   const showRow = h('div', { class: 'with-button' });
   password.input.replaceWith(showRow);
@@ -138,7 +157,7 @@ export function authView(o: AuthOptions): HTMLElement {
 
   form.addEventListener('submit', (e) => {
     e.preventDefault();
-    const submitter = (e).submitter;
+    const submitter = e.submitter;
     const creating = submitter?.dataset.action === 'signup';
     const n = nick.input.value.trim().toLowerCase();
     const p = password.input.value;
@@ -157,7 +176,9 @@ export function authView(o: AuthOptions): HTMLElement {
       progress.start();
       const code = invite?.input.value.trim();
       const attempt = (acceptWeakKdf: boolean): void => {
-        const run = creating ? signUp({ nick: n, password: p, ...(code ? { invite: code } : {}) }, progress.onStage) : signIn({ nick: n, password: p, acceptWeakKdf }, progress.onStage);
+        const run = creating
+          ? signUp({ nick: n, password: p, ...(code ? { invite: code } : {}) }, progress.onStage)
+          : signIn({ nick: n, password: p, acceptWeakKdf }, progress.onStage);
         run.then(
           (s) => {
             progress.stop();
@@ -169,11 +190,12 @@ export function authView(o: AuthOptions): HTMLElement {
             progress.stop(describeError(err));
             // Weaker parameters than new accounts get, on a browser that never saw this account:
             // the person may go on after the warning (a browser that saw stronger ones refuses).
-            if (isSdkError(err, 'kdf_weak') && !(await seenKdf(n))) weakKdf.show(() => {
-              setBusy(true);
-              progress.start();
-              attempt(true);
-            });
+            if (isSdkError(err, 'kdf_weak') && !(await seenKdf(n)))
+              weakKdf.show(() => {
+                setBusy(true);
+                progress.start();
+                attempt(true);
+              });
             else password.input.focus();
           },
         );
@@ -194,7 +216,12 @@ function weakKdfWarning(): { el: HTMLElement; show(go: () => void): void; hide()
   const el = h(
     'div',
     { class: 'alert', role: 'alert' },
-    h('p', {}, h('strong', {}, 'Weaker protection than expected. '), 'The service asks this browser to derive your keys with less work than new accounts use. If your account was made that way on purpose (by an operator or a test), go on. Otherwise someone may be trying to make your password easier to guess: do not sign in here, and ask the operator.'),
+    h(
+      'p',
+      {},
+      h('strong', {}, 'Weaker protection than expected. '),
+      'The service asks this browser to derive your keys with less work than new accounts use. If your account was made that way on purpose (by an operator or a test), go on. Otherwise someone may be trying to make your password easier to guess: do not sign in here, and ask the operator.',
+    ),
     go,
   );
   el.hidden = true;

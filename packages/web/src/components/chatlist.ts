@@ -21,10 +21,20 @@ export interface ChatListView {
 }
 
 function newChatForm(s: Session, close: () => void): HTMLFormElement {
-  const nick = field('Nick', { autocomplete: 'off', autocapitalize: 'none', spellcheck: 'false', required: true }, 'The nick of the person to write to.');
+  const nick = field(
+    'Nick',
+    { autocomplete: 'off', autocapitalize: 'none', spellcheck: 'false', required: true },
+    'The nick of the person to write to.',
+  );
   const status = h('p', { class: 'error', role: 'status' });
   const submit = h('button', { type: 'submit', class: 'primary' }, 'Start chat');
-  const form = h('form', { 'aria-label': 'New chat' }, nick.wrap, h('div', { class: 'row' }, submit, h('button', { type: 'button', onclick: close }, 'Cancel')), status);
+  const form = h(
+    'form',
+    { 'aria-label': 'New chat' },
+    nick.wrap,
+    h('div', { class: 'row' }, submit, h('button', { type: 'button', onclick: close }, 'Cancel')),
+    status,
+  );
   form.addEventListener('submit', (e) => {
     e.preventDefault();
     status.textContent = '';
@@ -46,10 +56,21 @@ function newChatForm(s: Session, close: () => void): HTMLFormElement {
 
 function newRoomForm(s: Session, close: () => void): HTMLFormElement {
   const name = field('Room name', { autocomplete: 'off', required: true, maxlength: 64 });
-  const members = field('Members', { autocomplete: 'off', autocapitalize: 'none', spellcheck: 'false' }, 'Nicks separated by commas or spaces. You can add more later.');
+  const members = field(
+    'Members',
+    { autocomplete: 'off', autocapitalize: 'none', spellcheck: 'false' },
+    'Nicks separated by commas or spaces. You can add more later.',
+  );
   const status = h('p', { class: 'error', role: 'status' });
   const submit = h('button', { type: 'submit', class: 'primary' }, 'Create room');
-  const form = h('form', { 'aria-label': 'New room' }, name.wrap, members.wrap, h('div', { class: 'row' }, submit, h('button', { type: 'button', onclick: close }, 'Cancel')), status);
+  const form = h(
+    'form',
+    { 'aria-label': 'New room' },
+    name.wrap,
+    members.wrap,
+    h('div', { class: 'row' }, submit, h('button', { type: 'button', onclick: close }, 'Cancel')),
+    status,
+  );
   form.addEventListener('submit', (e) => {
     e.preventDefault();
     status.textContent = '';
@@ -79,15 +100,38 @@ function entry(c: ChatSummary, current: string | null): HTMLLIElement {
   const descId = uid('chatdesc');
   const when = c.lastTs > 0 ? shortTime(c.lastTs) : '';
   const trust = trustLabel(c);
-  const desc = [c.kind === 'room' ? 'Room' : 'Direct chat', c.closed, trust?.text, c.unread > 0 ? `${c.unread} unread` : '', c.preview ? `last message ${c.preview}` : '', c.lastTs > 0 ? `last activity ${fullTime(c.lastTs)}` : '']
+  const desc = [
+    c.kind === 'room' ? 'Room' : 'Direct chat',
+    c.closed,
+    trust?.text,
+    c.unread > 0 ? `${c.unread} unread` : '',
+    c.preview ? `last message ${c.preview}` : '',
+    c.lastTs > 0 ? `last activity ${fullTime(c.lastTs)}` : '',
+  ]
     .filter(Boolean)
     .join(', ');
   const link = h(
     'a',
-    { href: routeHash({ name: 'chat', chat: c.chat }), 'aria-current': c.chat === current ? 'page' : null, 'aria-describedby': descId, 'data-chat': c.chat },
+    {
+      href: routeHash({ name: 'chat', chat: c.chat }),
+      'aria-current': c.chat === current ? 'page' : null,
+      'aria-describedby': descId,
+      'data-chat': c.chat,
+    },
     h('span', { class: c.kind === 'room' ? 'avatar room' : 'avatar', 'aria-hidden': 'true' }, c.kind === 'room' ? '#' : c.title.slice(0, 1)),
-    h('span', { class: 'chat-text' }, h('span', { class: 'chat-name' }, c.title), c.closed || c.preview ? h('span', { class: 'chat-preview', 'aria-hidden': 'true' }, c.closed ?? c.preview) : null),
-    h('span', { class: 'chat-meta', 'aria-hidden': 'true' }, h('span', {}, when), c.unread > 0 ? h('span', { class: 'badge' }, String(c.unread)) : null, trust ? h('span', { class: trust.class }, trust.text) : null),
+    h(
+      'span',
+      { class: 'chat-text' },
+      h('span', { class: 'chat-name' }, c.title),
+      c.closed || c.preview ? h('span', { class: 'chat-preview', 'aria-hidden': 'true' }, c.closed ?? c.preview) : null,
+    ),
+    h(
+      'span',
+      { class: 'chat-meta', 'aria-hidden': 'true' },
+      h('span', {}, when),
+      c.unread > 0 ? h('span', { class: 'badge' }, String(c.unread)) : null,
+      trust ? h('span', { class: trust.class }, trust.text) : null,
+    ),
   );
   return h('li', {}, link, h('span', { id: descId, hidden: true }, desc));
 }
@@ -111,8 +155,22 @@ export function chatListView(s: Session, openHit: (hit: SearchHit) => void): Cha
       btn.setAttribute('aria-expanded', 'true');
     }
   };
-  newChatBtn.addEventListener('click', () => toggle(newChatBtn, () => newChatForm(s, () => { closeForms(); newChatBtn.focus(); })));
-  newRoomBtn.addEventListener('click', () => toggle(newRoomBtn, () => newRoomForm(s, () => { closeForms(); newRoomBtn.focus(); })));
+  newChatBtn.addEventListener('click', () =>
+    toggle(newChatBtn, () =>
+      newChatForm(s, () => {
+        closeForms();
+        newChatBtn.focus();
+      }),
+    ),
+  );
+  newRoomBtn.addEventListener('click', () =>
+    toggle(newRoomBtn, () =>
+      newRoomForm(s, () => {
+        closeForms();
+        newRoomBtn.focus();
+      }),
+    ),
+  );
 
   const list = h('ul');
   const empty = h('p', { class: 'empty' }, 'No chats yet. Start one with “New chat” or “New room”.');

@@ -72,7 +72,9 @@ export function composerView(a: ComposerActions): Composer {
     tooLong = left < 0;
     room.hidden = used <= max * 0.9;
     room.classList.toggle('error', tooLong);
-    room.textContent = tooLong ? `Too long to send: shorten it by ${plural(-left, 'character')}.` : `${plural(left, 'character')} left in this message.`;
+    room.textContent = tooLong
+      ? `Too long to send: shorten it by ${plural(-left, 'character')}.`
+      : `${plural(left, 'character')} left in this message.`;
     sendBtn.disabled = tooLong || blocked !== null;
   }
 

@@ -109,7 +109,8 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
   /** Why this chat is read-only now, or null. */
   function closed(): string | null {
     const meta = s.chats.meta(chat);
-    if (kind === 'room' && !room() && meta?.left) return `You were removed from ${meta.title ?? 'this room'}. Its history stays here until you delete the chat.`;
+    if (kind === 'room' && !room() && meta?.left)
+      return `You were removed from ${meta.title ?? 'this room'}. Its history stays here until you delete the chat.`;
     if (kind === 'dm' && meta?.gone) return `${id} deleted their account. Messages can no longer be sent to ${id}.`;
     return null;
   }
@@ -133,12 +134,20 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
     clear(alertSlot);
     const held = heldPeers(s, chat);
     for (const nick of held) {
-      const showSafety = kind === 'dm' ? () => { panel = 'safety'; renderPanel(); } : null;
-      alertSlot.append(keyChangeAlert(s, nick, showSafety, () => {
-        renderTrust();
-        // What waited for the decision goes now.
-        s.conv.online();
-      }));
+      const showSafety =
+        kind === 'dm'
+          ? () => {
+              panel = 'safety';
+              renderPanel();
+            }
+          : null;
+      alertSlot.append(
+        keyChangeAlert(s, nick, showSafety, () => {
+          renderTrust();
+          // What waited for the decision goes now.
+          s.conv.online();
+        }),
+      );
     }
     const why = closed();
     if (why) composer.block(why, true);

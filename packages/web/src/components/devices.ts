@@ -23,7 +23,14 @@ export function describeDevices(devices: Device[], thisDevice: string): { device
     const n = (used.get(removeLabel) ?? 0) + 1;
     used.set(removeLabel, n);
     if (n > 1) removeLabel += ` (${n})`;
-    const facts = [`Added ${added}`, d.lastSeenAt ? `last seen ${fullTime(d.lastSeenAt)}` : '', d.online ? 'online' : '', d.push ? 'notifications on' : ''].filter(Boolean).join(' · ');
+    const facts = [
+      `Added ${added}`,
+      d.lastSeenAt ? `last seen ${fullTime(d.lastSeenAt)}` : '',
+      d.online ? 'online' : '',
+      d.push ? 'notifications on' : '',
+    ]
+      .filter(Boolean)
+      .join(' · ');
     return { device: d, name: self ? 'This device' : 'Another device', facts, removeLabel };
   });
 }

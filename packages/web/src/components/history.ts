@@ -77,7 +77,11 @@ export function historySection(s: Session): HTMLElement {
     'section',
     { 'aria-labelledby': 'history-title' },
     h('h3', { id: 'history-title' }, 'Export and import history'),
-    h('p', { class: 'hint' }, 'A file of the history on this device, sealed so that only this account opens it (with its password, on any device). Importing adds what is missing and duplicates nothing.'),
+    h(
+      'p',
+      { class: 'hint' },
+      'A file of the history on this device, sealed so that only this account opens it (with its password, on any device). Importing adds what is missing and duplicates nothing.',
+    ),
     h('div', { class: 'row' }, exportBtn),
     h('div', { class: 'field' }, h('label', { for: fileId }, 'History file'), file),
     h('div', { class: 'row' }, importBtn),

@@ -18,6 +18,11 @@ export function membershipAlert(s: Session, roomId: string): HTMLElement | null 
   return h(
     'div',
     { class: 'alert', role: 'alert' },
-    h('p', {}, h('strong', {}, `${UNANNOUNCED_TEXT}: ${names}. `), `Nobody in the room announced adding ${names}, so no room key is made for them. This may mean that the service, or someone who controls it, is trying to listen in.${owner}`),
+    h(
+      'p',
+      {},
+      h('strong', {}, `${UNANNOUNCED_TEXT}: ${names}. `),
+      `Nobody in the room announced adding ${names}, so no room key is made for them. This may mean that the service, or someone who controls it, is trying to listen in.${owner}`,
+    ),
   );
 }

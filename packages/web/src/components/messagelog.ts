@@ -33,7 +33,14 @@ export interface MessageLog {
   destroy(): void;
 }
 
-export function messageLog(o: { chat: ChatId; label: string; empty: string; load: (before?: { ts: number; id: string }) => Promise<ChatMessage[]>; fetch: (id: string) => Promise<ChatMessage | undefined>; item: Omit<ItemContext, 'quoted'> }): MessageLog {
+export function messageLog(o: {
+  chat: ChatId;
+  label: string;
+  empty: string;
+  load: (before?: { ts: number; id: string }) => Promise<ChatMessage[]>;
+  fetch: (id: string) => Promise<ChatMessage | undefined>;
+  item: Omit<ItemContext, 'quoted'>;
+}): MessageLog {
   const list = h('ul', { class: 'messages' });
   const older = h('button', { type: 'button', class: 'link older' }, 'Show older messages');
   older.hidden = true;

@@ -28,7 +28,12 @@ function quoteOf(c: ItemContext, id: string): HTMLElement {
   const q = c.quoted(id);
   const who = q ? (q.from === c.me ? 'You' : q.from) : '';
   const text = !q ? 'Original message not loaded' : q.deleted ? DELETED_TEXT : q.kind === 'text' ? (q.body ?? '') : 'Message';
-  const el = h('button', { type: 'button', class: 'quote', 'aria-label': `Reply to ${who || 'a message'}: ${text.slice(0, 120)}` }, who ? h('span', { class: 'quote-from' }, who) : null, h('span', { class: 'quote-text' }, text.slice(0, 200)));
+  const el = h(
+    'button',
+    { type: 'button', class: 'quote', 'aria-label': `Reply to ${who || 'a message'}: ${text.slice(0, 120)}` },
+    who ? h('span', { class: 'quote-from' }, who) : null,
+    h('span', { class: 'quote-text' }, text.slice(0, 200)),
+  );
   el.addEventListener('click', () => c.onQuote(id));
   return el;
 }
@@ -40,7 +45,17 @@ function reactionsOf(c: ItemContext, m: ChatMessage): HTMLElement | null {
   for (const [emoji, who] of entries) {
     const mine = who.includes(c.me);
     const names = who.map((n) => (n === c.me ? 'you' : n)).join(', ');
-    const b = h('button', { type: 'button', class: mine ? 'reaction mine' : 'reaction', 'aria-pressed': String(mine), 'aria-label': `${emoji} ${who.length}`, title: `${emoji} by ${names}` }, `${emoji} ${who.length}`);
+    const b = h(
+      'button',
+      {
+        type: 'button',
+        class: mine ? 'reaction mine' : 'reaction',
+        'aria-pressed': String(mine),
+        'aria-label': `${emoji} ${who.length}`,
+        title: `${emoji} by ${names}`,
+      },
+      `${emoji} ${who.length}`,
+    );
     b.addEventListener('click', () => c.onReact(m, emoji));
     group.append(b);
   }
@@ -88,7 +103,18 @@ export function messageItem(c: ItemContext, m: ChatMessage): HTMLLIElement {
       foot.append(h('button', { type: 'button', class: 'link', onclick: () => c.onRetry(m) }, 'Retry'));
     }
   }
-  const actions = h('button', { type: 'button', class: 'actions', 'aria-haspopup': 'menu', 'aria-expanded': 'false', 'aria-label': 'Message actions', title: 'Message actions' }, '⋯');
+  const actions = h(
+    'button',
+    {
+      type: 'button',
+      class: 'actions',
+      'aria-haspopup': 'menu',
+      'aria-expanded': 'false',
+      'aria-label': 'Message actions',
+      title: 'Message actions',
+    },
+    '⋯',
+  );
   actions.addEventListener('click', () => c.onActions(m, actions));
   foot.append(actions);
   li.append(foot);

@@ -34,7 +34,15 @@ export function roomSettings(s: Session, room: Room): HTMLElement {
     const li = h('li', {}, nick === s.nick ? `${label} — you` : label);
     if (isOwner && nick !== s.nick) {
       const remove = h('button', { type: 'button', class: 'danger', 'aria-label': `Remove ${nick}` }, 'Remove');
-      asking(remove, { question: `Remove ${nick}?`, detail: `${nick} leaves “${room.name}” and cannot read what is sent after. A new room key is made for the others.`, action: 'Remove member' }, () => busy(removeMember(s, room.id, nick)));
+      asking(
+        remove,
+        {
+          question: `Remove ${nick}?`,
+          detail: `${nick} leaves “${room.name}” and cannot read what is sent after. A new room key is made for the others.`,
+          action: 'Remove member',
+        },
+        () => busy(removeMember(s, room.id, nick)),
+      );
       li.append(remove);
     }
     members.append(li);
@@ -42,7 +50,11 @@ export function roomSettings(s: Session, room: Room): HTMLElement {
 
   const parts: (Node | null)[] = [h('h3', {}, `Members (${room.members.length})`), members];
   if (isOwner) {
-    const add = field('Add people', { autocomplete: 'off', autocapitalize: 'none', spellcheck: 'false' }, 'Nicks separated by commas or spaces. A new room key is made for everyone.');
+    const add = field(
+      'Add people',
+      { autocomplete: 'off', autocapitalize: 'none', spellcheck: 'false' },
+      'Nicks separated by commas or spaces. A new room key is made for everyone.',
+    );
     const form = h('form', { 'aria-label': 'Add people' }, add.wrap, h('button', { type: 'submit' }, 'Add'));
     form.addEventListener('submit', (e) => {
       e.preventDefault();
@@ -52,17 +64,32 @@ export function roomSettings(s: Session, room: Room): HTMLElement {
   } else {
     parts.push(h('p', { class: 'hint' }, `${owner} owns this room and manages its members.`));
   }
-  if (record.ownerDisputed) parts.push(h('p', { class: 'hint' }, `The server names ${room.owner} as the owner, but nobody in the room handed it over; ${owner} owns it as far as this device knows.`));
+  if (record.ownerDisputed)
+    parts.push(
+      h(
+        'p',
+        { class: 'hint' },
+        `The server names ${room.owner} as the owner, but nobody in the room handed it over; ${owner} owns it as far as this device knows.`,
+      ),
+    );
   const leave = h('button', { type: 'button' }, 'Leave room');
   const leaveDetail = isOwner ? 'The room passes to the member who joined earliest. ' : '';
-  asking(leave, { question: `Leave “${room.name}”?`, detail: `${leaveDetail}You stop getting its messages, and its history is removed from this browser. Only the owner can add you again.`, action: 'Leave room' }, () =>
-    busy(leaveRoom(s, room.id), () => go({ name: 'home' })),
+  asking(
+    leave,
+    {
+      question: `Leave “${room.name}”?`,
+      detail: `${leaveDetail}You stop getting its messages, and its history is removed from this browser. Only the owner can add you again.`,
+      action: 'Leave room',
+    },
+    () => busy(leaveRoom(s, room.id), () => go({ name: 'home' })),
   );
   const actions = h('div', { class: 'row' }, leave);
   if (isOwner) {
     const del = h('button', { type: 'button', class: 'danger' }, 'Delete room');
-    asking(del, { question: `Delete “${room.name}”?`, detail: 'The room is gone for every member. This cannot be undone.', action: 'Delete room' }, () =>
-      busy(deleteRoom(s, room.id), () => go({ name: 'home' })),
+    asking(
+      del,
+      { question: `Delete “${room.name}”?`, detail: 'The room is gone for every member. This cannot be undone.', action: 'Delete room' },
+      () => busy(deleteRoom(s, room.id), () => go({ name: 'home' })),
     );
     actions.append(del);
   }

@@ -47,7 +47,11 @@ export function safetyPanel(s: Session, peer: string): HTMLElement {
     state,
     actions,
     problem,
-    h('p', { class: 'hint' }, `Compare these digits with ${peer} in person or over another channel, or scan each other’s code. If they match, nobody is in the middle.`),
+    h(
+      'p',
+      { class: 'hint' },
+      `Compare these digits with ${peer} in person or over another channel, or scan each other’s code. If they match, nobody is in the middle.`,
+    ),
   );
 
   let shown: { key: string; digits: string } | undefined;
@@ -79,9 +83,11 @@ export function safetyPanel(s: Session, peer: string): HTMLElement {
     }
     state.textContent = st.wasVerified ? `Not verified: you verified an earlier key of ${peer}, not this one.` : `Not verified yet.`;
     const verify = h('button', { type: 'button', class: 'primary', disabled: !shown }, 'Mark as verified');
-    verify.addEventListener('click', () => act(async () => {
-      if (shown) await s.trust.verify(peer, shown.key);
-    }));
+    verify.addEventListener('click', () =>
+      act(async () => {
+        if (shown) await s.trust.verify(peer, shown.key);
+      }),
+    );
     actions.append(verify);
   }
 
@@ -136,7 +142,13 @@ export function keyChangeAlert(s: Session, nick: string, showSafety: (() => void
   return h(
     'div',
     { class: 'alert', role: 'alert' },
-    h('p', {}, h('strong', {}, `The key of ${nick} has changed. `), wasVerified ? h('strong', {}, `You had verified ${nick}’s safety number before. `) : null, `An account keeps its key for life, so this may mean that the service, or someone who controls it, is trying to read your messages. Sending to ${nick} is held until you accept the new key. Compare the safety number with ${nick} in person or over another channel first.`),
+    h(
+      'p',
+      {},
+      h('strong', {}, `The key of ${nick} has changed. `),
+      wasVerified ? h('strong', {}, `You had verified ${nick}’s safety number before. `) : null,
+      `An account keeps its key for life, so this may mean that the service, or someone who controls it, is trying to read your messages. Sending to ${nick} is held until you accept the new key. Compare the safety number with ${nick} in person or over another channel first.`,
+    ),
     h('div', { class: 'row' }, accept, show),
   );
 }

@@ -9,7 +9,13 @@ import { clear, h } from './dom.js';
 import { shortTime } from './format.js';
 
 export function searchView(s: Session, open: (hit: SearchHit) => void): HTMLElement {
-  const input = h('input', { type: 'search', id: 'search-messages', autocomplete: 'off', placeholder: 'Search messages', 'aria-controls': 'search-results' });
+  const input = h('input', {
+    type: 'search',
+    id: 'search-messages',
+    autocomplete: 'off',
+    placeholder: 'Search messages',
+    'aria-controls': 'search-results',
+  });
   const results = h('ul', { id: 'search-results', class: 'search-results', 'aria-label': 'Search results' });
   const status = h('p', { class: 'hint', role: 'status' });
   results.hidden = true;
@@ -29,11 +35,19 @@ export function searchView(s: Session, open: (hit: SearchHit) => void): HTMLElem
     const hits = index.search(q, 50).filter((hit) => !s.isHidden(hit.chat));
     clear(results);
     results.hidden = false;
-    status.textContent = hits.length === 0 ? 'No messages found.' : `${hits.length === 50 ? 'The newest 50' : hits.length} ${hits.length === 1 ? 'message' : 'messages'} found.`;
+    status.textContent =
+      hits.length === 0
+        ? 'No messages found.'
+        : `${hits.length === 50 ? 'The newest 50' : hits.length} ${hits.length === 1 ? 'message' : 'messages'} found.`;
     for (const hit of hits) {
       const where = hit.chat.startsWith('room:') ? (s.m.room(hit.chat.slice(5))?.name ?? 'a room') : hit.chat.slice(3);
       const who = hit.from === s.nick ? 'You' : hit.from;
-      const b = h('button', { type: 'button', class: 'hit' }, h('span', { class: 'hit-where' }, `${where} · ${who} · ${shortTime(hit.ts)}`), h('span', { class: 'hit-text' }, hit.body.slice(0, 160)));
+      const b = h(
+        'button',
+        { type: 'button', class: 'hit' },
+        h('span', { class: 'hit-where' }, `${where} · ${who} · ${shortTime(hit.ts)}`),
+        h('span', { class: 'hit-text' }, hit.body.slice(0, 160)),
+      );
       b.addEventListener('click', () => open(hit));
       results.append(h('li', {}, b));
     }

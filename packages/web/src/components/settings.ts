@@ -20,7 +20,11 @@ export interface SettingsActions {
 
 function passwordSection(s: Session): HTMLElement {
   const current = field('Current password', { type: 'password', autocomplete: 'current-password', required: true });
-  const next = field('New password', { type: 'password', autocomplete: 'new-password', required: true }, 'Your other devices are signed out and sign in again with the new password.');
+  const next = field(
+    'New password',
+    { type: 'password', autocomplete: 'new-password', required: true },
+    'Your other devices are signed out and sign in again with the new password.',
+  );
   const progress = progressView('Password change progress');
   const btn = h('button', { type: 'submit', class: 'primary' }, 'Change password');
   // The hidden nick lets password managers file the new password under the right account.
@@ -53,7 +57,11 @@ function deleteSection(s: Session, a: SettingsActions): HTMLElement {
     { 'aria-labelledby': 'del-title' },
     h('h3', { id: 'del-title' }, 'Delete account'),
     h('input', { type: 'text', autocomplete: 'username', value: s.nick, hidden: true, tabindex: '-1' }),
-    h('p', { class: 'hint' }, `This deletes ${s.nick} for good: devices, queued messages, contacts and room memberships. The nick can never be used again. History kept in this browser is erased too.`),
+    h(
+      'p',
+      { class: 'hint' },
+      `This deletes ${s.nick} for good: devices, queued messages, contacts and room memberships. The nick can never be used again. History kept in this browser is erased too.`,
+    ),
     pw.wrap,
     btn,
     progress.el,
@@ -64,7 +72,8 @@ function deleteSection(s: Session, a: SettingsActions): HTMLElement {
     progress.stop();
     void confirmAction(btn, {
       question: `Delete ${s.nick} for good?`,
-      detail: 'The account, its devices, queued messages, contacts and room memberships are deleted, and the history in this browser is erased. The nick can never be used again.',
+      detail:
+        'The account, its devices, queued messages, contacts and room memberships are deleted, and the history in this browser is erased. The nick can never be used again.',
       action: 'Delete account',
     }).then((yes) => yes && run(pw.input.value));
   });

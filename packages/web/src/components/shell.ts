@@ -87,7 +87,18 @@ export function shellView(s: Session, o: ShellOptions): ShellView {
         }),
       );
     } else {
-      swapMain(h('section', { class: 'main' }, h('div', { class: 'placeholder' }, h('h2', {}, 'No chat open'), h('p', {}, 'Pick a chat from the list, or start one with “New chat” or “New room”.'))));
+      swapMain(
+        h(
+          'section',
+          { class: 'main' },
+          h(
+            'div',
+            { class: 'placeholder' },
+            h('h2', {}, 'No chat open'),
+            h('p', {}, 'Pick a chat from the list, or start one with “New chat” or “New room”.'),
+          ),
+        ),
+      );
     }
     list.render(s.chats.list(), currentChat());
   }

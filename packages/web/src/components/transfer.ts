@@ -32,7 +32,11 @@ export interface TransferView {
 export function transferStatus(s: Session): TransferView {
   // The visual bar; the element with the role carries the numbers for assistive technology.
   const visual = h('progress', { 'aria-hidden': 'true', max: '1', value: '0' });
-  const bar = h('div', { role: 'progressbar', 'aria-label': 'History transfer', 'aria-valuemin': '0', 'aria-valuemax': '0', 'aria-valuenow': '0' }, visual);
+  const bar = h(
+    'div',
+    { role: 'progressbar', 'aria-label': 'History transfer', 'aria-valuemin': '0', 'aria-valuemax': '0', 'aria-valuenow': '0' },
+    visual,
+  );
   const text = h('p', { class: 'transfer-text', role: 'status' });
   const el = h('div', { class: 'transfer' }, bar, text);
   el.hidden = true;

@@ -43,14 +43,18 @@ export function roomState(dbPath: string, name: string): RoomKeyState | undefine
     const room = db.prepare('SELECT id, needs_rekey FROM rooms WHERE name = ?').get(name) as { id: string; needs_rekey: number } | undefined;
     if (!room) return undefined;
     const keyIds = (db.prepare('SELECT key_id FROM room_key_ids WHERE room_id = ?').all(room.id) as { key_id: string }[]).map((r) => r.key_id);
-    const members = (db.prepare('SELECT nick FROM room_members WHERE room_id = ? ORDER BY seq').all(room.id) as { nick: string }[]).map((r) => r.nick);
+    const members = (db.prepare('SELECT nick FROM room_members WHERE room_id = ? ORDER BY seq').all(room.id) as { nick: string }[]).map(
+      (r) => r.nick,
+    );
     return { id: room.id, keyIds, needsRekey: room.needs_rekey !== 0, members };
   });
 }
 
 /** Every member that holds a wrapped copy of one of the room's keys, as the server keeps them. */
 export function keyHolders(dbPath: string, roomId: string): string[] {
-  return withDb(dbPath, (db) => (db.prepare('SELECT DISTINCT member FROM room_keys WHERE room_id = ? ORDER BY member').all(roomId) as { member: string }[]).map((r) => r.member));
+  return withDb(dbPath, (db) =>
+    (db.prepare('SELECT DISTINCT member FROM room_keys WHERE room_id = ? ORDER BY member').all(roomId) as { member: string }[]).map((r) => r.member),
+  );
 }
 
 /**

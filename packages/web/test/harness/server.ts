@@ -98,7 +98,10 @@ export async function startServer(o: ServerOptions = {}): Promise<RunningServer>
   let seen = 0;
   const takeErrors = () => {
     const end = out.lastIndexOf('\n') + 1;
-    const lines = out.slice(seen, end).split('\n').filter((l) => l.trim());
+    const lines = out
+      .slice(seen, end)
+      .split('\n')
+      .filter((l) => l.trim());
     seen = end;
     return lines.filter((l) => {
       try {

@@ -51,7 +51,8 @@ export function dumpStorage(page: Page): Promise<StorageDump> {
         const store = db.transaction(name, 'readonly').objectStore(name);
         const [keys, values] = await Promise.all([done(store.getAllKeys()), done(store.getAll())]);
         const indexes: { name: string; keys: unknown[] }[] = [];
-        for (const idx of Array.from(store.indexNames)) indexes.push({ name: idx, keys: await indexKeys(db.transaction(name, 'readonly').objectStore(name).index(idx)) });
+        for (const idx of Array.from(store.indexNames))
+          indexes.push({ name: idx, keys: await indexKeys(db.transaction(name, 'readonly').objectStore(name).index(idx)) });
         stores.push({ name, rows: keys.map((key, i) => ({ key, value: values[i] })), indexes });
       }
       databases.push({ name: db.name, version: db.version, stores });

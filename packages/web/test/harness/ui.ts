@@ -145,9 +145,14 @@ export async function changePassword(page: Page, current: string, next: string):
   await field(/^new password$/i).fill(next);
   const repeat = page.getByLabel(/^(repeat|confirm) (the )?new password$|^new password again$/i).filter({ visible: true });
   if ((await repeat.count()) > 0) await repeat.first().fill(next);
-  await page.getByRole('button', { name: /^(change|save|update) password$/i }).first().click();
+  await page
+    .getByRole('button', { name: /^(change|save|update) password$/i })
+    .first()
+    .click();
   // Done when the form lets go of the old password (cleared or closed); two key derivations run first.
-  await page.waitForFunction((el) => !el || !el.isConnected || (el as HTMLInputElement).value === '', await currentField.elementHandle(), { timeout: KDF_PATIENCE });
+  await page.waitForFunction((el) => !el || !el.isConnected || (el as HTMLInputElement).value === '', await currentField.elementHandle(), {
+    timeout: KDF_PATIENCE,
+  });
 }
 
 /** Confirms an in-page confirmation step if the app shows one after a destructive click. */
@@ -171,7 +176,10 @@ export async function openRoomSettings(page: Page): Promise<void> {
 export async function removeMember(page: Page, member: string): Promise<void> {
   await openRoomSettings(page);
   const n = escape(member);
-  await page.getByRole('button', { name: new RegExp(`remove.*${n}|${n}.*remove`, 'i') }).first().click();
+  await page
+    .getByRole('button', { name: new RegExp(`remove.*${n}|${n}.*remove`, 'i') })
+    .first()
+    .click();
   await confirmIfAsked(page, /remove/i);
 }
 
@@ -233,7 +241,9 @@ export function messageStatus(page: Page, text: string): Locator {
 
 /** Waits until one's own message holding `text` shows the status `name`. */
 export async function statusShows(page: Page, text: string, name: string | RegExp, timeout = PATIENCE): Promise<void> {
-  await messageItem(page, text).getByRole('status', { name, exact: typeof name === 'string' }).waitFor({ timeout });
+  await messageItem(page, text)
+    .getByRole('status', { name, exact: typeof name === 'string' })
+    .waitFor({ timeout });
 }
 
 /** The "Search messages" searchbox of the sidebar. */

@@ -10,9 +10,10 @@ export async function registerAccount(q: Sql, a: NewAccount): Promise<{ ok: true
     if (a.invite === null) return { error: 'invite_required' };
     // FOR UPDATE: two registrations on the last use of a code run one after the other, and the
     // second sees the use already consumed.
-    const inv = await q.one<{ uses_left: number; expires_at: number | null }>('SELECT uses_left, expires_at FROM invites WHERE code = $1 FOR UPDATE', [
-      a.invite,
-    ]);
+    const inv = await q.one<{ uses_left: number; expires_at: number | null }>(
+      'SELECT uses_left, expires_at FROM invites WHERE code = $1 FOR UPDATE',
+      [a.invite],
+    );
     if (!inv || inv.uses_left <= 0 || (inv.expires_at !== null && inv.expires_at <= a.now)) return { error: 'invalid_invite' };
   }
   // The primary key decides between two registrations of one nick; a retired nick conflicts too.
@@ -29,10 +30,7 @@ export async function registerAccount(q: Sql, a: NewAccount): Promise<{ ok: true
 }
 
 export async function getAccount(q: Sql, nick: string): Promise<AccountRecord | null> {
-  const r = await q.one<AccountRow>(
-    `SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE nick = $1 AND deleted_at IS NULL`,
-    [nick],
-  );
+  const r = await q.one<AccountRow>(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE nick = $1 AND deleted_at IS NULL`, [nick]);
   if (!r) return null;
   return accountFromRow(r);
 }
@@ -69,10 +67,10 @@ export async function deleteAccount(q: Sql, nick: string, now: number): Promise<
   if (devices.length > 0) await q.run('DELETE FROM queue WHERE device_id = ANY($1)', [devices]);
   await q.run('DELETE FROM devices WHERE nick = $1', [nick]);
   await q.run('DELETE FROM contacts WHERE nick = $1 OR peer = $1', [nick]);
-  await q.run(
-    'UPDATE accounts SET auth_key_hash = NULL, kdf = NULL, public_key = NULL, encrypted_key = NULL, deleted_at = $2 WHERE nick = $1',
-    [nick, now],
-  );
+  await q.run('UPDATE accounts SET auth_key_hash = NULL, kdf = NULL, public_key = NULL, encrypted_key = NULL, deleted_at = $2 WHERE nick = $1', [
+    nick,
+    now,
+  ]);
   return { sessions, devices, rooms: roomResults };
 }
 

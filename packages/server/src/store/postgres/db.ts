@@ -14,7 +14,9 @@ import { PG_MIGRATIONS, type PgMigration } from './migrations.js';
 const INT8_OID = 20;
 const types: pg.CustomTypesConfig = {
   getTypeParser: ((oid: number, format?: string) =>
-    oid === INT8_OID ? (v: string) => Number(v) : (pg.types.getTypeParser(oid, format as 'text') as (v: string) => unknown)) as pg.CustomTypesConfig['getTypeParser'],
+    oid === INT8_OID
+      ? (v: string) => Number(v)
+      : (pg.types.getTypeParser(oid, format as 'text') as (v: string) => unknown)) as pg.CustomTypesConfig['getTypeParser'],
 };
 
 /** A schema name we put into SQL unquoted-safe: plain lower-case identifiers only. */

@@ -81,6 +81,10 @@ export async function addContact(
   const n = (await q.one<{ n: number }>('SELECT COUNT(*) AS n FROM contacts WHERE nick = $1', [nick]))!.n;
   if (n >= LIMITS.contactsPerAccount) return { error: 'limit_reached' };
   // A first DM may add the same row at the same moment: then the row exists either way.
-  const inserted = await q.run('INSERT INTO contacts (nick, peer, created_at) VALUES ($1, $2, $3) ON CONFLICT (nick, peer) DO NOTHING', [nick, peer, now]);
+  const inserted = await q.run('INSERT INTO contacts (nick, peer, created_at) VALUES ($1, $2, $3) ON CONFLICT (nick, peer) DO NOTHING', [
+    nick,
+    peer,
+    now,
+  ]);
   return { status: inserted === 0 ? 'exists' : 'created', publicKey };
 }

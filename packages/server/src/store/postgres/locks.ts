@@ -25,9 +25,8 @@ export async function lockNicks(q: Sql, ns: number, nicks: string[]): Promise<vo
  */
 export async function liveAccounts(q: Sql, nicks: string[]): Promise<Set<string>> {
   if (nicks.length === 0) return new Set();
-  const rows = await q.all<{ nick: string }>(
-    'SELECT nick FROM accounts WHERE nick = ANY($1) AND deleted_at IS NULL ORDER BY nick FOR SHARE',
-    [[...new Set(nicks)]],
-  );
+  const rows = await q.all<{ nick: string }>('SELECT nick FROM accounts WHERE nick = ANY($1) AND deleted_at IS NULL ORDER BY nick FOR SHARE', [
+    [...new Set(nicks)],
+  ]);
   return new Set(rows.map((r) => r.nick));
 }

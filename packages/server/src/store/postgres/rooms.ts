@@ -31,7 +31,15 @@ const KEYS_OF = (roomExpr: string, memberParam: string) => `COALESCE((
   FROM room_keys k WHERE k.room_id = ${roomExpr} AND k.member = ${memberParam}), '[]'::json)`;
 
 function toRoom(row: RoomRow): Room {
-  return { id: row.id, name: row.name, owner: row.owner, members: row.members, createdAt: row.created_at, keys: row.keys ?? [], needsRekey: row.needs_rekey };
+  return {
+    id: row.id,
+    name: row.name,
+    owner: row.owner,
+    members: row.members,
+    createdAt: row.created_at,
+    keys: row.keys ?? [],
+    needsRekey: row.needs_rekey,
+  };
 }
 
 /** The room with its members and no keys, or null. */
@@ -116,7 +124,13 @@ export async function createRoom(
   ]);
   if (inserted === 0) return { error: 'room_conflict' };
   await q.run('INSERT INTO room_members (room_id, nick) VALUES ($1, $2)', [r.id, r.owner]);
-  await storeKeys(q, r.id, r.keyId, r.owner, r.keys.filter((k) => k.to === r.owner));
+  await storeKeys(
+    q,
+    r.id,
+    r.keyId,
+    r.owner,
+    r.keys.filter((k) => k.to === r.owner),
+  );
   return { room: await loadRoomWithKeys(q, r.id, r.owner), ownerDevices: await devicesOf(q, r.owner) };
 }
 
@@ -179,7 +193,10 @@ export async function changeMembers(
  * of that same statement would still see the members as they were before the wait.
  */
 async function lockRoom(q: Sql, id: string): Promise<Room | null> {
-  const row = await q.one<Omit<RoomRow, 'members'>>('SELECT r.id, r.name, r.owner, r.created_at, r.needs_rekey FROM rooms r WHERE r.id = $1 FOR UPDATE', [id]);
+  const row = await q.one<Omit<RoomRow, 'members'>>(
+    'SELECT r.id, r.name, r.owner, r.created_at, r.needs_rekey FROM rooms r WHERE r.id = $1 FOR UPDATE',
+    [id],
+  );
   if (!row) return null;
   return toRoom({ ...row, members: await members(q, id) });
 }

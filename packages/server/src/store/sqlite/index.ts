@@ -43,7 +43,13 @@ interface DeviceRow {
   push: number;
 }
 
-const toDevice = (r: DeviceRow): DeviceRecord => ({ id: r.id, nick: r.nick, createdAt: r.created_at, lastSeenAt: r.last_seen_at, push: r.push === 1 });
+const toDevice = (r: DeviceRow): DeviceRecord => ({
+  id: r.id,
+  nick: r.nick,
+  createdAt: r.created_at,
+  lastSeenAt: r.last_seen_at,
+  push: r.push === 1,
+});
 const DEVICE_COLS = 'id, nick, created_at, last_seen_at, (push_endpoint IS NOT NULL) AS push';
 
 export class SqliteStore implements Store {
@@ -67,7 +73,8 @@ export class SqliteStore implements Store {
     liveAccount: (nick) =>
       this.liveAccounts.get(nick, () => (this.q.one('SELECT 1 FROM accounts WHERE nick = ? AND deleted_at IS NULL', nick) ? true : null)) === true,
     contact: (nick, peer) =>
-      this.contacts.get(`${nick} ${peer}`, () => (this.q.one('SELECT 1 FROM contacts WHERE nick = ? AND peer = ?', nick, peer) ? true : null)) === true,
+      this.contacts.get(`${nick} ${peer}`, () => (this.q.one('SELECT 1 FROM contacts WHERE nick = ? AND peer = ?', nick, peer) ? true : null)) ===
+      true,
     devicesOf: (nick) => this.deviceLists.get(nick, () => this.q.all<messages.DeviceTarget>(messages.DEVICE_TARGETS, nick))!,
   };
 
@@ -143,7 +150,10 @@ export class SqliteStore implements Store {
     return this.write(() => {
       if (a.requireInvite) {
         if (a.invite === null) return { error: 'invite_required' as const };
-        const inv = this.q.one<{ uses_left: number; expires_at: number | null }>('SELECT uses_left, expires_at FROM invites WHERE code = ?', a.invite);
+        const inv = this.q.one<{ uses_left: number; expires_at: number | null }>(
+          'SELECT uses_left, expires_at FROM invites WHERE code = ?',
+          a.invite,
+        );
         if (!inv || inv.uses_left <= 0 || (inv.expires_at !== null && inv.expires_at <= a.now)) return { error: 'invalid_invite' as const };
       }
       if (this.q.one('SELECT 1 FROM accounts WHERE nick = ?', a.nick)) return { error: 'nick_taken' as const };
@@ -164,10 +174,7 @@ export class SqliteStore implements Store {
   }
 
   async getAccount(nick: string): Promise<AccountRecord | null> {
-    const r = this.q.one<AccountRow>(
-      `SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE nick = ? AND deleted_at IS NULL`,
-      nick,
-    );
+    const r = this.q.one<AccountRow>(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE nick = ? AND deleted_at IS NULL`, nick);
     if (!r) return null;
     return accountFromRow(r);
   }
@@ -177,7 +184,9 @@ export class SqliteStore implements Store {
   }
 
   async createInvite(code: string, uses: number, expiresAt: number | null, now: number): Promise<void> {
-    await this.write(() => this.q.run('INSERT INTO invites (code, uses_left, expires_at, created_at) VALUES (?, ?, ?, ?)', code, uses, expiresAt, now));
+    await this.write(() =>
+      this.q.run('INSERT INTO invites (code, uses_left, expires_at, created_at) VALUES (?, ?, ?, ?)', code, uses, expiresAt, now),
+    );
   }
 
   async listInvites(): Promise<InviteRecord[]> {
@@ -303,7 +312,12 @@ export class SqliteStore implements Store {
   }
 
   async deletePushSubscription(deviceId: string): Promise<void> {
-    await this.write(() => this.pushChanged().run('UPDATE devices SET push_endpoint = NULL, push_p256dh = NULL, push_auth = NULL, push_pending = 0 WHERE id = ?', deviceId));
+    await this.write(() =>
+      this.pushChanged().run(
+        'UPDATE devices SET push_endpoint = NULL, push_p256dh = NULL, push_auth = NULL, push_pending = 0 WHERE id = ?',
+        deviceId,
+      ),
+    );
   }
 
   async deviceConnected(deviceId: string, now: number): Promise<void> {

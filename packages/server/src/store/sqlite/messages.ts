@@ -23,7 +23,8 @@ export interface DeviceTarget extends TargetRow {
 }
 
 /** The SQL behind `Known.devicesOf`. */
-export const DEVICE_TARGETS = 'SELECT d.id AS deviceId, d.nick AS nick, d.seq AS seq, (d.push_endpoint IS NOT NULL AND d.push_pending = 0) AS pushable FROM devices d WHERE d.nick = ? ORDER BY d.seq';
+export const DEVICE_TARGETS =
+  'SELECT d.id AS deviceId, d.nick AS nick, d.seq AS seq, (d.push_endpoint IS NOT NULL AND d.push_pending = 0) AS pushable FROM devices d WHERE d.nick = ? ORDER BY d.seq';
 
 /** A DM's targets: every device of the recipient and the sender's other devices, in seq order (as one query over both would give them). */
 function dmTargets(known: Known, from: string, to: string, senderDevice: string): TargetRow[] {
@@ -46,7 +47,13 @@ function dmTargets(known: Known, from: string, to: string, senderDevice: string)
   return out;
 }
 
-export function checkSend(q: Statements, known: Known, from: string, to: Target, keyId: string): Refusal<'not_member' | 'unknown_key' | 'unknown_user' | 'self'> | null {
+export function checkSend(
+  q: Statements,
+  known: Known,
+  from: string,
+  to: Target,
+  keyId: string,
+): Refusal<'not_member' | 'unknown_key' | 'unknown_user' | 'self'> | null {
   if ('room' in to) {
     if (!isMember(q, to.room, from)) return { error: 'not_member' };
     if (!q.one('SELECT 1 FROM room_key_ids WHERE room_id = ? AND key_id = ?', to.room, keyId)) return { error: 'unknown_key' };
@@ -111,7 +118,10 @@ function enqueue(q: Statements, index: QueueIndex, targets: TargetRow[], envelop
 
 /** At most this many rows per statement (3 variables each, well under SQLite's variable limit). */
 const ENQUEUE_CHUNK = 200;
-const ENQUEUE_SQL = Array.from({ length: ENQUEUE_CHUNK + 1 }, (_, n) => `INSERT INTO queue (device_id, envelope_id, ts) VALUES ${new Array(n).fill('(?, ?, ?)').join(', ')}`);
+const ENQUEUE_SQL = Array.from(
+  { length: ENQUEUE_CHUNK + 1 },
+  (_, n) => `INSERT INTO queue (device_id, envelope_id, ts) VALUES ${new Array(n).fill('(?, ?, ?)').join(', ')}`,
+);
 
 /** Deletes queue entries by seq (the table's rowid), in statements of at most 500. */
 export function deleteSeqs(q: Statements, seqs: readonly number[]): void {
@@ -143,7 +153,13 @@ export function sendMessage(q: Statements, known: Known, index: QueueIndex, m: S
     addContacts(q, known, m.from, m.to.dm, m.now);
   }
   enqueue(q, index, targets, m.id, m.now);
-  return { status: 'queued', envelope, json, targets: targets.map((t) => ({ deviceId: t.deviceId, nick: t.nick, pushable: t.pushable === 1 })), roomName };
+  return {
+    status: 'queued',
+    envelope,
+    json,
+    targets: targets.map((t) => ({ deviceId: t.deviceId, nick: t.nick, pushable: t.pushable === 1 })),
+    roomName,
+  };
 }
 
 /** The answer to an id already used: a retry by its sender, a conflict for anyone else. */
@@ -156,7 +172,11 @@ function priorSend(q: Statements, m: SendInput): SendResult | null {
 export function ack(q: Statements, index: QueueIndex, deviceId: string, ids: string[]): void {
   if (ids.length === 0) return;
   // Found by the (envelope_id, device_id) key.
-  const gone = q.all<{ seq: number }>(`DELETE FROM queue WHERE device_id = ? AND envelope_id IN (${placeholders(ids.length)}) RETURNING seq`, deviceId, ...ids);
+  const gone = q.all<{ seq: number }>(
+    `DELETE FROM queue WHERE device_id = ? AND envelope_id IN (${placeholders(ids.length)}) RETURNING seq`,
+    deviceId,
+    ...ids,
+  );
   index.removed(
     deviceId,
     gone.map((r) => r.seq),
@@ -167,7 +187,7 @@ export function readQueue(q: Statements, index: QueueIndex, deviceId: string, af
   const out: QueuedEntry[] = [];
   // Entries another process deleted (the admin command) stay in the index until this process's
   // next write notices; the page is filled past them, since a short page means the end.
-  for (let after = afterSeq; out.length < limit; ) {
+  for (let after = afterSeq; out.length < limit;) {
     const seqs = index.after(deviceId, after, limit - out.length);
     if (seqs.length === 0) break;
     out.push(
@@ -190,7 +210,10 @@ export function readQueue(q: Statements, index: QueueIndex, deviceId: string, af
 export function purgeEnvelopes(q: Statements, index: QueueIndex, now: number): number {
   // A queue entry's ts is its envelope's: old entries are found through envelopes_ts.
   const cutoff = now - LIMITS.queueRetentionMs;
-  const expired = q.all<{ device_id: string; seq: number }>('DELETE FROM queue WHERE envelope_id IN (SELECT id FROM envelopes WHERE ts < ?) RETURNING device_id, seq', cutoff);
+  const expired = q.all<{ device_id: string; seq: number }>(
+    'DELETE FROM queue WHERE envelope_id IN (SELECT id FROM envelopes WHERE ts < ?) RETURNING device_id, seq',
+    cutoff,
+  );
   const byDevice = new Map<string, number[]>();
   for (const e of expired) {
     const list = byDevice.get(e.device_id);

@@ -19,7 +19,15 @@ export function loadRoom(q: Statements, id: string): Room | null {
 }
 
 function toRoom(row: RoomRow, memberList: string[]): Room {
-  return { id: row.id, name: row.name, owner: row.owner, members: memberList, createdAt: row.created_at, keys: [], needsRekey: row.needs_rekey === 1 };
+  return {
+    id: row.id,
+    name: row.name,
+    owner: row.owner,
+    members: memberList,
+    createdAt: row.created_at,
+    keys: [],
+    needsRekey: row.needs_rekey === 1,
+  };
 }
 
 export function members(q: Statements, roomId: string): string[] {
@@ -173,4 +181,3 @@ export function deleteRoom(
 export function roomsOf(q: Statements, nick: string): string[] {
   return q.all<{ room_id: string }>('SELECT room_id FROM room_members WHERE nick = ? ORDER BY seq', nick).map((r) => r.room_id);
 }
-
