@@ -1,8 +1,8 @@
 /**
- * The PostgreSQL send and ack, each one statement (the functions of migration 2): the cases the
- * shared storage suite does not reach one by one. Room fan-out order, every refusal and the
+ * The PostgreSQL send and ack, each one statement (the functions of migrations 2 and 3): the cases
+ * the shared storage suite does not reach one by one. Room fan-out order, every refusal and the
  * answer to a used id behind it, the contacts limit of a first DM, a queue already past its cap,
- * and the one round trip itself.
+ * the one round trip itself, and concurrent sends batched into one statement (send-batch.ts).
  */
 import { describe, test, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
@@ -28,6 +28,25 @@ const send = (id: string, from: string, to: Target, keyId: string, senderDevice:
 /** queue_len and the real row count of each device, to show they agree. */
 async function lengths(schema: string): Promise<{ id: string; queue_len: number; n: number }[]> {
   return sqlIn(schema, 'SELECT id, queue_len, (SELECT COUNT(*)::int FROM queue q WHERE q.device_id = d.id) AS n FROM devices d ORDER BY id');
+}
+
+/** Records the text of every statement sent while `fn` runs; `fail` may make one of them throw instead. */
+async function statements(fn: () => Promise<void>, fail?: (text: string) => boolean): Promise<string[]> {
+  const sent: string[] = [];
+  const query = pg.Client.prototype.query;
+  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+    const q = args[0];
+    const text = typeof q === 'string' ? q : (q as { text: string }).text;
+    sent.push(text);
+    if (fail?.(text)) return Promise.reject(Object.assign(new Error('deadlock detected'), { code: '40P01' }));
+    return (query as (...a: unknown[]) => unknown).apply(this, args);
+  } as unknown as typeof query;
+  try {
+    await fn();
+  } finally {
+    pg.Client.prototype.query = query;
+  }
+  return sent;
 }
 
 describe('store: postgres, send and ack in one statement', () => {
@@ -216,6 +235,71 @@ describe('store: postgres, send and ack in one statement', () => {
       { id: 'a-device-2', queue_len: 3, n: 3 },
       { id: 'b-device-1', queue_len: 1, n: 1 },
     ]);
+  });
+
+  /** Sends that arrive together, with the answer each must get: the same as if each had been sent alone. */
+  async function concurrentSends(): Promise<{ sends: SendInput[]; check: (results: unknown[]) => Promise<void> }> {
+    const { roomId, keyId } = await room();
+    await store.registerAccount(account('dave'));
+    await store.addDevice('dave', 'd-dave-1', NOW);
+    const twice = ulid(NOW);
+    const taken = ulid(NOW);
+    const sends = [
+      send(ulid(NOW), 'alice', { room: roomId }, keyId, 'k-alice-1'),
+      send(twice, 'alice', { dm: 'bob' }, 'dm', 'k-alice-1'),
+      send(twice, 'alice', { dm: 'bob' }, 'dm', 'k-alice-1', NOW + 5),
+      send(taken, 'carol', { dm: 'bob' }, 'dm', 'm-carol-1'),
+      send(taken, 'dave', { dm: 'bob' }, 'dm', 'd-dave-1'),
+      send(ulid(NOW), 'dave', { room: roomId }, keyId, 'd-dave-1'),
+      send(ulid(NOW), 'bob', { dm: 'zed' }, 'dm', 'a-bob-2'),
+    ];
+    const check = async (results: unknown[]): Promise<void> => {
+      const [roomSend, first, again, carols, daves, notMember, unknown] = results as Awaited<ReturnType<PostgresStore['sendMessage']>>[];
+      assert.ok(roomSend && 'status' in roomSend && roomSend.status === 'queued');
+      assert.deepEqual(
+        roomSend.targets.map((t) => t.deviceId),
+        ['b-alice-2', 'm-carol-1', 'z-bob-1', 'a-bob-2'],
+      );
+      assert.ok(first && 'status' in first && first.status === 'queued');
+      assert.deepEqual(again, { status: 'retry', id: twice, ts: NOW }, 'the second send of one id is a retry of the first');
+      assert.ok(carols && 'status' in carols && carols.status === 'queued');
+      assert.deepEqual(daves, { error: 'id_conflict' }, 'an id another sender used first in the same batch');
+      assert.deepEqual(notMember, { error: 'not_member' });
+      assert.deepEqual(unknown, { error: 'unknown_user' });
+      assert.equal((await sqlIn(schema, 'SELECT id FROM envelopes')).length, 3, 'three envelopes stored, each once');
+      // The first DM between carol and bob made them contacts; dave's refused one did not.
+      assert.deepEqual(await sqlIn(schema, "SELECT nick, peer FROM contacts WHERE nick IN ('bob', 'dave') ORDER BY nick, peer"), [
+        { nick: 'bob', peer: 'alice' },
+        { nick: 'bob', peer: 'carol' },
+      ]);
+      for (const l of await lengths(schema)) assert.equal(l.queue_len, l.n, l.id);
+    };
+    return { sends, check };
+  }
+
+  test('sends that arrive together go out as one statement, and each gets the answer it would get alone', async () => {
+    const { sends, check } = await concurrentSends();
+    let results: unknown[] = [];
+    const sent = await statements(async () => {
+      results = await Promise.all(sends.map((m) => store.sendMessage(m)));
+    });
+    assert.equal(sent.length, 1, sent.join('\n'));
+    assert.match(sent[0]!, /unnest[\s\S]*send_envelope/);
+    await check(results);
+  });
+
+  test('a batch that fails is not tried again as a batch: its sends run one by one and get the same answers', async () => {
+    const { sends, check } = await concurrentSends();
+    let results: unknown[] = [];
+    const sent = await statements(
+      async () => {
+        results = await Promise.all(sends.map((m) => store.sendMessage(m)));
+      },
+      (text) => /unnest[\s\S]*send_envelope/.test(text),
+    );
+    assert.equal(sent.filter((t) => /unnest[\s\S]*send_envelope/.test(t)).length, 1, 'the batch was sent once');
+    assert.equal(sent.filter((t) => /^SELECT \* FROM send_envelope/.test(t)).length, sends.length, 'then each send alone');
+    await check(results);
   });
 
   test('a send and an ack each cost one statement: no BEGIN, no COMMIT', async () => {

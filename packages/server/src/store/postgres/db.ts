@@ -172,9 +172,10 @@ export async function transaction<T>(pool: pg.Pool, fn: (q: Sql) => Promise<T>):
 /**
  * Runs `fn`, which sends one statement, on one pooled connection in autocommit: the statement is
  * its own transaction. The database may still abort it to break a deadlock (or fail it as a
- * serialization failure), having written nothing; it then runs again, as transaction() does.
+ * serialization failure), having written nothing; it then runs again, as transaction() does,
+ * up to `attempts` times in all.
  */
-export async function autocommit<T>(pool: pg.Pool, fn: (q: Sql) => Promise<T>): Promise<T> {
+export async function autocommit<T>(pool: pg.Pool, fn: (q: Sql) => Promise<T>, attempts = ATTEMPTS): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     const { client, release } = await checkout(pool);
     let broken: Error | undefined;
@@ -182,7 +183,7 @@ export async function autocommit<T>(pool: pg.Pool, fn: (q: Sql) => Promise<T>): 
       return await fn(new Sql(client));
     } catch (e) {
       if (connectionLost(e)) broken = e as Error;
-      if (attempt < ATTEMPTS && retryable(e)) {
+      if (attempt < attempts && retryable(e)) {
         await new Promise((r) => setTimeout(r, Math.random() * 10 * attempt));
         continue;
       }

@@ -28,6 +28,7 @@ import * as devices from './devices.js';
 import * as rooms from './rooms.js';
 import * as messages from './messages.js';
 import { Lookups } from './lookups.js';
+import { SendBatcher } from './send-batch.js';
 
 export interface PostgresOptions {
   /** Puts every table in this schema (created when missing); tests use one per test. */
@@ -42,11 +43,18 @@ export class PostgresStore implements Store {
   readonly kind = 'postgres' as const;
   private readonly q: Sql;
   private readonly lookups: Lookups;
+  private readonly sends: SendBatcher;
   private closed = false;
 
   private constructor(readonly pool: pg.Pool) {
     this.q = new Sql(pool);
     this.lookups = new Lookups(this.q);
+    // Each path is one statement (a function doing the whole send), so autocommit, not BEGIN … COMMIT.
+    // A failed batch is not tried again as a batch: its sends go on the single path (send-batch.ts).
+    this.sends = new SendBatcher(
+      (ms) => autocommit(this.pool, (q) => messages.sendMessages(q, ms), 1),
+      (m) => autocommit(this.pool, (q) => messages.sendMessage(q, m)),
+    );
   }
 
   /** Connects, applies missing migrations (refusing a newer schema) and returns the store. */
@@ -206,8 +214,7 @@ export class PostgresStore implements Store {
   }
 
   async sendMessage(m: SendInput): Promise<SendResult> {
-    // One statement (a function doing the whole send), so autocommit, not BEGIN … COMMIT.
-    return autocommit(this.pool, (q) => messages.sendMessage(q, m));
+    return this.sends.send(m);
   }
 
   async ack(deviceId: string, ids: string[]): Promise<void> {

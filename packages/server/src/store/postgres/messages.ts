@@ -24,6 +24,22 @@ interface SendRow {
   target_pushable: boolean[] | null;
 }
 
+/** The limits and lock namespace `send_envelope` takes as parameters, so the numbers stay in LIMITS. */
+const SEND_CONSTANTS = [LOCK.contacts, LIMITS.contactsPerAccount, LIMITS.queuePerDevice];
+
+function envelopeOf(m: SendInput): Envelope {
+  return { id: m.id, to: m.to, from: m.from, keyId: m.keyId, iv: m.iv, ct: m.ct, ts: m.now };
+}
+
+function resultOf(m: SendInput, envelope: Envelope, json: string, r: SendRow): SendResult {
+  if (r.outcome === 'retry') return { status: 'retry', id: m.id, ts: r.prior_ts! };
+  if (r.outcome !== 'queued') return { error: r.outcome };
+  const nicks = r.target_nicks ?? [];
+  const pushable = r.target_pushable ?? [];
+  const targets: SendTarget[] = (r.target_devices ?? []).map((deviceId, i) => ({ deviceId, nick: nicks[i]!, pushable: pushable[i] === true }));
+  return { status: 'queued', envelope, json, targets, roomName: r.room_name };
+}
+
 /**
  * The send transaction (message steps 5 and 7) in one statement: the function `send_envelope` of
  * migration 2 re-checks the rights under the room or account share-locks, answers a used id as a
@@ -32,7 +48,7 @@ interface SendRow {
  * each step's reasons. Run it in autocommit (one statement is one transaction, one round trip).
  */
 export async function sendMessage(q: Sql, m: SendInput): Promise<SendResult> {
-  const envelope: Envelope = { id: m.id, to: m.to, from: m.from, keyId: m.keyId, iv: m.iv, ct: m.ct, ts: m.now };
+  const envelope = envelopeOf(m);
   const json = envelopeJson(envelope);
   const r = (await q.one<SendRow>('SELECT * FROM send_envelope($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)', [
     m.id,
@@ -43,16 +59,53 @@ export async function sendMessage(q: Sql, m: SendInput): Promise<SendResult> {
     m.senderDevice,
     m.now,
     json,
-    LOCK.contacts,
-    LIMITS.contactsPerAccount,
-    LIMITS.queuePerDevice,
+    ...SEND_CONSTANTS,
   ]))!;
-  if (r.outcome === 'retry') return { status: 'retry', id: m.id, ts: r.prior_ts! };
-  if (r.outcome !== 'queued') return { error: r.outcome };
-  const nicks = r.target_nicks ?? [];
-  const pushable = r.target_pushable ?? [];
-  const targets: SendTarget[] = (r.target_devices ?? []).map((deviceId, i) => ({ deviceId, nick: nicks[i]!, pushable: pushable[i] === true }));
-  return { status: 'queued', envelope, json, targets, roomName: r.room_name };
+  return resultOf(m, envelope, json, r);
+}
+
+/**
+ * Several sends in one statement, hence one transaction (send-batch.ts): `send_envelope` runs
+ * once per send, in the order of the input arrays, and each call sees what the earlier ones
+ * wrote. The sends go in room order, then recipient order (a stable sort: two sends to one chat
+ * keep their order), so that two batches with the same rooms or recipients take those locks in
+ * the same order and do not deadlock on them.
+ */
+export async function sendMessages(q: Sql, ms: SendInput[]): Promise<SendResult[]> {
+  const key = (m: SendInput): string => ('room' in m.to ? `r${m.to.room}` : `u${m.to.dm}`);
+  const order = ms
+    .map((_, i) => i)
+    .sort((a, b) => {
+      const ka = key(ms[a]!);
+      const kb = key(ms[b]!);
+      return ka < kb ? -1 : ka > kb ? 1 : a - b;
+    });
+  const sorted = order.map((i) => ms[i]!);
+  const envelopes = sorted.map(envelopeOf);
+  const jsons = envelopes.map(envelopeJson);
+  const rows = await q.all<SendRow>(
+    `SELECT s.* FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[])
+                     WITH ORDINALITY AS a(id, sender, dm, room, key_id, device, ts, json, i)
+       CROSS JOIN LATERAL send_envelope(a.id, a.sender, a.dm, a.room, a.key_id, a.device, a.ts, a.json, $9, $10, $11) s
+      ORDER BY a.i`,
+    [
+      sorted.map((m) => m.id),
+      sorted.map((m) => m.from),
+      sorted.map((m) => ('dm' in m.to ? m.to.dm : null)),
+      sorted.map((m) => ('room' in m.to ? m.to.room : null)),
+      sorted.map((m) => m.keyId),
+      sorted.map((m) => m.senderDevice),
+      sorted.map((m) => m.now),
+      jsons,
+      ...SEND_CONSTANTS,
+    ],
+  );
+  if (rows.length !== ms.length) throw new Error(`send_envelope answered ${rows.length} rows for ${ms.length} sends`);
+  const results = new Array<SendResult>(ms.length);
+  order.forEach((orig, k) => {
+    results[orig] = resultOf(sorted[k]!, envelopes[k]!, jsons[k]!, rows[k]!);
+  });
+  return results;
 }
 
 /** Drops acknowledged entries from a device queue in one statement (`ack_envelopes`, migration 2); run it in autocommit. */
