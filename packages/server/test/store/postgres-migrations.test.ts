@@ -78,7 +78,7 @@ test('a later migration applies to a database holding data of the previous schem
     assert.deepEqual(await sqlIn(schema, "SELECT value, note FROM meta WHERE key = 'x'"), [{ value: 'kept', note: null }]);
   }));
 
-test('migration 2 adds the one-statement send and ack to a database at version 1 holding queued envelopes', () =>
+test('migrations 2 and 3 add the one-statement send and ack to a database at version 1 holding queued envelopes', () =>
   inSchema(async (schema) => {
     const pool = openPool(testPgUrl, { schema });
     try {
@@ -108,7 +108,7 @@ test('migration 2 adds the one-statement send and ack to a database at version 1
       const rows = await sqlIn<{ version: number }>(schema, 'SELECT version FROM schema_migrations ORDER BY version');
       assert.deepEqual(
         rows.map((r) => r.version),
-        [1, 2],
+        [1, 2, 3],
       );
       const now = Date.now();
       const id = '01' + 'J'.repeat(24);

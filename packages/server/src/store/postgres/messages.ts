@@ -129,10 +129,13 @@ export async function readQueue(q: Sql, deviceId: string, afterSeq: number, limi
  */
 export async function purgeEnvelopes(q: Sql, now: number): Promise<number> {
   const cutoff = now - LIMITS.queueRetentionMs;
-  await q.run('SELECT 1 FROM devices WHERE id IN (SELECT device_id FROM queue WHERE ts < $1) ORDER BY id FOR UPDATE', [cutoff]);
+  // A queue entry's ts is its envelope's: old entries are found through envelopes_ts (migration 3).
+  const old = 'SELECT id FROM envelopes WHERE ts < $1';
+  await q.run(`SELECT 1 FROM devices WHERE id IN (SELECT device_id FROM queue WHERE envelope_id IN (${old})) ORDER BY id FOR UPDATE`, [cutoff]);
   // Counting what this very DELETE removed keeps queue_len exact whatever ran before it.
   const expired = await q.all<{ device_id: string; n: number }>(
-    'WITH gone AS (DELETE FROM queue WHERE ts < $1 RETURNING device_id) SELECT device_id, COUNT(*) AS n FROM gone GROUP BY device_id ORDER BY device_id',
+    `WITH gone AS (DELETE FROM queue WHERE envelope_id IN (${old}) RETURNING device_id)
+     SELECT device_id, COUNT(*) AS n FROM gone GROUP BY device_id ORDER BY device_id`,
     [cutoff],
   );
   for (const e of expired) await q.run('UPDATE devices SET queue_len = queue_len - $2 WHERE id = $1', [e.device_id, e.n]);
