@@ -1,8 +1,8 @@
 /**
  * One measured send phase: a fresh latency recorder on the receiving streams, the server's CPU
- * time and the generator's around it, and a bounded wait for the deliveries still on their way.
+ * time (summed over its processes) and the generator's around it, and a bounded wait for the
+ * deliveries still on their way.
  */
-import { cpuTimes } from '../proc.js';
 import type { EventStream } from '../sse.js';
 import { Recorder, type Latency } from '../stats.js';
 import type { Target } from '../targets.js';
@@ -43,13 +43,13 @@ export async function measurePhase(
 ): Promise<PhaseResult> {
   const rec = new Recorder();
   for (const s of streams) s.onMsg = rec.onMsg;
-  const cpu0 = cpuTimes(t.child.pid);
+  const cpu0 = t.cpu();
   const gen0 = process.cpuUsage();
   const wall0 = performance.now();
   const r = await send(rec);
   const expected = r.accepted * fanout;
   const delivered = await rec.drain(expected, DRAIN_TIMEOUT_MS);
-  const cpu1 = cpuTimes(t.child.pid);
+  const cpu1 = t.cpu();
   const serverSystemMs = cpu1.system - cpu0.system;
   const serverCpuMs = cpu1.user - cpu0.user + serverSystemMs;
   const gen = process.cpuUsage(gen0);

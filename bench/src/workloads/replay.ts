@@ -1,7 +1,8 @@
 /**
  * Replay: `replayCount` envelopes queued for one offline device, then the time from opening its
  * event stream to `ready`, then acking every id in batches of 500 (the ack limit). The ceiling
- * stores nothing, so this workload runs on the service only.
+ * stores nothing, so this workload runs on the service only. With several service instances,
+ * the senders are dealt round them; the stream uses the first.
  */
 import { LIMITS } from '@svc/protocol';
 import { dmBody } from '../fixtures.js';
@@ -34,18 +35,19 @@ export class ReplayWorkload {
   static async setup(t: Target, tag: string): Promise<ReplayWorkload> {
     const [recipient] = await t.createAccounts(`${tag}r`, 1, 1);
     const from = await t.createAccounts(`${tag}s`, SENDERS, 1);
-    const senders = from.map((a) => ({ cookie: a.cookie, device: a.devices[0]!, next: () => dmBody(recipient!.nick) }));
+    const n = t.children.length;
+    const senders = from.map((a, i) => ({ cookie: a.cookie, device: a.devices[0]!, instance: i % n, next: () => dmBody(recipient!.nick) }));
     return new ReplayWorkload(t, senders, recipient!);
   }
 
   async run(o: Options): Promise<ReplayRun> {
     const api = this.t.api;
-    api.resize(SENDERS);
-    const fill = await closedLoop(api, this.senders, null, { durationMs: 120_000, maxCount: o.replayCount });
+    this.t.sizeFor(this.senders);
+    const fill = await closedLoop(this.t.apis, this.senders, null, { durationMs: 120_000, maxCount: o.replayCount });
     if (fill.errors > 0) throw new Error(`replay: filling the queue failed: ${fill.firstError}`);
     const device = this.recipient.devices[0]!;
     const t0 = performance.now();
-    const s = await EventStream.open(this.t.child.port, device, this.recipient.cookie, { keepIds: true, timeoutMs: 60_000 });
+    const s = await EventStream.open(this.t.port(0), device, this.recipient.cookie, { keepIds: true, timeoutMs: 60_000 });
     await s.waitReady(60_000);
     const toReadyMs = performance.now() - t0;
     const ids = s.ids ?? [];
