@@ -141,7 +141,8 @@ async function main(): Promise<void> {
     // One after the other: the first applies the schema's migrations before the others start.
     const children: Child[] = [];
     for (let k = 0; k < o.instances; k++) children.push(await startService(o, backend, k));
-    const service = new ServiceTarget(children);
+    if (backend.storeCpu) process.stderr.write(`store CPU read from: ${backend.storeCpu.describe()}\n`);
+    const service = new ServiceTarget(children, backend.storeCpu);
     const ceiling = new CeilingTarget(await startCeiling());
     const targets: Target[] = [service, ceiling];
     const runs = new Map<Target, TargetRuns>(targets.map((t) => [t, { idle: [], dm: [], rooms: [], replay: [] }]));

@@ -5,7 +5,7 @@
  */
 import type { IdleRun } from './workloads/idle.js';
 import type { DmRun } from './workloads/dm.js';
-import type { PhaseResult } from './workloads/phase.js';
+import { per1000, type PhaseResult } from './workloads/phase.js';
 import type { ReplayRun } from './workloads/replay.js';
 import { median } from './stats.js';
 import { GOALS, msAtMost, num, ratioAtLeast, ratioAtMost, type Goal, type Goals } from './goals.js';
@@ -56,6 +56,23 @@ function latencyRows(metric: (p: string) => string, s: PhaseResult[], c: PhaseRe
   );
 }
 
+/** PostgreSQL's and Redis's CPU per 1,000 deliveries beside the service's (--backend postgres only); no ceiling figure. */
+function storeCpuRows(what: string, phases: PhaseResult[]): Row[] {
+  if (phases[0]?.postgresCpuMs === undefined) return [];
+  const pgMs = (p: PhaseResult) => per1000(p.postgresCpuMs ?? NaN, p);
+  const redisMs = (p: PhaseResult) => per1000(p.redisCpuMs ?? NaN, p);
+  return [
+    row(`PostgreSQL CPU per 1,000 ${what} deliveries (ms)`, 1, med(phases, pgMs), null),
+    row(`Redis CPU per 1,000 ${what} deliveries (ms)`, 1, med(phases, redisMs), null),
+    row(
+      `Service + PostgreSQL + Redis CPU per 1,000 ${what} deliveries (ms)`,
+      1,
+      med(phases, (p) => p.cpuMsPer1000Deliveries + pgMs(p) + redisMs(p)),
+      null,
+    ),
+  ];
+}
+
 function dmRows(s: DmRun[], c: DmRun[], g: Goals, o: SummaryOptions): Row[] {
   const max = (r: DmRun) => r.max;
   const sysShare = (r: DmRun) => (100 * r.max.serverSystemMs) / r.max.serverCpuMs;
@@ -84,6 +101,7 @@ function dmRows(s: DmRun[], c: DmRun[], g: Goals, o: SummaryOptions): Row[] {
       med(c, (r) => r.max.cpuMsPer1000Deliveries),
       ratioAtMost(g.cpuRatio),
     ),
+    ...storeCpuRows('DM', s.map(max)),
     row('… of which kernel (system) time (%)', 0, med(s, sysShare), med(c, sysShare)),
     row(
       'Load generator CPU during DM max (% of one core)',
@@ -135,6 +153,7 @@ function roomRows(s: PhaseResult[], c: PhaseResult[], g: Goals): Row[] {
       med(s, (r) => r.cpuMsPer1000Deliveries),
       med(c, (r) => r.cpuMsPer1000Deliveries),
     ),
+    ...storeCpuRows('room', s),
     row('Load generator CPU during rooms (% of one core)', 0, med(s, genShare), med(c, genShare)),
   ];
 }

@@ -6,6 +6,7 @@
  * and event streams over them by instance number, and CPU time and memory are summed over them.
  */
 import { cpuTimes, restartChild, rssBytes, type Child } from './proc.js';
+import type { StoreCpu } from './store-cpu.js';
 import { Endpoint, expect, pool, sessionCookie } from './http.js';
 import { id16, registerBody, wrappedKey } from './fixtures.js';
 
@@ -30,6 +31,8 @@ export interface Target {
   readonly apis: readonly Endpoint[];
   /** The first process's endpoint. */
   readonly api: Endpoint;
+  /** CPU time of the service's PostgreSQL and Redis servers, or null (SQLite; the ceiling). */
+  readonly storeCpu: StoreCpu | null;
   /** The port of instance `i` (counted round the processes), for event streams. */
   port(i: number): number;
   /** Sizes each endpoint's pools for the senders that send through it. */
@@ -107,7 +110,10 @@ abstract class Processes {
 export class ServiceTarget extends Processes implements Target {
   readonly name = 'service' as const;
 
-  constructor(children: Child[]) {
+  constructor(
+    children: Child[],
+    readonly storeCpu: StoreCpu | null,
+  ) {
     super(children);
   }
 
@@ -141,6 +147,7 @@ export class ServiceTarget extends Processes implements Target {
 
 export class CeilingTarget extends Processes implements Target {
   readonly name = 'ceiling' as const;
+  readonly storeCpu = null;
 
   constructor(child: Child) {
     super([child]);
