@@ -173,6 +173,13 @@ function replayRows(s: ReplayRun[], g: Goals, o: SummaryOptions): Row[] {
       med(s, (r) => r.ackMs),
       null,
     ),
+    row(
+      `Queue ${o.offlineCount} envelopes for an offline device (ms)`,
+      0,
+      med(s, (r) => r.offlineMs),
+      null,
+      msAtMost(g.offlineMs, ' for 5,000', o.offlineCount === 5000),
+    ),
   ];
 }
 
@@ -181,6 +188,7 @@ export interface SummaryOptions {
   instances: number;
   pacedRate: number;
   replayCount: number;
+  offlineCount: number;
 }
 
 export function summaryRows(s: TargetRuns, c: TargetRuns, o: SummaryOptions): Row[] {
