@@ -9,6 +9,7 @@ import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { Redis } from 'ioredis';
+import { StoreCpu } from './store-cpu.js';
 
 export interface Backend {
   name: 'sqlite' | 'postgres';
@@ -16,6 +17,8 @@ export interface Backend {
   env: Record<string, string>;
   /** What the report says about the store (never a password). */
   describe: string;
+  /** CPU time of the PostgreSQL and Redis servers, or null (SQLite is inside the service's process). */
+  storeCpu: StoreCpu | null;
   destroy(): Promise<void>;
 }
 
@@ -35,6 +38,7 @@ export function sqliteBackend(): Backend {
     name: 'sqlite',
     env: { DATABASE_URL: `sqlite:${join(dir, 'svc.db')}` },
     describe: 'SQLite, WAL, group commit, the WAL fsync’d before every answer, file on the local ext4 disk',
+    storeCpu: null,
     destroy: async () => rmSync(dir, { recursive: true, force: true }),
   };
 }
@@ -72,6 +76,7 @@ export async function postgresBackend(): Promise<Backend> {
   const id = randomBytes(6).toString('hex');
   const schema = `bench_${id}`;
   const prefix = `bench:${id}:`;
+  const storeCpu = await StoreCpu.find(PG_URL, REDIS_URL);
   await pgQuery(`CREATE SCHEMA "${schema}"`);
   const url = new URL(PG_URL);
   url.searchParams.set('options', `-c search_path=${schema}`);
@@ -79,6 +84,7 @@ export async function postgresBackend(): Promise<Backend> {
     name: 'postgres',
     env: { DATABASE_URL: url.toString(), REDIS_URL, REDIS_PREFIX: prefix },
     describe: `PostgreSQL (fresh schema) + Redis (fresh key prefix) on 127.0.0.1`,
+    storeCpu,
     async destroy() {
       await pgQuery(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
       await dropRedisPrefix(prefix);

@@ -44,11 +44,12 @@ function maxOpenFiles(): number {
   return !m || m[1] === 'unlimited' ? Infinity : Number(m[1]);
 }
 
-async function startService(o: Options, backend: Backend): Promise<Child> {
+/** Service process number `k` (0-based) of `--instances`; only the first is profiled, so the profile is one process's. */
+async function startService(o: Options, backend: Backend, k: number): Promise<Child> {
   const port = await freePort();
-  const args = [...(o.profile ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []), join(root, 'packages/server/dist/src/main.js')];
+  const args = [...(o.profile && k === 0 ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []), join(root, 'packages/server/dist/src/main.js')];
   return startChild(
-    'service',
+    o.instances > 1 ? `service #${k + 1}` : 'service',
     args,
     {
       ...backend.env,
@@ -137,7 +138,11 @@ async function main(): Promise<void> {
   let profile: ProfileSummary | null = null;
   try {
     const profileSince = Date.now();
-    const service = new ServiceTarget(await startService(o, backend));
+    // One after the other: the first applies the schema's migrations before the others start.
+    const children: Child[] = [];
+    for (let k = 0; k < o.instances; k++) children.push(await startService(o, backend, k));
+    if (backend.storeCpu) process.stderr.write(`store CPU read from: ${backend.storeCpu.describe()}\n`);
+    const service = new ServiceTarget(children, backend.storeCpu);
     const ceiling = new CeilingTarget(await startCeiling());
     const targets: Target[] = [service, ceiling];
     const runs = new Map<Target, TargetRuns>(targets.map((t) => [t, { idle: [], dm: [], rooms: [], replay: [] }]));
@@ -187,9 +192,8 @@ async function main(): Promise<void> {
       );
     }
 
-    for (const t of targets) t.api.close();
-    await stopChild(service.child);
-    await stopChild(ceiling.child);
+    for (const t of targets) t.close();
+    for (const c of [...service.children, ...ceiling.children]) await stopChild(c);
     if (o.profile) {
       const file = newestProfile(profileSince);
       if (file) profile = summarise(file, 30);
@@ -201,7 +205,8 @@ async function main(): Promise<void> {
     const notes = [...integrityNotes('service', s), ...integrityNotes('ceiling', c)];
     const machineAtEnd = machine();
     const label = o.quick ? 'quick run (small counts, short phases; not representative)' : `${o.runs} runs, medians`;
-    let text = `\n## ${backend.describe}\n\n${meta.command} — ${meta.date} — ${label}\n\n${markdownTable(rows)}\n`;
+    const instances = o.instances > 1 ? `, ${o.instances} service instances` : '';
+    let text = `\n## ${backend.describe}${instances}\n\n${meta.command} — ${meta.date} — ${label}\n\n${markdownTable(rows)}\n`;
     if (notes.length) text += `\nWarnings:\n${notes.map((n) => `- ${n}`).join('\n')}\n`;
     text += `\nLoad average at start ${meta.machineAtStart.loadavg.map((x) => x.toFixed(2)).join(' ')}, at end ${machineAtEnd.loadavg.map((x) => x.toFixed(2)).join(' ')}\n`;
     if (profile) text += `\n${formatSummary({ ...profile, file: relative(root, profile.file) })}\n`;

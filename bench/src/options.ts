@@ -17,6 +17,10 @@ export interface Options {
   roomSenders: number;
   idleStreams: number;
   replayCount: number;
+  /** Envelopes stored for a device without a stream, timed (the "offline" figure). */
+  offlineCount: number;
+  /** Service processes on one PostgreSQL schema and Redis prefix. */
+  instances: number;
   /** The fixed rate of the first paced DM run (messages per second). */
   pacedRate: number;
 }
@@ -34,6 +38,8 @@ export const USAGE = `npm run bench -- [options]
   --rooms N                   rooms of 50 members in the fan-out workload (default 4, quick 1)
   --streams N                 idle event streams (default 10000, quick 1000)
   --replay N                  envelopes queued for the replay workload (default 10000, quick 2000)
+  --offline N                 envelopes stored for an offline device, timed, in the replay workload (default 5000, quick 1000)
+  --instances N               service processes on one PostgreSQL schema and Redis prefix (default 1; --backend postgres only)
   --profile                   start the service with --cpu-prof into bench/results/profiles and list its top functions
   --help`;
 
@@ -58,6 +64,8 @@ export function parseOptions(argv: string[]): Options | 'help' {
     roomSenders: 5,
     idleStreams: quick ? 1000 : 10_000,
     replayCount: quick ? 2000 : 10_000,
+    offlineCount: quick ? 1000 : 5000,
+    instances: 1,
     pacedRate: 2000,
   };
   for (let i = 0; i < argv.length; i++) {
@@ -76,12 +84,16 @@ export function parseOptions(argv: string[]): Options | 'help' {
     else if (a === '--rooms') o.rooms = int(v(), '--rooms', 1, 20);
     else if (a === '--streams') o.idleStreams = int(v(), '--streams', 1, 16_000);
     else if (a === '--replay') o.replayCount = int(v(), '--replay', 1, 10_000);
+    else if (a === '--offline') o.offlineCount = int(v(), '--offline', 1, 10_000);
+    else if (a === '--instances') o.instances = int(v(), '--instances', 1, 16);
     else if (a === '--only') {
       const list = (v() ?? '').split(',').filter(Boolean);
       for (const w of list) if (!(WORKLOADS as readonly string[]).includes(w)) throw new Error(`--only: unknown workload ${w}`);
       o.workloads = new Set(list as Workload[]);
     } else throw new Error(`unknown option ${a}\n${USAGE}`);
   }
+  if (o.instances > 1 && o.backend !== 'postgres')
+    throw new Error('--instances needs --backend postgres: a SQLite file is served by exactly one service process (docs/DEPLOY.md)');
   if (!(o.durationMs >= 200 && o.durationMs <= 60_000)) throw new Error('--duration must be from 0.2 to 60 seconds');
   return o;
 }

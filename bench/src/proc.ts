@@ -104,12 +104,30 @@ export function killAllNow(): void {
   }
 }
 
-/** User and system CPU time of a process so far, in ms (fields 14 and 15 of /proc/<pid>/stat). */
-export function cpuTimes(pid: number): { user: number; system: number } {
+/** What /proc/<pid>/stat says about a process: its name, its parent, and its CPU times in ms. */
+export interface ProcStat {
+  comm: string;
+  ppid: number;
+  user: number;
+  system: number;
+  /** User + system time of its children that ended and were waited for (cutime + cstime). */
+  children: number;
+}
+
+/** Fields 2, 4 and 14 to 17 of /proc/<pid>/stat; throws if the process is gone. */
+export function procStat(pid: number): ProcStat {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   // The command name (field 2) may hold spaces; count fields from after its closing parenthesis.
-  const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return { user: (Number(rest[11]) * 1000) / CLK_TCK, system: (Number(rest[12]) * 1000) / CLK_TCK };
+  const close = stat.lastIndexOf(')');
+  const rest = stat.slice(close + 2).split(' ');
+  const ms = (k: number) => (Number(rest[k]) * 1000) / CLK_TCK;
+  return { comm: stat.slice(stat.indexOf('(') + 1, close), ppid: Number(rest[1]), user: ms(11), system: ms(12), children: ms(13) + ms(14) };
+}
+
+/** User and system CPU time of a process so far, in ms (fields 14 and 15 of /proc/<pid>/stat). */
+export function cpuTimes(pid: number): { user: number; system: number } {
+  const s = procStat(pid);
+  return { user: s.user, system: s.system };
 }
 
 /** Resident set size in bytes (VmRSS of /proc/<pid>/status). */

@@ -1,12 +1,12 @@
 /**
  * Event streams as the load generator holds them: one plain socket each (no pooling, no
  * node:http), the GET written by hand, the response head and its chunked (or unframed) body read
- * by raw-http.ts's parser, and an SSE scanner that works on the bytes as they come: it finds line
+ * by http-response-parser.ts, and an SSE scanner that works on the bytes as they come: it finds line
  * ends with `indexOf`, looks only at lines that start with `event:` or `id:`, turns only the id
  * into a string, and skips `data:` lines (the JSON) without reading them.
  */
 import { connect, type Socket } from 'node:net';
-import { READ_BUFFER, ResponseParser, type Head, type ParserEvents } from './raw-http.js';
+import { READ_BUFFER, ResponseParser, type Head, type ParserEvents } from './http-response-parser.js';
 
 /** Where a stream reports its `msg` events; swapped per workload. */
 export type MsgListener = (envelopeId: string, at: number) => void;

@@ -1,9 +1,12 @@
 /**
  * The two servers a run compares: the service (accounts, devices and rooms made through its real
  * API) and the ceiling (told the same layout with one POST /setup). Workloads see only this
- * interface, so both get byte-for-byte the same load.
+ * interface, so both get byte-for-byte the same load. The service may run as several processes
+ * on one PostgreSQL schema and Redis prefix (`--instances`); workloads then spread their senders
+ * and event streams over them by instance number, and CPU time and memory are summed over them.
  */
-import { restartChild, type Child } from './proc.js';
+import { cpuTimes, restartChild, rssBytes, type Child } from './proc.js';
+import type { StoreCpu } from './store-cpu.js';
 import { Endpoint, expect, pool, sessionCookie } from './http.js';
 import { id16, registerBody, wrappedKey } from './fixtures.js';
 
@@ -22,11 +25,25 @@ export interface Room {
 
 export interface Target {
   readonly name: 'service' | 'ceiling';
-  /** The running process; replaced by restart(). */
-  readonly child: Child;
-  /** A fresh process on the same port and store (what the ceiling was told by /setup is lost). */
-  restart(): Promise<void>;
+  /** The running processes, in order: the service may run several on one store (`--instances`), the ceiling runs one. Replaced by restart(). */
+  readonly children: readonly Child[];
+  /** One endpoint per process, in the same order; setup requests go to the first. */
+  readonly apis: readonly Endpoint[];
+  /** The first process's endpoint. */
   readonly api: Endpoint;
+  /** CPU time of the service's PostgreSQL and Redis servers, or null (SQLite; the ceiling). */
+  readonly storeCpu: StoreCpu | null;
+  /** The port of instance `i` (counted round the processes), for event streams. */
+  port(i: number): number;
+  /** Sizes each endpoint's pools for the senders that send through it. */
+  sizeFor(senders: readonly { instance: number }[]): void;
+  /** User and system CPU time of all its processes so far, in ms. */
+  cpu(): { user: number; system: number };
+  /** Resident memory of all its processes, in bytes. */
+  rss(): number;
+  /** Fresh processes on the same ports and store (what the ceiling was told by /setup is lost). */
+  restart(): Promise<void>;
+  close(): void;
   /** Accounts `<tag>_<i>` with `devicesEach` devices each. */
   createAccounts(tag: string, n: number, devicesEach: number): Promise<Account[]>;
   /** A room whose owner is members[0] and whose members are all of `members`. */
@@ -42,17 +59,62 @@ function layout(tag: string, n: number, devicesEach: number): { nick: string; de
   }));
 }
 
-export class ServiceTarget implements Target {
-  readonly name = 'service' as const;
-  readonly api: Endpoint;
+/** What both targets share: their processes, an endpoint each, and the sums over them. */
+abstract class Processes {
+  readonly apis: Endpoint[];
 
-  constructor(public child: Child) {
-    this.api = new Endpoint(child.port, SETUP_CONCURRENCY);
+  constructor(readonly children: Child[]) {
+    this.apis = children.map((c) => new Endpoint(c.port, SETUP_CONCURRENCY));
+  }
+
+  get api(): Endpoint {
+    return this.apis[0]!;
+  }
+
+  port(i: number): number {
+    return this.children[i % this.children.length]!.port;
+  }
+
+  sizeFor(senders: readonly { instance: number }[]): void {
+    const counts = this.apis.map(() => 0);
+    for (const s of senders) counts[s.instance % counts.length]!++;
+    this.apis.forEach((a, k) => a.resize(Math.max(1, counts[k]!)));
+  }
+
+  cpu(): { user: number; system: number } {
+    const sum = { user: 0, system: 0 };
+    for (const c of this.children) {
+      const t = cpuTimes(c.pid);
+      sum.user += t.user;
+      sum.system += t.system;
+    }
+    return sum;
+  }
+
+  rss(): number {
+    return this.children.reduce((sum, c) => sum + rssBytes(c.pid), 0);
   }
 
   async restart(): Promise<void> {
-    this.api.resize(SETUP_CONCURRENCY);
-    this.child = await restartChild(this.child);
+    for (let k = 0; k < this.children.length; k++) {
+      this.apis[k]!.resize(SETUP_CONCURRENCY);
+      this.children[k] = await restartChild(this.children[k]!);
+    }
+  }
+
+  close(): void {
+    for (const a of this.apis) a.close();
+  }
+}
+
+export class ServiceTarget extends Processes implements Target {
+  readonly name = 'service' as const;
+
+  constructor(
+    children: Child[],
+    readonly storeCpu: StoreCpu | null,
+  ) {
+    super(children);
   }
 
   async createAccounts(tag: string, n: number, devicesEach: number): Promise<Account[]> {
@@ -83,17 +145,12 @@ export class ServiceTarget implements Target {
   }
 }
 
-export class CeilingTarget implements Target {
+export class CeilingTarget extends Processes implements Target {
   readonly name = 'ceiling' as const;
-  readonly api: Endpoint;
+  readonly storeCpu = null;
 
-  constructor(public child: Child) {
-    this.api = new Endpoint(child.port, SETUP_CONCURRENCY);
-  }
-
-  async restart(): Promise<void> {
-    this.api.resize(SETUP_CONCURRENCY);
-    this.child = await restartChild(this.child);
+  constructor(child: Child) {
+    super([child]);
   }
 
   async createAccounts(tag: string, n: number, devicesEach: number): Promise<Account[]> {

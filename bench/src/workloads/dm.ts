@@ -2,6 +2,10 @@
  * DM throughput and latency: `pairs` sender accounts (one device each, no stream), each sending
  * to its own recipient whose two devices hold open event streams. Each repetition measures the
  * closed-loop maximum, then latency paced at a fixed rate and at half of that maximum.
+ *
+ * With several service instances, sender i sends through instance i mod N, and its recipient's
+ * streams are on the same instance for the first N pairs, on the next one for the N pairs after,
+ * and so on alternately: half of the pairs cross instances (over the Redis bus), for any N ≥ 2.
  */
 import { dmBody } from '../fixtures.js';
 import type { Options } from '../options.js';
@@ -29,11 +33,12 @@ export class DmWorkload {
   static async setup(t: Target, o: Options, tag: string): Promise<DmWorkload> {
     const from = await t.createAccounts(`${tag}s`, o.pairs, 1);
     const to = await t.createAccounts(`${tag}r`, o.pairs, TARGETS_PER_MESSAGE);
-    const senders: Sender[] = from.map((a, i) => ({ cookie: a.cookie, device: a.devices[0]!, next: () => dmBody(to[i]!.nick) }));
+    const n = t.children.length;
+    const senders: Sender[] = from.map((a, i) => ({ cookie: a.cookie, device: a.devices[0]!, instance: i % n, next: () => dmBody(to[i]!.nick) }));
     const streams: EventStream[] = [];
-    const devices = to.flatMap((a) => a.devices.map((d) => ({ a, d })));
-    await pool(devices, 50, async ({ a, d }) => {
-      const s = await EventStream.open(t.child.port, d, a.cookie);
+    const devices = to.flatMap((a, i) => a.devices.map((d) => ({ a, d, port: t.port(i + (Math.floor(i / n) % 2)) })));
+    await pool(devices, 50, async ({ a, d, port }) => {
+      const s = await EventStream.open(port, d, a.cookie);
       await s.waitReady(60_000);
       streams.push(s);
     });
@@ -41,15 +46,15 @@ export class DmWorkload {
   }
 
   async run(o: Options): Promise<DmRun> {
-    const api = this.t.api;
-    api.resize(this.senders.length);
+    const apis = this.t.apis;
+    this.t.sizeFor(this.senders);
     const maxCount = 1_000_000;
     // Warm-up: sockets open, code paths compiled; not measured.
     await measurePhase(this.t, this.streams, TARGETS_PER_MESSAGE, (rec) =>
-      closedLoop(api, this.senders, rec, { durationMs: Math.min(1000, o.durationMs), maxCount }),
+      closedLoop(apis, this.senders, rec, { durationMs: Math.min(1000, o.durationMs), maxCount }),
     );
     const max = await measurePhase(this.t, this.streams, TARGETS_PER_MESSAGE, (rec) =>
-      closedLoop(api, this.senders, rec, { durationMs: o.durationMs, maxCount }),
+      closedLoop(apis, this.senders, rec, { durationMs: o.durationMs, maxCount }),
     );
     progress(this.t, 'dm max', max);
     const paced = await this.paced(o, o.pacedRate);
@@ -64,7 +69,7 @@ export class DmWorkload {
       this.t,
       this.streams,
       TARGETS_PER_MESSAGE,
-      (rec) => openLoop(this.t.api, this.senders, rec, { rate, durationMs: o.durationMs, maxInFlight: Math.max(1000, rate) }),
+      (rec) => openLoop(this.t.apis, this.senders, rec, { rate, durationMs: o.durationMs, maxInFlight: Math.max(1000, rate) }),
       rate,
     );
   }

@@ -4,10 +4,10 @@
  * (RSS with the streams − RSS before) / count, each time in a freshly started server process
  * (the service keeps its store). Streams open in bounded batches, and their
  * sockets are spread over loopback source addresses so that ports never run short across runs.
+ * With several service instances, the streams are dealt round them and the RSS is their sum.
  */
 import { pool } from '../http.js';
 import type { Options } from '../options.js';
-import { rssBytes } from '../proc.js';
 import { EventStream } from '../sse.js';
 import type { Account, Target } from '../targets.js';
 
@@ -44,19 +44,19 @@ export class IdleWorkload {
     // memory, and its difference would understate the cost of a stream.
     await this.t.restart();
     await sleep(SETTLE_MS);
-    const rssBeforeBytes = rssBytes(this.t.child.pid);
+    const rssBeforeBytes = this.t.rss();
     const streams: EventStream[] = [];
     const t0 = performance.now();
     try {
       await pool(this.devices, OPEN_CONCURRENCY, async ({ a, d }, i) => {
         const localAddress = `127.0.${1 + (rep % 250)}.${2 + (i % SOURCE_ADDRESSES)}`;
-        const s = await EventStream.open(this.t.child.port, d, a.cookie, { localAddress, timeoutMs: 60_000 });
+        const s = await EventStream.open(this.t.port(i), d, a.cookie, { localAddress, timeoutMs: 60_000 });
         streams.push(s);
         await s.waitReady(60_000);
       });
       const openMs = performance.now() - t0;
       await sleep(SETTLE_MS);
-      const rssWithBytes = rssBytes(this.t.child.pid);
+      const rssWithBytes = this.t.rss();
       const open = streams.filter((s) => !s.closed).length;
       if (open !== this.devices.length) throw new Error(`idle: ${this.devices.length - open} streams closed early`);
       const run = { streams: open, rssBeforeBytes, rssWithBytes, bytesPerStream: (rssWithBytes - rssBeforeBytes) / open, openMs };

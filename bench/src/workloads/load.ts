@@ -2,8 +2,9 @@
  * The two ways of sending: closed loop (each sender sends its next message after its 202, to find
  * the maximum) and open loop (a fixed schedule in per-millisecond batches, for latency at a given
  * rate, which a closed loop would hide by slowing down with the server). Both are bounded in
- * count and in time. Both send through the endpoint's raw keep-alive sockets (raw-http.ts), one
- * request in flight per socket, with each sender's request head built once.
+ * count and in time. Both send through the raw keep-alive sockets (raw-http.ts) of the endpoint
+ * of each sender's instance, one request in flight per socket, with each sender's request head
+ * built once.
  */
 import type { SendBody } from '../fixtures.js';
 import type { Endpoint } from '../http.js';
@@ -13,6 +14,8 @@ import type { Recorder } from '../stats.js';
 export interface Sender {
   cookie: string;
   device: string;
+  /** The service process it sends through (an index into the loops' endpoints). */
+  instance: number;
   next(): SendBody;
 }
 
@@ -37,7 +40,8 @@ function headOf(api: Endpoint, s: Sender): string {
   return h.head;
 }
 
-function post(api: Endpoint, s: Sender, rec: Recorder | null, out: SendResult): Promise<void> {
+function post(apis: readonly Endpoint[], s: Sender, rec: Recorder | null, out: SendResult): Promise<void> {
+  const api = apis[s.instance]!;
   const body = s.next();
   const request = withJson(headOf(api, s), JSON.stringify(body));
   rec?.sent(body.id, performance.now());
@@ -60,7 +64,7 @@ const empty = (): SendResult => ({ accepted: 0, errors: 0, firstError: null, ski
 
 /** Every sender sends, one message at a time, until `durationMs` passed or `maxCount` messages were sent in all. */
 export async function closedLoop(
-  api: Endpoint,
+  apis: readonly Endpoint[],
   senders: Sender[],
   rec: Recorder | null,
   o: { durationMs: number; maxCount: number },
@@ -73,7 +77,7 @@ export async function closedLoop(
     senders.map(async (s) => {
       while (sent < o.maxCount && performance.now() < end) {
         sent++;
-        await post(api, s, rec, out);
+        await post(apis, s, rec, out);
         // Many errors in a row mean something is wrong with the setup, not slow: stop early.
         if (out.errors > 1000 && out.errors > out.accepted) return;
       }
@@ -89,7 +93,7 @@ export async function closedLoop(
  * be open; what is due beyond that is skipped and counted, never sent late.
  */
 export async function openLoop(
-  api: Endpoint,
+  apis: readonly Endpoint[],
   senders: Sender[],
   rec: Recorder | null,
   o: { rate: number; durationMs: number; maxInFlight: number },
@@ -107,7 +111,7 @@ export async function openLoop(
         out.skipped++;
         continue;
       }
-      const p = post(api, senders[turn++ % senders.length]!, rec, out);
+      const p = post(apis, senders[turn++ % senders.length]!, rec, out);
       pending.add(p);
       void p.then(() => pending.delete(p));
     }

@@ -1,8 +1,8 @@
 /**
  * One measured send phase: a fresh latency recorder on the receiving streams, the server's CPU
- * time and the generator's around it, and a bounded wait for the deliveries still on their way.
+ * time (summed over its processes), its PostgreSQL's and Redis's, and the generator's around it,
+ * and a bounded wait for the deliveries still on their way.
  */
-import { cpuTimes } from '../proc.js';
 import type { EventStream } from '../sse.js';
 import { Recorder, type Latency } from '../stats.js';
 import type { Target } from '../targets.js';
@@ -27,6 +27,9 @@ export interface PhaseResult {
   serverCpuMs: number;
   serverSystemMs: number;
   cpuMsPer1000Deliveries: number;
+  /** CPU time of the whole PostgreSQL and Redis servers over the phase (they are shared), with --backend postgres only. */
+  postgresCpuMs?: number;
+  redisCpuMs?: number;
   /** The load generator's own CPU time over the phase (it shares the two cores), and the phase's wall time with the drain wait. */
   generatorCpuMs: number;
   wallMs: number;
@@ -43,17 +46,19 @@ export async function measurePhase(
 ): Promise<PhaseResult> {
   const rec = new Recorder();
   for (const s of streams) s.onMsg = rec.onMsg;
-  const cpu0 = cpuTimes(t.child.pid);
+  const store0 = t.storeCpu?.read();
+  const cpu0 = t.cpu();
   const gen0 = process.cpuUsage();
   const wall0 = performance.now();
   const r = await send(rec);
   const expected = r.accepted * fanout;
   const delivered = await rec.drain(expected, DRAIN_TIMEOUT_MS);
-  const cpu1 = cpuTimes(t.child.pid);
+  const cpu1 = t.cpu();
   const serverSystemMs = cpu1.system - cpu0.system;
   const serverCpuMs = cpu1.user - cpu0.user + serverSystemMs;
   const gen = process.cpuUsage(gen0);
   const wallMs = performance.now() - wall0;
+  const store1 = t.storeCpu?.read();
   for (const s of streams) s.onMsg = null;
   return {
     ...(rate !== undefined ? { rate } : {}),
@@ -70,10 +75,14 @@ export async function measurePhase(
     serverCpuMs,
     serverSystemMs,
     cpuMsPer1000Deliveries: delivered > 0 ? (serverCpuMs * 1000) / delivered : NaN,
+    ...(store0 && store1 ? { postgresCpuMs: store1.postgres - store0.postgres, redisCpuMs: store1.redis - store0.redis } : {}),
     generatorCpuMs: (gen.user + gen.system) / 1000,
     wallMs,
   };
 }
+
+/** CPU time `ms` of a phase per 1,000 of its deliveries. */
+export const per1000 = (ms: number, p: PhaseResult): number => (p.delivered > 0 ? (ms * 1000) / p.delivered : NaN);
 
 /** One line of progress on stderr, so a long run shows where it is. */
 export function progress(t: Target, what: string, p: PhaseResult): void {
@@ -82,6 +91,9 @@ export function progress(t: Target, what: string, p: PhaseResult): void {
   process.stderr.write(
     `  ${t.name.padEnd(7)} ${what.padEnd(14)} ${p.throughput.toFixed(0).padStart(6)} msg/s ${p.deliveriesPerSec.toFixed(0).padStart(7)} del/s` +
       `  p50 ${l.p50.toFixed(2)} p95 ${l.p95.toFixed(2)} p99 ${l.p99.toFixed(2)} ms  cpu/1k ${p.cpuMsPer1000Deliveries.toFixed(1)} ms (sys ${((100 * p.serverSystemMs) / p.serverCpuMs).toFixed(0)}%)` +
+      (p.postgresCpuMs !== undefined
+        ? `  pg/1k ${per1000(p.postgresCpuMs, p).toFixed(1)} redis/1k ${per1000(p.redisCpuMs ?? NaN, p).toFixed(1)} ms`
+        : '') +
       (p.errors ? `  errors ${p.errors} (${p.firstError})` : '') +
       (p.skipped ? `  skipped ${p.skipped}` : '') +
       (lost ? `  LOST ${lost}` : '') +

@@ -1,7 +1,11 @@
 /**
- * Replay: `replayCount` envelopes queued for one offline device, then the time from opening its
- * event stream to `ready`, then acking every id in batches of 500 (the ack limit). The ceiling
- * stores nothing, so this workload runs on the service only.
+ * Queued envelopes, on the service only (the ceiling stores nothing). Each repetition:
+ * - offline: `offlineCount` envelopes sent by 10 senders at once to a device without a stream,
+ *   timed from the first send to the last 202 (every answered envelope is stored); the device's
+ *   queue is then emptied, untimed, so that the next repetition starts from an empty queue;
+ * - replay: `replayCount` envelopes queued for another such device the same way, then the time
+ *   from opening its event stream to `ready`, then acking every id in batches of 500 (the ack limit).
+ * With several service instances, the senders are dealt round them; the streams use the first.
  */
 import { LIMITS } from '@svc/protocol';
 import { dmBody } from '../fixtures.js';
@@ -12,6 +16,9 @@ import type { Account, Target } from '../targets.js';
 import { closedLoop, type Sender } from './load.js';
 
 export interface ReplayRun {
+  /** Envelopes stored for the offline device, and the time from the first send to the last answer. */
+  offlineQueued: number;
+  offlineMs: number;
   queued: number;
   fillMs: number;
   /** From the start of the stream request to the `ready` event. */
@@ -27,43 +34,68 @@ const SENDERS = 10;
 export class ReplayWorkload {
   private constructor(
     private readonly t: Target,
-    private readonly senders: Sender[],
+    private readonly toOffline: Sender[],
+    private readonly offline: Account,
+    private readonly toReplay: Sender[],
     private readonly recipient: Account,
   ) {}
 
   static async setup(t: Target, tag: string): Promise<ReplayWorkload> {
-    const [recipient] = await t.createAccounts(`${tag}r`, 1, 1);
+    const [offline, recipient] = await t.createAccounts(`${tag}r`, 2, 1);
     const from = await t.createAccounts(`${tag}s`, SENDERS, 1);
-    const senders = from.map((a) => ({ cookie: a.cookie, device: a.devices[0]!, next: () => dmBody(recipient!.nick) }));
-    return new ReplayWorkload(t, senders, recipient!);
+    const n = t.children.length;
+    const sendersTo = (to: Account): Sender[] =>
+      from.map((a, i) => ({ cookie: a.cookie, device: a.devices[0]!, instance: i % n, next: () => dmBody(to.nick) }));
+    return new ReplayWorkload(t, sendersTo(offline!), offline!, sendersTo(recipient!), recipient!);
   }
 
   async run(o: Options): Promise<ReplayRun> {
-    const api = this.t.api;
-    api.resize(SENDERS);
-    const fill = await closedLoop(api, this.senders, null, { durationMs: 120_000, maxCount: o.replayCount });
-    if (fill.errors > 0) throw new Error(`replay: filling the queue failed: ${fill.firstError}`);
-    const device = this.recipient.devices[0]!;
+    this.t.sizeFor(this.toOffline);
+    const offline = await this.fill(this.toOffline, o.offlineCount);
+    await this.drain(this.offline);
+    const fill = await this.fill(this.toReplay, o.replayCount);
+    const d = await this.drain(this.recipient);
+    const run = {
+      offlineQueued: offline.accepted,
+      offlineMs: offline.elapsedMs,
+      queued: fill.accepted,
+      fillMs: fill.elapsedMs,
+      toReadyMs: d.toReadyMs,
+      replayed: d.ids,
+      ackMs: d.ackMs,
+      ackBatches: d.batches,
+    };
+    process.stderr.write(
+      `  ${this.t.name.padEnd(7)} replay         ${run.replayed}/${run.queued} to ready ${run.toReadyMs.toFixed(0)} ms, ack ${run.ackMs.toFixed(0)} ms in ${run.ackBatches} batches (fill ${run.fillMs.toFixed(0)} ms); ${run.offlineQueued} offline stored in ${run.offlineMs.toFixed(0)} ms\n`,
+    );
+    return run;
+  }
+
+  private async fill(senders: Sender[], count: number) {
+    const r = await closedLoop(this.t.apis, senders, null, { durationMs: 120_000, maxCount: count });
+    if (r.errors > 0) throw new Error(`replay: filling the queue failed: ${r.firstError}`);
+    return r;
+  }
+
+  /** Opens the device's stream, waits for `ready`, acks every replayed id and closes it. */
+  private async drain(to: Account): Promise<{ toReadyMs: number; ids: number; ackMs: number; batches: number }> {
+    const device = to.devices[0]!;
     const t0 = performance.now();
-    const s = await EventStream.open(this.t.child.port, device, this.recipient.cookie, { keepIds: true, timeoutMs: 60_000 });
+    const s = await EventStream.open(this.t.port(0), device, to.cookie, { keepIds: true, timeoutMs: 60_000 });
     await s.waitReady(60_000);
     const toReadyMs = performance.now() - t0;
     const ids = s.ids ?? [];
     const t1 = performance.now();
     let batches = 0;
     for (let i = 0; i < ids.length; i += LIMITS.ackBatch) {
-      const r = await api.call('POST', '/api/ack', { body: { ids: ids.slice(i, i + LIMITS.ackBatch) }, cookie: this.recipient.cookie, device });
+      const r = await this.t.api.call('POST', '/api/ack', { body: { ids: ids.slice(i, i + LIMITS.ackBatch) }, cookie: to.cookie, device });
       expect(r, 'ack', 204);
       batches++;
     }
     const ackMs = performance.now() - t1;
     s.close();
-    const run = { queued: fill.accepted, fillMs: fill.elapsedMs, toReadyMs, replayed: ids.length, ackMs, ackBatches: batches };
-    process.stderr.write(
-      `  ${this.t.name.padEnd(7)} replay         ${run.replayed}/${run.queued} to ready ${toReadyMs.toFixed(0)} ms, ack ${ackMs.toFixed(0)} ms in ${batches} batches (fill ${fill.elapsedMs.toFixed(0)} ms)\n`,
-    );
     // The stream closes on the server asynchronously; the next fill must find the device offline.
     await new Promise((r) => setTimeout(r, 200));
-    return run;
+    return { toReadyMs, ids: ids.length, ackMs, batches };
   }
 }
