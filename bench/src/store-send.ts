@@ -1,0 +1,99 @@
+/**
+ * `npm run bench:store-send`: the PostgreSQL store's send path alone, without HTTP or Redis, so
+ * that what PostgreSQL spends per send can be read apart from the rest (docs/POSTGRES.md, "What a
+ * send costs inside PostgreSQL"). Concurrent DM senders, each to its own recipient with two
+ * devices, call `PostgresStore.sendMessage` as the service's requests do; the run prints sends per
+ * second and the CPU per send of the PostgreSQL server (postmaster and children, from /proc) and
+ * of this process. Point BENCH_DATABASE_URL at a private cluster with pg_stat_statements to list
+ * the statements as well.
+ *
+ *   npm run bench:store-send -- [sends (4000)] [senders (200)] [further devices in the table (3200)] [checkout (this one)]
+ */
+import { randomBytes } from 'node:crypto';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { ulid } from './fixtures.js';
+import { StoreCpu } from './store-cpu.js';
+
+/** The little of the store this loop uses (the server package is loaded at run time, from the checkout given). */
+interface SendStore {
+  registerAccount(a: Record<string, unknown>): Promise<unknown>;
+  addDevice(nick: string, id: string, now: number): Promise<unknown>;
+  sendMessage(m: Record<string, unknown>): Promise<{ error?: string; status?: string }>;
+  close(): Promise<void>;
+}
+
+const [sends = 4000, senders = 200, extra = 3200] = process.argv.slice(2, 5).map(Number);
+const checkout = resolve(process.argv[5] ?? join(dirname(fileURLToPath(import.meta.url)), '..', '..'));
+const url = process.env.BENCH_DATABASE_URL || 'postgres://127.0.0.1:5432/test';
+const redisUrl = process.env.BENCH_REDIS_URL || 'redis://127.0.0.1:6379';
+
+const { PostgresStore } = (await import(join(checkout, 'packages/server/dist/src/store/postgres/index.js'))) as {
+  PostgresStore: { open(url: string, o: { schema: string }): Promise<SendStore> };
+};
+const schema = `bench_${randomBytes(4).toString('hex')}`;
+const admin = new pg.Client({ connectionString: url });
+await admin.connect();
+await admin.query(`CREATE SCHEMA ${schema}`);
+const store = await PostgresStore.open(url, { schema });
+try {
+  const now = Date.now();
+  const account = (nick: string) => ({
+    nick,
+    authKeyHash: new Uint8Array(32),
+    kdf: { alg: 'argon2id', m: 19456, t: 2, p: 1, salt: 'AAAAAAAAAAAAAAAAAAAAAA' },
+    publicKey: 'pk',
+    encryptedKey: { iv: 'iv', ct: 'ct' },
+    invite: null,
+    requireInvite: false,
+    sessionId: `session-${nick}`,
+    now,
+  });
+  for (let i = 0; i < senders; i++) {
+    await store.registerAccount(account(`s${i}`));
+    await store.registerAccount(account(`r${i}`));
+    await store.addDevice(`s${i}`, `sender-${i}`, now);
+    await store.addDevice(`r${i}`, `recipient-${i}-a`, now);
+    await store.addDevice(`r${i}`, `recipient-${i}-b`, now);
+  }
+  // Further devices, as the idle-stream workload leaves in the table before the DM workload.
+  for (let i = 0; i < extra; i += 32) {
+    await store.registerAccount(account(`x${i}`));
+    for (let k = 0; k < 32 && i + k < extra; k++) await store.addDevice(`x${i}`, `extra-${i}-${k}`, now);
+  }
+
+  const cpu = await StoreCpu.find(url, redisUrl);
+  const before = cpu.read().postgres;
+  const self = process.cpuUsage();
+  const t0 = performance.now();
+  let started = 0;
+  await Promise.all(
+    Array.from({ length: senders }, async (_, i) => {
+      while (started < sends) {
+        started++;
+        const r = await store.sendMessage({
+          id: ulid(),
+          from: `s${i}`,
+          to: { dm: `r${i}` },
+          keyId: 'dm',
+          iv: randomBytes(12).toString('base64url'),
+          ct: randomBytes(272).toString('base64url'),
+          senderDevice: `sender-${i}`,
+          now: Date.now(),
+        });
+        if (r.status !== 'queued') throw new Error(`send refused: ${JSON.stringify(r)}`);
+      }
+    }),
+  );
+  const ms = performance.now() - t0;
+  const pgMs = cpu.read().postgres - before;
+  const own = process.cpuUsage(self);
+  console.log(`${sends} sends by ${senders} senders (${extra} further devices) in ${ms.toFixed(0)} ms: ${((sends / ms) * 1000).toFixed(0)} sends/s`);
+  console.log(`PostgreSQL CPU per send: ${((pgMs * 1000) / sends).toFixed(0)} µs (${cpu.describe()})`);
+  console.log(`this process's CPU per send: ${((own.user + own.system) / sends).toFixed(0)} µs`);
+} finally {
+  await store.close();
+  await admin.query(`DROP SCHEMA ${schema} CASCADE`);
+  await admin.end();
+}
