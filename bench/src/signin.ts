@@ -17,7 +17,8 @@ import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { randomBytes } from 'node:crypto';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { freePort, startChild, stopAll, type Child } from './proc.js';
+import { freePort } from '@svc/testkit/port';
+import { startChild, stopAll, type Child } from './proc.js';
 
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const PATIENCE = 120_000;

@@ -16,7 +16,8 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Stream, assertError, dmBody, nick, registerBody, type ReqOptions, type Res, type TestServer } from '../harness.js';
-import { freePort, startService, type ServiceProcess } from './service.js';
+import { freePort } from '@svc/testkit/port';
+import { startService, type ServiceProcess } from './service.js';
 
 const NGINX = '/usr/sbin/nginx';
 const SITE = 'deploy/nginx-svc.conf';

@@ -3,16 +3,7 @@
  * kill it with SIGKILL and start it again on the same port and database.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { ORIGIN, type TestServer } from '../harness.js';
-
-export async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as { port: number }).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
 
 /** Test limits are raised so that no test meets them by accident (as in harness.ts). */
 const TEST_RATES = {
