@@ -14,7 +14,7 @@ import {
   userWithDevices,
   type Client,
   type TestServer,
-} from '../harness.js';
+} from '@svc/testkit/harness';
 import { NON_PUBLIC_LITERAL_HOSTS } from '../push/push-service.js';
 
 let server: TestServer;

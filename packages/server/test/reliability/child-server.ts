@@ -3,16 +3,7 @@
  * kill it with SIGKILL and start it again on the same port and database.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { ORIGIN, type TestServer } from '../harness.js';
-
-/** Test limits are raised so that no test meets them by accident (as in harness.ts). */
-const TEST_RATES = {
-  LIMIT_MESSAGES_PER_MIN: '100000',
-  LIMIT_WRITES_PER_MIN: '100000',
-  LIMIT_REGISTER_PER_HOUR: '100000',
-  LIMIT_LOGIN_PER_10MIN: '100000',
-  LIMIT_LOGIN_PER_IP_PER_10MIN: '100000',
-};
+import { ORIGIN, TEST_RATES, type TestServer } from '@svc/testkit/harness';
 
 export class ChildServer {
   private child: ChildProcess | null = null;

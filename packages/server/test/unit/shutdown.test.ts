@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { freePort } from '@svc/testkit/port';
-import { Client, Stream, registerBody, type TestServer } from '../harness.js';
+import { Client, Stream, registerBody, type TestServer } from '@svc/testkit/harness';
 
 test('SIGTERM closes open streams, lets the process exit 0, and keeps what was committed', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'svc-stop-'));

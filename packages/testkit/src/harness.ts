@@ -1,6 +1,8 @@
 /**
- * Test harness: a real server (createApp + listen on a loopback port) on a real SQLite file in
- * a fresh temporary folder, and small HTTP and event-stream clients that talk to it over sockets.
+ * Test harness: a real server (createApp + listen on a loopback port) in the backend mode of the
+ * test run (modes.ts: a fresh SQLite file in a fresh temporary folder, or a fresh PostgreSQL schema
+ * and Redis key prefix for one or two instances), and small HTTP and event-stream clients that
+ * talk to it over sockets.
  */
 import { createECDH, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -9,9 +11,9 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import assert from 'node:assert/strict';
 import { encodeB64url, makeUlid, type Room } from '@svc/protocol';
-import { createApp, type App, type AppOptions } from '../src/app.js';
-import { parseConfig } from '../src/config.js';
-import { defaultWebRoot } from '../src/paths.js';
+import { createApp, type App, type AppOptions } from '@svc/server/app';
+import { parseConfig } from '@svc/server/config';
+import { defaultWebRoot } from '@svc/server/paths';
 import Database from 'better-sqlite3';
 import { startRoundRobin } from './round-robin.js';
 import { openBackend, TEST_MODE, type TestMode } from './modes.js';
@@ -43,7 +45,7 @@ export interface TestServer {
  * Rate limits are raised by default so that tests about other rules never meet them (every test
  * client comes from 127.0.0.1); tests about limits pass the values they need in `env`.
  */
-const TEST_RATES = {
+export const TEST_RATES = {
   LIMIT_MESSAGES_PER_MIN: '100000',
   LIMIT_WRITES_PER_MIN: '100000',
   LIMIT_REGISTER_PER_HOUR: '100000',
