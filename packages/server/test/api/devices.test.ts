@@ -15,7 +15,7 @@ import {
   type Client,
   type TestServer,
 } from '@svc/testkit/harness';
-import { NON_PUBLIC_LITERAL_HOSTS } from '../push/push-service.js';
+import { NON_PUBLIC_LITERAL_HOSTS } from '../push/non-public-hosts.js';
 
 let server: TestServer;
 before(async () => {

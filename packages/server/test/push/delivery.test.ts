@@ -6,7 +6,8 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Stream, addDevice, dmBody, id16, iv, ct, signup, startServer, ulid, type Client, type TestServer } from '@svc/testkit/harness';
-import { NON_PUBLIC_LITERAL_HOSTS, PushService, decryptPayload, verifyVapid, type Subscription } from './push-service.js';
+import { PushService, decryptPayload, verifyVapid, type Subscription } from '@svc/testkit/push';
+import { NON_PUBLIC_LITERAL_HOSTS } from './non-public-hosts.js';
 import type { WebPusher } from '../../src/push/web-push.js';
 
 let server: TestServer;
