@@ -1,6 +1,6 @@
 // Runs every compiled test file (packages/*/dist/test/**/*.test.js) with Node's test runner.
 // The server's API and push suites run once per backend mode (TEST_MODE, see
-// packages/server/test/modes.ts): SQLite; PostgreSQL + Redis; two instances on PostgreSQL + Redis.
+// packages/testkit/src/modes.ts): SQLite; PostgreSQL + Redis; two instances on PostgreSQL + Redis.
 // Arguments filter files by substring; TEST_MODES=sqlite,postgres limits the modes; TEST_LANES=1
 // runs the suites one after another. At the end it prints the tests and assertions of each run.
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';

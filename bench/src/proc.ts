@@ -5,7 +5,6 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { get } from 'node:http';
 
 /** Clock ticks per second of /proc/<pid>/stat times (USER_HZ; 100 on every Linux we run on). */
@@ -24,19 +23,6 @@ export interface Child {
 }
 
 const running = new Set<Child>();
-
-/** A free loopback port: listen on port 0, read the port, close. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const addr = s.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 function healthy(port: number): Promise<boolean> {
   return new Promise((resolve) => {

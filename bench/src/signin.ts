@@ -16,10 +16,11 @@ import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { randomBytes } from 'node:crypto';
-import { chromium, type Browser, type Page } from 'playwright-core';
-import { freePort, startChild, stopAll, type Child } from './proc.js';
+import type { Browser, Page } from 'playwright-core';
+import { launchBrowser } from '@svc/testkit/browser';
+import { freePort } from '@svc/testkit/port';
+import { startChild, stopAll, type Child } from './proc.js';
 
-const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const PATIENCE = 120_000;
 const USAGE = 'npm run bench:signin -- <before: checkout dir or origin> <after: checkout dir or origin> [--runs N]';
 
@@ -142,19 +143,8 @@ async function main(): Promise<void> {
   let browser: Browser | null = null;
   try {
     targets.push(await startTarget('before', places[0]!), await startTarget('after', places[1]!));
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    // CHROMIUM names another build of Chromium to measure in.
+    browser = await launchBrowser(process.env.CHROMIUM);
     const loadStart = load();
     for (const t of targets) await signUp(browser, t);
     for (let r = 0; r < runs; r++) {

@@ -1,8 +1,7 @@
 /**
- * Real-server helpers: the server's own test harness (a real in-process server on a temp SQLite
- * file) and SDK accounts that talk to it over HTTP, each device with its own cookie jar.
+ * Real-server helpers: the shared test harness (a real in-process server on a temp SQLite file,
+ * @svc/testkit) and SDK accounts that talk to it over HTTP, each device with its own cookie jar.
  */
-import type * as Harness from '../../server/test/harness.js';
 import {
   ApiClient,
   cookieFetch,
@@ -14,13 +13,10 @@ import {
   type MessengerOptions,
 } from '../src/index.js';
 import type { Envelope } from '@svc/protocol';
+import { ORIGIN, type TestServer } from '@svc/testkit/harness';
 import { hashWasmArgon2 } from './hash-wasm.js';
 
-// Types come from the harness source (a project reference); the code from its build output, which
-// sits one folder deeper than the source relative to this file once compiled to dist/test.
-const harness = (await import(new URL('../../../server/dist/test/harness.js', import.meta.url).href)) as typeof Harness;
-export const { startServer, ORIGIN } = harness;
-export type TestServer = Harness.TestServer;
+export { ORIGIN, startServer, type TestServer } from '@svc/testkit/harness';
 
 let seq = 0;
 export function nick(prefix = 's'): string {

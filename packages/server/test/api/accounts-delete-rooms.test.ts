@@ -7,7 +7,7 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Stream, id16, nick, rooms, signup, startServer, userWithDevices, wk, type Client, type TestServer } from '../harness.js';
+import { Stream, id16, nick, rooms, signup, startServer, userWithDevices, wk, type Client, type TestServer } from '@svc/testkit/harness';
 
 let server: TestServer;
 before(async () => {

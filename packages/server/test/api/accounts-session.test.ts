@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { readFileSync, existsSync } from 'node:fs';
-import { TEST_MODE } from '../modes.js';
+import { TEST_MODE } from '@svc/testkit/modes';
 import {
   assertError,
   Client,
@@ -23,7 +23,7 @@ import {
   startServer,
   type Res,
   type TestServer,
-} from '../harness.js';
+} from '@svc/testkit/harness';
 
 /** Cookie attributes of a Set-Cookie header: name=value first, then the attributes as written. */
 function parseSetCookie(h: string | null): { name: string; value: string; attrs: string[] } {

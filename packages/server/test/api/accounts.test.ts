@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createECDH, randomBytes } from 'node:crypto';
 import { decodeB64url, encodeB64url } from '@svc/protocol';
-import { assertError, Client, b64, kdf, nick, publicKey, registerBody, signup, startServer, type Res, type TestServer } from '../harness.js';
+import { assertError, Client, b64, kdf, nick, publicKey, registerBody, signup, startServer, type Res, type TestServer } from '@svc/testkit/harness';
 
 const DEFAULT_KDF = { alg: 'argon2id', m: 65536, t: 3, p: 1 };
 

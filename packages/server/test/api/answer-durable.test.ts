@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SqliteStore } from '../../src/store/sqlite/index.js';
-import { Stream, dmBody, startServer, userWithDevices, type TestServer } from '../harness.js';
+import { Stream, dmBody, startServer, userWithDevices, type TestServer } from '@svc/testkit/harness';
 import { assertError, gotMsg, send } from './messaging-helpers.js';
 
 let server: TestServer;

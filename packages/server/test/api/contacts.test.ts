@@ -1,7 +1,7 @@
 /** Contacts: docs/API.md §2.3, and §2.1 for account deletion. */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { assertError, dmBody, signup, startServer, userWithDevices, type Client, type TestServer } from '../harness.js';
+import { assertError, dmBody, signup, startServer, userWithDevices, type Client, type TestServer } from '@svc/testkit/harness';
 
 let server: TestServer;
 before(async () => {

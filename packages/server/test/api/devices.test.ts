@@ -14,8 +14,8 @@ import {
   userWithDevices,
   type Client,
   type TestServer,
-} from '../harness.js';
-import { NON_PUBLIC_LITERAL_HOSTS } from '../push/push-service.js';
+} from '@svc/testkit/harness';
+import { NON_PUBLIC_LITERAL_HOSTS } from '../push/non-public-hosts.js';
 
 let server: TestServer;
 before(async () => {

@@ -6,7 +6,7 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Stream, b64, ct, dmBody, iv, kdf, startServer, userWithDevices, type Client, type TestServer } from '../harness.js';
+import { Stream, b64, ct, dmBody, iv, kdf, startServer, userWithDevices, type Client, type TestServer } from '@svc/testkit/harness';
 import { assertError, gotMsg, login, replay, send } from './messaging-helpers.js';
 
 let server: TestServer;

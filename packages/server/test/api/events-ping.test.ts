@@ -8,7 +8,7 @@
  */
 import { after, before, mock, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Stream, dmBody, startServer, userWithDevices, type TestServer } from '../harness.js';
+import { Stream, dmBody, startServer, userWithDevices, type TestServer } from '@svc/testkit/harness';
 import { send } from './messaging-helpers.js';
 
 let server: TestServer;

@@ -5,7 +5,7 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Stream, ct, dmBody, id16, iv, startServer, userWithDevices, type TestServer } from '../harness.js';
+import { Stream, ct, dmBody, id16, iv, startServer, userWithDevices, type TestServer } from '@svc/testkit/harness';
 import { changeMembers, createRoom, gotMsg, replay, roomBody, send } from './messaging-helpers.js';
 
 let server: TestServer;

@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createECDH, randomBytes } from 'node:crypto';
 import { encodeB64url } from '@svc/protocol';
-import { Client, Stream, dmBody, startServer, ulid, userWithDevices, type TestServer } from '../harness.js';
+import { Client, Stream, dmBody, startServer, ulid, userWithDevices, type TestServer } from '@svc/testkit/harness';
 import { assertError, gotMsg, replay, send } from './messaging-helpers.js';
 
 let server: TestServer;

@@ -1,7 +1,7 @@
 /** A new user's path end to end: register, login, device, stream, DM, ack, reconnect. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Client, Stream, addDevice, dmBody, signup, startServer } from '../harness.js';
+import { Client, Stream, addDevice, dmBody, signup, startServer } from '@svc/testkit/harness';
 
 test("a DM sent by one account reaches the other account's open stream, and once acked is not replayed", async () => {
   const server = await startServer();

@@ -8,8 +8,8 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ERROR_STATUS } from '@svc/protocol';
-import { addDevice, b64, id16, ORIGIN, rooms, signup, startServer, wk, type Client, type TestServer } from '../harness.js';
-import { TEST_MODE } from '../modes.js';
+import { addDevice, b64, id16, ORIGIN, rooms, signup, startServer, wk, type Client, type TestServer } from '@svc/testkit/harness';
+import { TEST_MODE } from '@svc/testkit/modes';
 import { head, rawExchange, type Step } from '../reliability/raw-http.js';
 import { StateReader } from '../reliability/snapshot.js';
 import { createECDH } from 'node:crypto';

@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SqliteStore } from '../../src/store/sqlite/index.js';
-import { Client, signup, startServer } from '../harness.js';
+import { Client, signup, startServer } from '@svc/testkit/harness';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -5,7 +5,7 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { assertError, b64, Client, nick, signup, startServer, type Res, type TestServer } from '../harness.js';
+import { assertError, b64, Client, nick, signup, startServer, type Res, type TestServer } from '@svc/testkit/harness';
 
 let server: TestServer;
 before(async () => {

@@ -20,7 +20,7 @@ import {
   startServer,
   type Res,
   type TestServer,
-} from '../harness.js';
+} from '@svc/testkit/harness';
 
 /** 429 rate_limited with Retry-After an integer number of seconds, at least 1 and at most the window. */
 function expectLimited(r: Res, windowSeconds: number): void {

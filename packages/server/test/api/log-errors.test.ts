@@ -6,8 +6,8 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
-import { assertError, signup, startServer, type Client, type TestServer } from '../harness.js';
-import { TEST_MODE } from '../modes.js';
+import { assertError, signup, startServer, type Client, type TestServer } from '@svc/testkit/harness';
+import { TEST_MODE } from '@svc/testkit/modes';
 
 let server: TestServer;
 before(async () => {

@@ -5,7 +5,21 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Client, Stream, addDevice, b64, ct, dmBody, id16, iv, nick, registerBody, startServer, type Res, type TestServer } from '../harness.js';
+import {
+  Client,
+  Stream,
+  addDevice,
+  b64,
+  ct,
+  dmBody,
+  id16,
+  iv,
+  nick,
+  registerBody,
+  startServer,
+  type Res,
+  type TestServer,
+} from '@svc/testkit/harness';
 
 type Line = Record<string, unknown>;
 

@@ -4,7 +4,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { addDevice, dmBody, startServer, ulid, userWithDevices, type Client, type TestServer } from '../harness.js';
+import { addDevice, dmBody, startServer, ulid, userWithDevices, type Client, type TestServer } from '@svc/testkit/harness';
 import { ack, assertError, replay, send } from './messaging-helpers.js';
 
 let server: TestServer;

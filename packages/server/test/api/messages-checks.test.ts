@@ -8,7 +8,21 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
-import { ORIGIN, addDevice, b64, ct, dmBody, id16, iv, nick, startServer, ulid, userWithDevices, type Client, type TestServer } from '../harness.js';
+import {
+  ORIGIN,
+  addDevice,
+  b64,
+  ct,
+  dmBody,
+  id16,
+  iv,
+  nick,
+  startServer,
+  ulid,
+  userWithDevices,
+  type Client,
+  type TestServer,
+} from '@svc/testkit/harness';
 import { assertError, assertQueueEmpty, changeMembers, createRoom, replay, roomBody, send } from './messaging-helpers.js';
 
 let server: TestServer;

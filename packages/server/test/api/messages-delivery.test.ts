@@ -6,7 +6,7 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Stream, ct, dmBody, iv, startServer, ulid, userWithDevices, type TestServer } from '../harness.js';
+import { Stream, ct, dmBody, iv, startServer, ulid, userWithDevices, type TestServer } from '@svc/testkit/harness';
 import { assertError, changeMembers, createRoom, gotMsg, replay, roomBody, send } from './messaging-helpers.js';
 
 let server: TestServer;

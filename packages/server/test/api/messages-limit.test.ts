@@ -5,7 +5,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { dmBody, id16, nick, startServer, userWithDevices, type TestServer } from '../harness.js';
+import { dmBody, id16, nick, startServer, userWithDevices, type TestServer } from '@svc/testkit/harness';
 import { ack, assertError, replay, send } from './messaging-helpers.js';
 
 describe('check 6: message rate limit of 3 per minute', () => {

@@ -1,6 +1,6 @@
 /** Small helpers shared by the messages-* and events-* suites (not a test file itself). */
 import assert from 'node:assert/strict';
-import { assertError, Client, Stream, ct, id16, iv, ulid, type Res, type TestServer } from '../harness.js';
+import { assertError, Client, Stream, ct, id16, iv, ulid, type Res, type TestServer } from '@svc/testkit/harness';
 
 /** A second signed-in session of the same account. */
 export async function login(server: TestServer, c: Client): Promise<Client> {

@@ -6,7 +6,7 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { assertError, id16, startServer, userWithDevices, wk, type TestServer } from '../harness.js';
+import { assertError, id16, startServer, userWithDevices, wk, type TestServer } from '@svc/testkit/harness';
 
 let server: TestServer;
 before(async () => {

@@ -8,7 +8,19 @@ import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { assertError, Client, ORIGIN, Stream, addDevice, nick, registerBody, signup, startServer, type Res, type TestServer } from '../harness.js';
+import {
+  assertError,
+  Client,
+  ORIGIN,
+  Stream,
+  addDevice,
+  nick,
+  registerBody,
+  signup,
+  startServer,
+  type Res,
+  type TestServer,
+} from '@svc/testkit/harness';
 import { defaultWebRoot } from '../../src/paths.js';
 
 const CSP = "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";

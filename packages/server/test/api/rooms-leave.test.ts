@@ -17,7 +17,7 @@ import {
   userWithDevices,
   type Client,
   type TestServer,
-} from '../harness.js';
+} from '@svc/testkit/harness';
 
 let server: TestServer;
 before(async () => {

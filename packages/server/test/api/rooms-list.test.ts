@@ -2,7 +2,7 @@
 import { after, before, test } from 'node:test';
 import type { RoomKey } from '@svc/protocol';
 import assert from 'node:assert/strict';
-import { assertError, rooms, wk, id16, signup, startServer, type Client, type TestServer } from '../harness.js';
+import { assertError, rooms, wk, id16, signup, startServer, type Client, type TestServer } from '@svc/testkit/harness';
 
 let server: TestServer;
 before(async () => {

@@ -1,7 +1,20 @@
 /** Room members: docs/API.md §2.4 (POST /api/rooms/{id}/members, its checks in order), §3 (events) and §5. */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { assertError, rooms, wk, Stream, b64, id16, nick, signup, startServer, userWithDevices, type Client, type TestServer } from '../harness.js';
+import {
+  assertError,
+  rooms,
+  wk,
+  Stream,
+  b64,
+  id16,
+  nick,
+  signup,
+  startServer,
+  userWithDevices,
+  type Client,
+  type TestServer,
+} from '@svc/testkit/harness';
 
 let server: TestServer;
 before(async () => {

@@ -5,11 +5,11 @@
  */
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { Client, Stream, assertError, dmBody, instance, signup, startServer, userWithDevices, wk, id16, type TestServer } from '../harness.js';
-import { PushService, type Subscription } from '../push/push-service.js';
+import { Client, Stream, assertError, dmBody, instance, signup, startServer, userWithDevices, wk, id16, type TestServer } from '@svc/testkit/harness';
+import { PushService, type Subscription } from '@svc/testkit/push';
 import type { RedisBus } from '../../src/bus/redis.js';
 import { Redis } from 'ioredis';
-import { testRedisUrl } from '../modes.js';
+import { testRedisUrl } from '@svc/testkit/modes';
 
 /** The same session, seen through instance `i`. */
 function via(server: TestServer, c: Client, i: number): Client {

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { RedisBus } from '../../src/bus/redis.js';
 import { LocalStreams, StreamConn, type StreamSink } from '../../src/bus/streams.js';
-import { dropRedisPrefix, testRedisUrl } from '../modes.js';
+import { dropRedisPrefix, testRedisUrl } from '@svc/testkit/modes';
 
 function sink(): StreamSink & { ended: boolean } {
   return {

@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { RedisLimiter } from '../../src/limits/redis.js';
 import type { Bucket } from '../../src/limits/types.js';
-import { dropRedisPrefix, testRedisUrl } from '../modes.js';
+import { dropRedisPrefix, testRedisUrl } from '@svc/testkit/modes';
 
 const login = (ip: string, nick: string): Bucket[] => [
   { key: `login:${ip}\0${nick}`, limit: 10, windowMs: 600_000 },

@@ -11,8 +11,8 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { PostgresStore } from '../../src/store/postgres/index.js';
-import { Client, addDevice, assertError, dmBody, nick, registerBody, startServer, type TestServer } from '../harness.js';
-import { dropSchema, freshSchema, sqlIn, testPgUrl } from '../store/pg-helpers.js';
+import { Client, addDevice, assertError, dmBody, nick, registerBody, startServer, type TestServer } from '@svc/testkit/harness';
+import { dropSchema, freshSchema, sqlIn, testPgUrl } from '@svc/testkit/postgres';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -9,7 +9,7 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync } 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { ORIGIN, Client, addDevice, dmBody, signup, type TestServer } from '../harness.js';
+import { ORIGIN, Client, addDevice, dmBody, signup, type TestServer } from '@svc/testkit/harness';
 import { admin, startService } from './service.js';
 
 interface Snapshot {

@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { metricsUrl } from '../../src/ops/metrics.js';
 import { ConfigError, parseConfig } from '../../src/config.js';
-import { Stream, addDevice, dmBody, id16, nick, signup, startServer, userWithDevices, wk } from '../harness.js';
+import { Stream, addDevice, dmBody, id16, nick, signup, startServer, userWithDevices, wk } from '@svc/testkit/harness';
 
 async function scrape(url: string): Promise<string> {
   const r = await fetch(url);

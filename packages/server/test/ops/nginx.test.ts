@@ -15,8 +15,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client, Stream, assertError, dmBody, nick, registerBody, type ReqOptions, type Res, type TestServer } from '../harness.js';
-import { freePort, startService, type ServiceProcess } from './service.js';
+import { Client, Stream, assertError, dmBody, nick, registerBody, type ReqOptions, type Res, type TestServer } from '@svc/testkit/harness';
+import { freePort } from '@svc/testkit/port';
+import { startService, type ServiceProcess } from './service.js';
 
 const NGINX = '/usr/sbin/nginx';
 const SITE = 'deploy/nginx-svc.conf';

@@ -5,7 +5,6 @@
  * this process or a writer loop keeps running while it works.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 
 export const MAIN = 'packages/server/dist/src/main.js';
 export const ADMIN = 'packages/server/dist/src/admin.js';
@@ -97,16 +96,3 @@ export function runNode(args: string[], env: Record<string, string>, timeoutMs =
 
 /** The admin command, as `npm run admin -- …` runs it. */
 export const admin = (args: string[], env: Record<string, string>): Promise<Run> => runNode([ADMIN, ...args], env);
-
-/** A loopback port free right now (for a child that must be told its port in advance, like nginx). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const addr = s.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      s.close(() => resolve(port));
-    });
-  });
-}

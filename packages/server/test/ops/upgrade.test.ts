@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { PG_MIGRATIONS } from '../../src/store/postgres/migrations.js';
-import { dropSchema, freshSchema, sqlIn, testPgUrl } from '../store/pg-helpers.js';
+import { dropSchema, freshSchema, sqlIn, testPgUrl } from '@svc/testkit/postgres';
 import { MAIN, runNode, startService } from './service.js';
 
 const newest = (ms: { version: number }[]) => Math.max(...ms.map((m) => m.version));

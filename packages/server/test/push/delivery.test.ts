@@ -5,8 +5,9 @@
  */
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { Stream, addDevice, dmBody, id16, iv, ct, signup, startServer, ulid, type Client, type TestServer } from '../harness.js';
-import { NON_PUBLIC_LITERAL_HOSTS, PushService, decryptPayload, verifyVapid, type Subscription } from './push-service.js';
+import { Stream, addDevice, dmBody, id16, iv, ct, signup, startServer, ulid, type Client, type TestServer } from '@svc/testkit/harness';
+import { PushService, decryptPayload, verifyVapid, type Subscription } from '@svc/testkit/push';
+import { NON_PUBLIC_LITERAL_HOSTS } from './non-public-hosts.js';
 import type { WebPusher } from '../../src/push/web-push.js';
 
 let server: TestServer;
@@ -17,7 +18,7 @@ let n = 0;
 before(async () => {
   push = await PushService.start();
   server = await startServer({ PUSH_ALLOW_PRIVATE_TARGETS: '1' });
-  vapidKey = (await new (await import('../harness.js')).Client(server).get('/api/config')).json.vapidPublicKey;
+  vapidKey = (await new (await import('@svc/testkit/harness')).Client(server).get('/api/config')).json.vapidPublicKey;
 });
 after(async () => {
   await server.close();

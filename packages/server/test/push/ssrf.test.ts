@@ -9,8 +9,8 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
 import { PushRefused, checkedAddress, sendPushRequest } from '../../src/push/connection.js';
 import { isPublicAddress } from '../../src/push/address.js';
-import { Client, addDevice, dmBody, signup, startServer } from '../harness.js';
-import { PushService } from './push-service.js';
+import { Client, addDevice, dmBody, signup, startServer } from '@svc/testkit/harness';
+import { PushService } from '@svc/testkit/push';
 import type { WebPusher } from '../../src/push/web-push.js';
 
 const NON_PUBLIC = [

@@ -3,25 +3,7 @@
  * kill it with SIGKILL and start it again on the same port and database.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
-import { ORIGIN, type TestServer } from '../harness.js';
-
-export async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as { port: number }).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
-
-/** Test limits are raised so that no test meets them by accident (as in harness.ts). */
-const TEST_RATES = {
-  LIMIT_MESSAGES_PER_MIN: '100000',
-  LIMIT_WRITES_PER_MIN: '100000',
-  LIMIT_REGISTER_PER_HOUR: '100000',
-  LIMIT_LOGIN_PER_10MIN: '100000',
-  LIMIT_LOGIN_PER_IP_PER_10MIN: '100000',
-};
+import { ORIGIN, TEST_RATES, type TestServer } from '@svc/testkit/harness';
 
 export class ChildServer {
   private child: ChildProcess | null = null;

@@ -17,10 +17,11 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client, Stream, addDevice, ct, id16, iv, nick, signup, ulid, wk, type TestServer } from '../harness.js';
+import { Client, Stream, addDevice, ct, id16, iv, nick, signup, ulid, wk, type TestServer } from '@svc/testkit/harness';
 import { Ledger, Reader, Sender, drain, printRow, tally } from './delivery-ledger.js';
-import { dropSchema, freshSchema, sqlIn, testPgUrl } from '../store/pg-helpers.js';
-import { ChildServer, freePort } from './child-server.js';
+import { dropSchema, freshSchema, sqlIn, testPgUrl } from '@svc/testkit/postgres';
+import { freePort } from '@svc/testkit/port';
+import { ChildServer } from './child-server.js';
 
 /** SIGKILLs per store: CRASH_KILLS (`npm run soak:crash` sets 20); a few for `npm test`. */
 const KILLS = Number(process.env.CRASH_KILLS || 5);

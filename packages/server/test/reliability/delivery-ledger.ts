@@ -14,7 +14,7 @@
  * database went away) has an unknown outcome: a send is retried with the same id, as the SDK's
  * outbox does, and an acknowledgement's ids may or may not still be queued.
  */
-import { Stream, type Client, type SseEvent } from '../harness.js';
+import { Stream, type Client, type SseEvent } from '@svc/testkit/harness';
 
 /** What a sender tried: where it goes and what it holds, to recognise it on arrival. */
 export interface Sent {

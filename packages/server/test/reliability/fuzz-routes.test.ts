@@ -15,8 +15,23 @@ import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
 import { ERROR_STATUS, ROUTES, type NamedRoute, type RouteSpec } from '@svc/protocol';
 import { SECURITY_HEADERS } from '../../src/http/headers.js';
-import { ORIGIN, b64, ct, id16, iv, kdf, nick, publicKey, ulid, userWithDevices, wk, startServer, type Client, type TestServer } from '../harness.js';
-import type { TestMode } from '../modes.js';
+import {
+  ORIGIN,
+  b64,
+  ct,
+  id16,
+  iv,
+  kdf,
+  nick,
+  publicKey,
+  ulid,
+  userWithDevices,
+  wk,
+  startServer,
+  type Client,
+  type TestServer,
+} from '@svc/testkit/harness';
+import type { TestMode } from '@svc/testkit/modes';
 import { printRow } from './delivery-ledger.js';
 import { StateReader } from './snapshot.js';
 

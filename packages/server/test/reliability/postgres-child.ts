@@ -8,7 +8,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { userInfo, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from './child-server.js';
+import { freePort } from '@svc/testkit/port';
 
 /** The folder of initdb and pg_ctl: Debian keeps them under /usr/lib/postgresql/<version>/bin, elsewhere they are on PATH. */
 function binDir(): string | null {

@@ -8,8 +8,8 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Stream, addDevice, dmBody, nick, signup, startServer, type Client, type TestServer } from '../harness.js';
-import { dropSchema, freshSchema, testPgUrl } from '../store/pg-helpers.js';
+import { Stream, addDevice, dmBody, nick, signup, startServer, type Client, type TestServer } from '@svc/testkit/harness';
+import { dropSchema, freshSchema, testPgUrl } from '@svc/testkit/postgres';
 import { TcpProxy } from './tcp-proxy.js';
 
 /** The bound of the issue: a request while the database is away is answered within 5 s. */

@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ERROR_STATUS } from '@svc/protocol';
 import { SECURITY_HEADERS } from '../../src/http/headers.js';
-import { ORIGIN, registerBody, signup, startServer, nick, type Client, type TestServer } from '../harness.js';
+import { ORIGIN, registerBody, signup, startServer, nick, type Client, type TestServer } from '@svc/testkit/harness';
 import { head, rawExchange, type RawExchange, type RawResponse, type Step } from './raw-http.js';
 import { StateReader } from './snapshot.js';
 

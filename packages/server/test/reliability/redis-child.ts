@@ -1,7 +1,7 @@
 /** A private Redis server (`redis-server` child on a free port, no persistence) that a test may stop and start again. */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { connect } from 'node:net';
-import { freePort } from './child-server.js';
+import { freePort } from '@svc/testkit/port';
 
 function answersPing(port: number): Promise<boolean> {
   return new Promise((resolve) => {

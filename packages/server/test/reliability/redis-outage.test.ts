@@ -21,7 +21,7 @@ import { fileURLToPath } from 'node:url';
 import type { PushPayload } from '@svc/protocol';
 import type { PushTarget } from '../../src/store/types.js';
 import type { Pusher } from '../../src/push/types.js';
-import { Client, Stream, addDevice, b64, dmBody, instance, nick, publicKey, signup, startServer, type TestServer } from '../harness.js';
+import { Client, Stream, addDevice, b64, dmBody, instance, nick, publicKey, signup, startServer, type TestServer } from '@svc/testkit/harness';
 import { RedisChild } from './redis-child.js';
 
 const FAIL_FAST_MS = 5000;

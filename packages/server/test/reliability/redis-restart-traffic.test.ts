@@ -17,7 +17,7 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Client, Stream, addDevice, dmBody, instance, nick, signup, startServer, type TestServer } from '../harness.js';
+import { Client, Stream, addDevice, dmBody, instance, nick, signup, startServer, type TestServer } from '@svc/testkit/harness';
 import { RedisChild, SUBSCRIBE } from './redis-child.js';
 import { TcpProxy } from './tcp-proxy.js';
 

@@ -14,7 +14,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { redisClient } from '../../src/backends.js';
 import { RedisBus } from '../../src/bus/redis.js';
 import { LocalStreams, StreamConn, sseFrame, type StreamSink } from '../../src/bus/streams.js';
-import { ulid } from '../harness.js';
+import { ulid } from '@svc/testkit/harness';
 import { RedisChild, SUBSCRIBE } from './redis-child.js';
 import { TcpProxy } from './tcp-proxy.js';
 

@@ -11,8 +11,9 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Client, Stream, addDevice, ct, id16, iv, nick, signup, ulid, wk, type TestServer } from '../harness.js';
-import { ChildServer, freePort } from './child-server.js';
+import { Client, Stream, addDevice, ct, id16, iv, nick, signup, ulid, wk, type TestServer } from '@svc/testkit/harness';
+import { freePort } from '@svc/testkit/port';
+import { ChildServer } from './child-server.js';
 import { Ledger, Reader, Sender, drain, printRow, tally } from './delivery-ledger.js';
 import { PostgresChild } from './postgres-child.js';
 import { RedisChild } from './redis-child.js';

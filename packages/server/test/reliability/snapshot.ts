@@ -3,7 +3,7 @@
  * in a fixed order. Tests take it before and after a refused request to prove it changed nothing.
  */
 import Database from 'better-sqlite3';
-import type { TestServer } from '../harness.js';
+import type { TestServer } from '@svc/testkit/harness';
 
 /** Rows as sorted JSON lines; binary columns as hex (JSON.stringify would spell a Buffer as a byte array). */
 const canon = (rows: unknown[]): string[] =>

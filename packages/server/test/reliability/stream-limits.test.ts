@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import { LIMITS } from '@svc/protocol';
-import { Stream, addDevice, ct, dmBody, nick, signup, startServer, userWithDevices, type Client, type TestServer } from '../harness.js';
+import { Stream, addDevice, ct, dmBody, nick, signup, startServer, userWithDevices, type Client, type TestServer } from '@svc/testkit/harness';
 
 /** About 24 KiB of ciphertext: a message body just under the 32 KiB request limit. */
 const BIG_CT_BYTES = 18_000;

@@ -15,7 +15,7 @@ import { KDF_DEFAULTS, decodeB64url } from '@svc/protocol';
 import { createApp } from '../../src/app.js';
 import { parseConfig } from '../../src/config.js';
 import { authKeyHash, sameHash } from '../../src/crypto.js';
-import { Client, b64, nick, registerBody, signup, startServer, type TestServer } from '../harness.js';
+import { Client, b64, nick, registerBody, signup, startServer, type TestServer } from '@svc/testkit/harness';
 
 const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b);

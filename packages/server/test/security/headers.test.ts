@@ -14,7 +14,7 @@ import { ROUTES } from '@svc/protocol';
 import { SECURITY_HEADERS } from '../../src/http/headers.js';
 import { SqliteStore } from '../../src/store/sqlite/index.js';
 import type { Store } from '../../src/store/types.js';
-import { Client, addDevice, id16, nick, signup, startServer, type Res, type TestServer } from '../harness.js';
+import { Client, addDevice, id16, nick, signup, startServer, type Res, type TestServer } from '@svc/testkit/harness';
 
 function pathOf(template: string, c: Client, device: string): string {
   return template.replace(':nick', c.nick).replace(':id', template.startsWith('/api/rooms') ? id16() : device);

@@ -8,7 +8,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { decodeB64url } from '@svc/protocol';
-import { Client, b64, ct, iv, kdf, nick, publicKey, signup, startServer, userWithDevices, dmBody } from '../harness.js';
+import { Client, b64, ct, iv, kdf, nick, publicKey, signup, startServer, userWithDevices, dmBody } from '@svc/testkit/harness';
 import { StateReader } from '../reliability/snapshot.js';
 
 /** Every way a 32-byte secret could show up in a dump: b64url, base64, hex (either case). */

@@ -34,8 +34,8 @@ import {
   ulid,
   wk,
   type TestServer,
-} from '../harness.js';
-import { dropSchema, freshSchema, sqlIn, testPgUrl } from './pg-helpers.js';
+} from '@svc/testkit/harness';
+import { dropSchema, freshSchema, sqlIn, testPgUrl } from '@svc/testkit/postgres';
 
 /** A pusher that records what it was handed instead of sending it. */
 function recordingPusher(): Pusher & { sent: PushTarget[] } {

@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type pg from 'pg';
 import { autocommit, openPool, transaction } from '../../src/store/postgres/db.js';
-import { dropSchema, freshSchema, sqlIn, testPgUrl } from './pg-helpers.js';
+import { dropSchema, freshSchema, sqlIn, testPgUrl } from '@svc/testkit/postgres';
 
 /** Ends the server process of the connection `q` runs on, from another connection, and waits until the client has noticed. */
 async function terminate(pid: number, schema: string): Promise<void> {

@@ -6,7 +6,7 @@ import { PG_MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { migrate, openPool } from '../../src/store/postgres/db.js';
 import { NewerSchemaError } from '../../src/store/errors.js';
 import { NewerSchemaError as SqliteNewerSchemaError } from '../../src/store/sqlite/db.js';
-import { dropSchema, schemaName, sqlIn, testPgUrl } from './pg-helpers.js';
+import { dropSchema, schemaName, sqlIn, testPgUrl } from '@svc/testkit/postgres';
 
 const TABLES = [
   'accounts',

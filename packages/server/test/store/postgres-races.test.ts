@@ -7,8 +7,8 @@ import { describe, test, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { LIMITS } from '@svc/protocol';
 import { PostgresStore } from '../../src/store/postgres/index.js';
-import { id16, iv, ct, ulid } from '../harness.js';
-import { dropSchema, freshSchema, sqlIn, testPgUrl } from './pg-helpers.js';
+import { id16, iv, ct, ulid } from '@svc/testkit/harness';
+import { dropSchema, freshSchema, sqlIn, testPgUrl } from '@svc/testkit/postgres';
 import { NOW, account, wrapped } from './suite.js';
 
 const dm = (id: string, from: string, to: string, senderDevice: string) => ({

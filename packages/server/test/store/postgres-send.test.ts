@@ -10,8 +10,8 @@ import pg from 'pg';
 import { LIMITS, type Target } from '@svc/protocol';
 import { PostgresStore } from '../../src/store/postgres/index.js';
 import type { SendInput } from '../../src/store/types.js';
-import { id16, iv, ct, ulid } from '../harness.js';
-import { dropSchema, freshSchema, sqlIn, testPgUrl } from './pg-helpers.js';
+import { id16, iv, ct, ulid } from '@svc/testkit/harness';
+import { dropSchema, freshSchema, sqlIn, testPgUrl } from '@svc/testkit/postgres';
 import { NOW, account, wrapped } from './suite.js';
 
 const send = (id: string, from: string, to: Target, keyId: string, senderDevice: string, now = NOW): SendInput => ({

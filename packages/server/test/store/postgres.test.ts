@@ -3,7 +3,7 @@ import { PostgresStore } from '../../src/store/postgres/index.js';
 import type { Store } from '../../src/store/types.js';
 import { storeSuite, type StoreFactory } from './suite.js';
 import { roomLeaveSuite } from './room-leave-suite.js';
-import { dropSchema, freshSchema, testPgUrl } from './pg-helpers.js';
+import { dropSchema, freshSchema, testPgUrl } from '@svc/testkit/postgres';
 
 const schemas = new Map<Store, string>();
 const factory: StoreFactory = {

@@ -11,7 +11,7 @@
 import { describe, test, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import type { DeleteAccountResult, LeaveResult, Store } from '../../src/store/types.js';
-import { id16 } from '../harness.js';
+import { id16 } from '@svc/testkit/harness';
 import { NOW, account, wrapped, type StoreFactory } from './suite.js';
 
 /** What the members of a room see of it: who owns it and who is in it, in join order. */

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { LIMITS } from '@svc/protocol';
 import { SqliteStore } from '../../src/store/sqlite/index.js';
 import { account, NOW } from './suite.js';
-import { ct, iv, ulid } from '../harness.js';
+import { ct, iv, ulid } from '@svc/testkit/harness';
 
 const rows = (s: SqliteStore) => (s.db.prepare('SELECT COUNT(*) AS n FROM queue').get() as { n: number }).n;
 

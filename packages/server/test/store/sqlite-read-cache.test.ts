@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SqliteStore } from '../../src/store/sqlite/index.js';
 import { account, NOW } from './suite.js';
-import { ulid } from '../harness.js';
+import { ulid } from '@svc/testkit/harness';
 
 async function withStore(fn: (s: SqliteStore) => Promise<void>): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-cache-'));

@@ -6,7 +6,7 @@ import { describe, test, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { LIMITS } from '@svc/protocol';
 import type { Store, NewAccount } from '../../src/store/types.js';
-import { b64, id16, iv, ct, kdf, publicKey, ulid } from '../harness.js';
+import { b64, id16, iv, ct, kdf, publicKey, ulid } from '@svc/testkit/harness';
 
 export interface StoreFactory {
   make(): Promise<Store>;

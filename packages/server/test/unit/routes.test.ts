@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ROUTES } from '@svc/protocol';
-import { startServer } from '../harness.js';
+import { startServer } from '@svc/testkit/harness';
 
 test('the API routes the server registers equal the routes of the protocol module', async () => {
   const server = await startServer();

@@ -3,19 +3,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { Client, Stream, registerBody, type TestServer } from '../harness.js';
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as { port: number }).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
+import { freePort } from '@svc/testkit/port';
+import { Client, Stream, registerBody, type TestServer } from '@svc/testkit/harness';
 
 test('SIGTERM closes open streams, lets the process exit 0, and keeps what was committed', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'svc-stop-'));

@@ -1,34 +1,13 @@
 /**
- * Debian's Chromium driven by playwright-core. One browser per test file; each browser context is
- * one device of one person (its own cookies, localStorage and IndexedDB). Every page of a device
- * reports console errors, uncaught exceptions and CSP violations, which the tests assert away.
+ * Devices in Debian's Chromium (launched by @svc/testkit/browser). One browser per test file; each
+ * browser context is one device of one person (its own cookies, localStorage and IndexedDB). Every
+ * page of a device reports console errors, uncaught exceptions and CSP violations, which the tests
+ * assert away.
  */
-import { existsSync } from 'node:fs';
-import { chromium, type Browser, type BrowserContext, type BrowserContextOptions, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, BrowserContextOptions, Page } from 'playwright-core';
 
-export const CHROMIUM = '/usr/bin/chromium';
-
-/** Why the suite cannot run here, or undefined. On CI a missing browser is a failure, not a skip. */
-export function missingBrowser(): string | undefined {
-  if (existsSync(CHROMIUM) || process.env.CI === 'true') return undefined;
-  return `${CHROMIUM} is not installed (apt-get install chromium)`;
-}
-
-export async function launchBrowser(): Promise<Browser> {
-  return chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
-}
+// Each browser test file skips its suite on missingBrowser(), next to the devices it opens.
+export { missingBrowser } from '@svc/testkit/browser';
 
 /**
  * Chromium logs every non-2xx response as "Failed to load resource"; those are reported from the

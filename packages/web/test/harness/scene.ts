@@ -5,7 +5,8 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import type { Browser, BrowserContextOptions } from 'playwright-core';
-import { launchBrowser, openDevice, type Device } from './browser.js';
+import { launchBrowser } from '@svc/testkit/browser';
+import { openDevice, type Device } from './browser.js';
 import { startServer, type RunningServer, type ServerOptions } from './server.js';
 
 export interface Scene {

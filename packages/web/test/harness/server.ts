@@ -5,10 +5,10 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort } from '@svc/testkit/port';
 
 /** The repository root, from packages/web/dist/test/harness. */
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../../../..');
@@ -22,18 +22,6 @@ export interface RunningServer {
   /** Log lines at level error or above written since the last call (a 500's cause, a crash). */
   takeErrors(): string[];
   stop(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((ok, fail) => {
-    const probe = createServer();
-    probe.once('error', fail);
-    probe.listen(0, '127.0.0.1', () => {
-      const addr = probe.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      probe.close(() => ok(port));
-    });
-  });
 }
 
 async function waitHealthy(origin: string, child: ChildProcess, output: () => string): Promise<void> {

@@ -1,6 +1,8 @@
 /**
- * Test harness: a real server (createApp + listen on a loopback port) on a real SQLite file in
- * a fresh temporary folder, and small HTTP and event-stream clients that talk to it over sockets.
+ * Test harness: a real server (createApp + listen on a loopback port) in the backend mode of the
+ * test run (modes.ts: a fresh SQLite file in a fresh temporary folder, or a fresh PostgreSQL schema
+ * and Redis key prefix for one or two instances), and small HTTP and event-stream clients that
+ * talk to it over sockets.
  */
 import { createECDH, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -9,12 +11,15 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import assert from 'node:assert/strict';
 import { encodeB64url, makeUlid, type Room } from '@svc/protocol';
-import { createApp, type App, type AppOptions } from '../src/app.js';
-import { parseConfig } from '../src/config.js';
-import { defaultWebRoot } from '../src/paths.js';
+import { createApp, type App, type AppOptions } from '@svc/server/app';
+import { parseConfig } from '@svc/server/config';
+import { defaultWebRoot } from '@svc/server/paths';
 import Database from 'better-sqlite3';
 import { startRoundRobin } from './round-robin.js';
 import { openBackend, TEST_MODE, type TestMode } from './modes.js';
+import { SseReader } from './sse.js';
+
+export type { SseEvent } from './sse.js';
 
 export const ORIGIN = 'http://svc.test';
 
@@ -43,7 +48,7 @@ export interface TestServer {
  * Rate limits are raised by default so that tests about other rules never meet them (every test
  * client comes from 127.0.0.1); tests about limits pass the values they need in `env`.
  */
-const TEST_RATES = {
+export const TEST_RATES = {
   LIMIT_MESSAGES_PER_MIN: '100000',
   LIMIT_WRITES_PER_MIN: '100000',
   LIMIT_REGISTER_PER_HOUR: '100000',
@@ -259,23 +264,10 @@ export function dmBody(to: string, id = ulid()) {
   return { id, to: { dm: to }, keyId: 'dm', iv: iv(), ct: ct() };
 }
 
-export interface SseEvent {
-  /** An EventName, or anything else a stream might carry. */
-  event: string;
-  id?: string;
-  data: string;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  json: any;
-}
-
-/** An open event stream: parsed events as they arrive, comments (pings) counted. */
-export class Stream {
-  events: SseEvent[] = [];
-  comments: string[] = [];
-  ended = false;
+/** An open event stream of a client's device: the reader of sse.ts over GET /api/events. */
+export class Stream extends SseReader {
   status = 0;
   headers: Headers | null = null;
-  private waiters: (() => void)[] = [];
   private controller = new AbortController();
 
   static async open(c: Client, device: string, extraHeaders: Record<string, string> = {}): Promise<Stream> {
@@ -289,82 +281,8 @@ export class Stream {
       await r.text().catch(() => '');
       return s;
     }
-    void s.pump(r.body);
+    void s.read(r.body);
     return s;
-  }
-
-  private async pump(body: ReadableStream<Uint8Array>): Promise<void> {
-    const reader = body.getReader();
-    const dec = new TextDecoder();
-    let buf = '';
-    try {
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        buf += dec.decode(value, { stream: true });
-        let i: number;
-        while ((i = buf.indexOf('\n\n')) >= 0) {
-          this.parse(buf.slice(0, i));
-          buf = buf.slice(i + 2);
-        }
-        this.wake();
-      }
-    } catch {
-      // aborted or reset
-    }
-    this.ended = true;
-    this.wake();
-  }
-
-  private parse(block: string): void {
-    let event = 'message';
-    let id: string | undefined;
-    const data: string[] = [];
-    for (const line of block.split('\n')) {
-      if (line.startsWith(':')) {
-        this.comments.push(line);
-        continue;
-      }
-      const c = line.indexOf(':');
-      const field = c < 0 ? line : line.slice(0, c);
-      const value = c < 0 ? '' : line.slice(c + 1).replace(/^ /, '');
-      if (field === 'event') event = value;
-      else if (field === 'id') id = value;
-      else if (field === 'data') data.push(value);
-    }
-    if (data.length === 0 && id === undefined && event === 'message') return;
-    const text = data.join('\n');
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      json = undefined;
-    }
-    this.events.push({ event, ...(id !== undefined ? { id } : {}), data: text, json });
-  }
-
-  private wake(): void {
-    const w = this.waiters;
-    this.waiters = [];
-    for (const f of w) f();
-  }
-
-  /** Waits until `pred` holds for the events so far (or the stream ends, or the timeout passes). */
-  async until(pred: (events: SseEvent[]) => boolean, timeoutMs = 3000): Promise<boolean> {
-    const deadline = Date.now() + timeoutMs;
-    while (!pred(this.events)) {
-      if (this.ended) return pred(this.events);
-      const left = deadline - Date.now();
-      if (left <= 0) return false;
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, left);
-        this.waiters.push(() => {
-          clearTimeout(t);
-          resolve();
-        });
-      });
-    }
-    return true;
   }
 
   /** Waits for the `ready` event that ends the replay. */
@@ -375,10 +293,6 @@ export class Stream {
   /** Waits for the stream to end (server closed it). */
   async closedByServer(timeoutMs = 3000): Promise<boolean> {
     return this.until(() => this.ended, timeoutMs).then(() => this.ended);
-  }
-
-  named(name: string): SseEvent[] {
-    return this.events.filter((e) => e.event === name);
   }
 
   /** Lets events in flight arrive, for asserting that something did NOT come. */

@@ -7,11 +7,11 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import type { Store } from '../src/store/types.js';
-import { PostgresStore } from '../src/store/postgres/index.js';
+import type { Store } from '@svc/server/store/types';
+import { PostgresStore } from '@svc/server/store/postgres/index';
 import pg from 'pg';
-import { withDefaultUser } from '../src/store/postgres/db.js';
-import { dropSchema, freshSchema, testPgUrl } from './store/pg-helpers.js';
+import { withDefaultUser } from '@svc/server/store/postgres/db';
+import { dropSchema, freshSchema, testPgUrl } from './postgres.js';
 
 export type TestMode = 'sqlite' | 'postgres' | 'postgres-2';
 export const TEST_MODES: readonly TestMode[] = ['sqlite', 'postgres', 'postgres-2'];

@@ -12,7 +12,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { withDefaultUser } from '../../src/store/postgres/db.js';
+import { withDefaultUser } from '@svc/server/store/postgres/db';
 
 export const testPgUrl = process.env.TEST_DATABASE_URL || 'postgres://127.0.0.1:5432/test';
 
