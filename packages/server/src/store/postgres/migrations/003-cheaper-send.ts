@@ -6,8 +6,8 @@
  *   `queue_device`; `queue_ts` goes, since an entry's ts is its envelope's, and the purge finds
  *   old entries through `envelopes_ts` as the SQLite store does (its migration 2).
  * - `send_envelope` updates queue_len finding the target devices by their unique id. Migration
- *   2's version joined the inserted queue rows, which PostgreSQL planned as a scan of the whole
- *   devices table (a hash semi join): a cost that grew with the number of devices, per send.
+ *   2's version joined the inserted queue rows back to devices, which PostgreSQL planned, while
+ *   the table was small, as a hash semi join over a scan of the whole table, once per send.
  * - The room row is share-locked and its name read in one statement instead of two.
  * - The cap is looked at per target only when the longest target queue is at the cap, and its
  *   DELETE names the device, as the new primary key needs.
@@ -185,8 +185,8 @@ BEGIN
   END LOOP;
   -- Entries are inserted in fan-out order, so their seq follows it.
   -- Every target gets its entry (the envelope is new, so no insert can conflict), and the devices
-  -- are found by their unique id: an update joined to the inserted rows was planned as a scan of
-  -- the whole devices table, once per send.
+  -- are found by their unique id: an update joined to the inserted rows could be planned as a
+  -- scan of the whole devices table.
   WITH added AS (INSERT INTO queue (device_id, envelope_id, ts) SELECT t.d, p_id, p_ts FROM unnest(target_devices) AS t(d))
   UPDATE devices SET queue_len = queue_len + 1 WHERE id = ANY (target_devices);
 END
