@@ -144,6 +144,9 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
       checkOrigin(config.origin, req.method, req.headers);
       const declared = req.headers['content-length'];
       if (declared !== undefined && Number(declared) > LIMITS.bodyBytes) throw new ApiError('too_large');
+      // Routing comes before the body (docs/API.md §1.4): an unknown path answers not_found
+      // whatever its Content-Type, which the framework would otherwise refuse first when malformed.
+      if (req.is404) delete req.headers['content-type'];
     } catch (err) {
       done(err as Error);
       return;

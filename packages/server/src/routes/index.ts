@@ -44,6 +44,14 @@ export function registerRoutes(app: FastifyInstance, deps: Deps): void {
         req.caller = await authenticate(deps, req.headers.cookie, req.headers['x-device']);
       });
     }
+    if (check === null && writes) {
+      // A route that takes no body ignores whatever is sent (docs/API.md §1.4), its Content-Type
+      // included: the framework would refuse a malformed one before the handler (415), which
+      // the table does not list for such a route. The body's framing is still checked.
+      onRequest.push(async (req: FastifyRequest) => {
+        delete req.headers['content-type'];
+      });
+    }
     if (spec.write) {
       onRequest.push(async (req: FastifyRequest) => {
         const wait = await deps.limiter.hit(`write:${req.caller!.nick}`, deps.config.rates.writesPerMin, 60_000);

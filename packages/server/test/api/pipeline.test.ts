@@ -12,6 +12,8 @@ import {
   assertError,
   Client,
   ORIGIN,
+  id16,
+  wk,
   Stream,
   addDevice,
   nick,
@@ -406,6 +408,26 @@ describe('pipeline', () => {
       const r = await alice.post('/api/logout', 'this is not json', { headers: { 'content-type': 'text/plain' } });
       assert.equal(r.status, 204, r.text);
       assertError(await alice.get('/api/me'), 401, 'unauthenticated');
+    });
+
+    test('a route that takes no body ignores a malformed Content-Type too', async () => {
+      const alice = await signup(server);
+      const id = id16();
+      const room = await alice.post('/api/rooms', { id, name: 'r', keyId: id16(), keys: [wk(alice.nick)] });
+      assert.equal(room.status, 201, room.text);
+      const r = await alice.req('POST', `/api/rooms/${id}/leave`, { body: '{"not": "read"', headers: { 'content-type': ' ,|9#f' } });
+      assert.equal(r.status, 204, r.text);
+      assert.deepEqual((await alice.get('/api/rooms')).json, [], 'the caller has left');
+    });
+
+    test('an unknown path or method answers 404 not_found whatever its Content-Type', async () => {
+      const alice = await signup(server);
+      for (const [method, path] of [
+        ['PUT', `/api/users/${alice.nick}`],
+        ['POST', '/api/nope'],
+      ] as const) {
+        assertError(await alice.req(method, path, { body: 'x', headers: { 'content-type': ' ,|9#f' } }), 404, 'not_found');
+      }
     });
   });
 

@@ -13,7 +13,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
-import { ERROR_STATUS, ROUTES, type NamedRoute, type RouteSpec } from '@svc/protocol';
+import { ERROR_STATUS, ROUTE_PIPELINE_ERRORS, ROUTES, routeErrors, type ErrorCode, type NamedRoute, type RouteSpec } from '@svc/protocol';
 import { SECURITY_HEADERS } from '../../src/http/headers.js';
 import {
   ORIGIN,
@@ -485,6 +485,31 @@ async function send(server: TestServer, r: Built): Promise<Answer> {
   }
 }
 
+/** Each route's path as a pattern, a parameter standing for one path segment (an empty one too: the router matches it, and the route refuses it). */
+const ROUTE_PATTERNS = ROUTES.map((spec) => ({ spec, re: new RegExp(`^${spec.path.replace(/:\w+/g, '[^/]*')}$`) }));
+
+/** A path whose percent-escapes decode to UTF-8; any other is an unknown path (docs/API.md §1.4, step 3). */
+function decodable(path: string): boolean {
+  try {
+    decodeURIComponent(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The error codes the request may be answered with: those the routes table lists for the route the
+ * server matches (a HEAD is answered by its GET route), or, when no route matches, the pipeline's
+ * and `not_found`.
+ */
+function allowedErrors(r: Built): Set<ErrorCode> {
+  const method = r.method === 'HEAD' ? 'GET' : r.method;
+  const path = r.path.split('?')[0]!;
+  const matched = decodable(path) ? ROUTE_PATTERNS.find((p) => p.spec.method === method && p.re.test(path)) : undefined;
+  return new Set(matched ? routeErrors(matched.spec) : [...ROUTE_PIPELINE_ERRORS, 'not_found']);
+}
+
 function checkAnswer(r: Built, a: Answer): void {
   const what = `${r.method} ${r.path.slice(0, 200)} → ${a.status} ${a.text.slice(0, 300)}`;
   assert.ok(a.status < 500, `never a 5xx: ${what}`);
@@ -497,6 +522,7 @@ function checkAnswer(r: Built, a: Answer): void {
   const code = body.error as keyof typeof ERROR_STATUS;
   assert.ok(typeof code === 'string' && code in ERROR_STATUS, `a code of the catalog: ${what}`);
   assert.equal(ERROR_STATUS[code], a.status, `the catalog's status for ${code}: ${what}`);
+  assert.ok(allowedErrors(r).has(code), `a code the routes table lists for this route: ${what}`);
   assert.equal(typeof body.message, 'string', what);
   const keys = Object.keys(body).sort();
   if (code === 'invalid') {
