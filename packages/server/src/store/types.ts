@@ -6,7 +6,7 @@
  * Refusals that depend on stored state come back as `{ error: code }` results rather than
  * exceptions, in the order docs/API.md §2 lists them, so the domain layer decides how to answer.
  */
-import type { Envelope, Kdf, EncryptedKey, Room, Target, WrappedKey, Contact, ErrorCode } from '@svc/protocol';
+import type { Envelope, EnvelopeJson, Kdf, EncryptedKey, Room, Target, WrappedKey, Contact, ErrorCode } from '@svc/protocol';
 
 export type Refusal<C extends ErrorCode = ErrorCode> = { error: C; field?: string };
 
@@ -94,14 +94,15 @@ export interface SendTarget {
 }
 
 export type SendResult =
-  | { status: 'queued'; envelope: Envelope; json: string; targets: SendTarget[]; roomName: string | null }
+  | { status: 'queued'; envelope: Envelope; json: EnvelopeJson; targets: SendTarget[]; roomName: string | null }
   | { status: 'retry'; id: string; ts: number }
   | Refusal<'id_conflict' | 'not_member' | 'unknown_key' | 'unknown_user' | 'self'>;
 
 export interface QueuedEntry {
   seq: number;
   id: string;
-  json: string;
+  /** The bytes the send stored, as its live `msg` events carried them. */
+  json: EnvelopeJson;
 }
 
 export interface DeleteAccountResult {

@@ -11,6 +11,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { FastifyBaseLogger } from 'fastify';
+import type { EnvelopeJson } from '@svc/protocol';
 import { redisClient } from '../../src/backends.js';
 import { RedisBus } from '../../src/bus/redis.js';
 import { LocalStreams, StreamConn, sseFrame, type StreamSink } from '../../src/bus/streams.js';
@@ -88,7 +89,7 @@ test('a stream that opens while its instance resubscribes after Redis returns ge
     // An envelope committed after the replay is announced by the other instance.
     await until('the sending instance is connected again', () => connOf(sending, 'pub').status === 'ready');
     const id = ulid();
-    await sending.deliver([{ devices: [conn.deviceId], event: 'msg', data: JSON.stringify({ id }), id }]);
+    await sending.deliver([{ devices: [conn.deviceId], event: 'msg', data: JSON.stringify({ id }) as EnvelopeJson, id }]);
     await until(
       'the event reached the open stream (or the stream ended, so that its replay brings it)',
       () => sink.ended || sink.frames.some((f) => f.includes(id)),
