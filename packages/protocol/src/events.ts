@@ -34,6 +34,3 @@ export function eventData<E extends Exclude<EventName, 'msg'>>(_event: E, payloa
 export function envelopeJson(e: Envelope): EnvelopeJson {
   return JSON.stringify({ id: e.id, to: e.to, from: e.from, keyId: e.keyId, iv: e.iv, ct: e.ct, ts: e.ts }) as EnvelopeJson;
 }
-
-/** The SSE comment sent as keep-alive. */
-export const PING_FRAME = ': ping\n\n';

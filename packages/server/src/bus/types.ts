@@ -6,7 +6,10 @@
 import type { EnvelopeJson, EventJson, EventName } from '@svc/protocol';
 import type { StreamConn } from './streams.js';
 
-/** One event as a stream carries it: its name and its data, serialised once however many streams carry it. */
+/**
+ * One event as a stream carries it: its name and its data, serialised once however many streams
+ * carry it. The HTTP layer makes the bytes of the stream from it (`http/sse.ts`).
+ */
 export type StreamEvent = MsgEvent | { [E in OtherEventName]: { event: E; data: EventJson<E>; id?: undefined } }[OtherEventName];
 
 /** A `msg` carries its envelope id twice: in its data, and as the SSE `id:` field (docs/API.md §3). */
