@@ -236,9 +236,10 @@ export interface Store {
   /**
    * The answer barrier. A store may settle a write's promise before the write is durable (the
    * embedded store does, so that events need not wait for the disk); a request then takes
-   * `lossMark()` before it writes and awaits `durable(mark)` before it answers. `durable`
-   * resolves once every write settled so far is durable, and rejects if any write settled since
-   * the mark may have been lost. A store whose writes settle durable resolves at once.
+   * `lossMark()` before it writes and awaits `durable(mark)` before it answers (`whenDurable`,
+   * domain/durability.ts). `durable` resolves once every write settled so far is durable, and
+   * rejects if any write settled since the mark may have been lost. A store whose writes settle
+   * durable resolves at once.
    */
   lossMark(): number;
   durable(mark: number): Promise<void>;
