@@ -87,16 +87,27 @@ export interface SendTarget {
   deviceId: string;
   nick: string;
   /**
-   * Has a push subscription and no push pending, as the send saw it. Only such targets can be
-   * claimed for a push, so only for them is presence worth asking (a Redis round trip).
+   * A push candidate (docs/API.md §6): has a push subscription and no push pending, as the send
+   * saw it. Only such targets can be claimed for a push, so only for them is presence worth
+   * asking (a Redis round trip).
    */
   pushable: boolean;
 }
 
+/** A send stored and queued: what the domain needs to deliver it and to push it, as the send's transaction saw it. */
+export interface SendQueued {
+  status: 'queued';
+  envelope: Envelope;
+  /** The envelope as stored: the data of its `msg` event for every target. */
+  json: EnvelopeJson;
+  /** The devices it was queued for. */
+  targets: SendTarget[];
+  /** The room's name, for the push notification's title (docs/API.md §6); null for a DM. */
+  roomName: string | null;
+}
+
 export type SendResult =
-  | { status: 'queued'; envelope: Envelope; json: EnvelopeJson; targets: SendTarget[]; roomName: string | null }
-  | { status: 'retry'; id: string; ts: number }
-  | Refusal<'id_conflict' | 'not_member' | 'unknown_key' | 'unknown_user' | 'self'>;
+  SendQueued | { status: 'retry'; id: string; ts: number } | Refusal<'id_conflict' | 'not_member' | 'unknown_key' | 'unknown_user' | 'self'>;
 
 export interface QueuedEntry {
   seq: number;
