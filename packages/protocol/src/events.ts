@@ -11,10 +11,26 @@ export interface EventPayloads {
   room_left: { id: string };
 }
 
-/** An event's data as the stream carries it: the payload of that event, as JSON. */
-export function eventData<E extends EventName>(_event: E, payload: EventPayloads[E]): string {
-  return JSON.stringify(payload);
+/**
+ * An event's data as the stream carries it: the payload of event `E` as JSON text, made by
+ * `eventData` or `envelopeJson` only. The brand keeps a bare string, or another event's data, from
+ * being passed where these bytes are expected.
+ */
+export type EventJson<E extends EventName> = string & { readonly __eventJson: E };
+
+/**
+ * An envelope as JSON, in the field order of docs/API.md §2.5. A send serialises its envelope once:
+ * the store keeps these bytes, the live `msg` event of every target carries them, and the replay
+ * reads them back, so a replayed envelope and a live one are the same bytes.
+ */
+export type EnvelopeJson = EventJson<'msg'>;
+
+/** The data of an event other than `msg` (whose data is `envelopeJson`). */
+export function eventData<E extends Exclude<EventName, 'msg'>>(_event: E, payload: EventPayloads[E]): EventJson<E> {
+  return JSON.stringify(payload) as EventJson<E>;
 }
 
-/** The SSE comment sent as keep-alive. */
-export const PING_FRAME = ': ping\n\n';
+/** Envelope JSON in the field order of docs/API.md §2.5: id, to, from, keyId, iv, ct, ts. */
+export function envelopeJson(e: Envelope): EnvelopeJson {
+  return JSON.stringify({ id: e.id, to: e.to, from: e.from, keyId: e.keyId, iv: e.iv, ct: e.ct, ts: e.ts }) as EnvelopeJson;
+}

@@ -10,6 +10,7 @@ import { createECDH } from 'node:crypto';
 import type { DestinationStream } from 'pino';
 import type { Config } from './config.js';
 import type { Deps, Secrets } from './domain/deps.js';
+import { whenDurable } from './domain/durability.js';
 import type { Store } from './store/types.js';
 import { LocalStreams } from './bus/streams.js';
 import { openCoordination, openStore } from './backends.js';
@@ -113,13 +114,11 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
   });
   fastify.server.headersTimeout = timeouts.headersMs;
 
-  // Writes settle before the disk has them; the routes wait for durable() before answering.
+  // Writes settle before the disk has them; whatever answers a write waits for it to be durable (domain/durability.ts).
   const store = opts.store ?? (await openStore(config, { settleBeforeSync: true, ...(opts.onStoreFatal ? { onFatal: opts.onStoreFatal } : {}) }));
   const streams = new LocalStreams(LIMITS.pingIntervalMs);
-  const startMark = store.lossMark();
-  const secrets = await loadSecrets(config, store);
   // A VAPID key made now must be on disk before any client can subscribe with it.
-  await store.durable(startMark);
+  const secrets = await whenDurable(store, () => loadSecrets(config, store));
   const { bus, limiter } = await openCoordination(config, streams, fastify.log, { keySecret: secrets.server, presenceTtlS: opts.presenceTtlS });
   const pusher =
     opts.pusher ??

@@ -20,7 +20,8 @@ import { FallbackLimiter } from './limits/fallback.js';
 /**
  * The store of DATABASE_URL. The service upgrades an older schema as it opens it; the admin
  * command passes `upgrade: false`, since it may run beside a service of the older version. The
- * service also passes `settleBeforeSync`, since its HTTP layer waits for `durable()`.
+ * service also passes `settleBeforeSync`, since it answers a write only once it is durable
+ * (`whenDurable`, domain/durability.ts).
  */
 export async function openStore(config: Config, o: StoreOpenOptions = {}): Promise<Store> {
   if (config.database.kind === 'sqlite') return SqliteStore.open(config.database.path, o);

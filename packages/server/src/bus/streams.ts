@@ -1,14 +1,20 @@
 /**
- * The streams open on this process, one per device. Frames go out as SSE text; a stream that is
- * still replaying its queue buffers live frames until the replay is done, and a stream whose
- * reader stops reading is dropped once its write buffer passes a bound, never waited for.
+ * The streams open on this process, one per device. A stream passes events to its sink, which
+ * makes their bytes (the HTTP layer's `http/sse.ts`); a stream that is still replaying its queue
+ * holds live events until the replay is done, and a stream whose reader stops reading is dropped
+ * once its write buffer passes a bound, never waited for.
  */
-import { PING_FRAME, type EventName } from '@svc/protocol';
-import type { CloseSelector, Delivery } from './types.js';
+import type { CloseSelector, Delivery, StreamEvent } from './types.js';
 
 /** What a stream writes to: the HTTP response, seen through the little it needs. */
 export interface StreamSink {
-  write(chunk: string): boolean;
+  /**
+   * Writes one event. The same event object may be sent to many sinks (one delivery to all its
+   * target devices), so a sink may keep what it made of it. false when the buffer is full.
+   */
+  send(ev: StreamEvent): boolean;
+  /** The keep-alive (docs/API.md §3, rule 4). */
+  ping(): void;
   /** Bytes accepted but not yet flushed to the socket. */
   readonly buffered: number;
   /** Resolves when the buffer has drained or the stream has closed. */
@@ -25,17 +31,11 @@ export interface StreamSink {
 
 export const MAX_STREAM_BUFFER = 1024 * 1024;
 
-/** One SSE frame. Event names are fixed and ids are validated ULIDs; a line break in either would forge fields. */
-export function sseFrame(event: EventName, data: string, id?: string): string {
-  if (/[\r\n]/.test(event) || (id !== undefined && /[\r\n]/.test(id))) throw new Error('line break in SSE field');
-  return id === undefined ? `event: ${event}\ndata: ${data}\n\n` : `event: ${event}\nid: ${id}\ndata: ${data}\n\n`;
-}
-
 export class StreamConn {
   replaying = true;
   closed = false;
-  private held: { frame: string; msgId: string | undefined }[] = [];
-  /** Bytes of `held`: live frames wait there while the replay runs, within the same bound. */
+  private held: StreamEvent[] = [];
+  /** Bytes of data in `held`: live events wait there while the replay runs, within the same bound. */
   private heldBytes = 0;
   /**
    * Envelope ids the replay sent, kept until the next ping: a replay can read an envelope whose
@@ -56,21 +56,21 @@ export class StreamConn {
     return this.sink.gone === true;
   }
 
-  /** Writes a live frame, or holds it while the replay runs. Returns false when the stream had to be dropped. */
-  push(frame: string, msgId?: string): boolean {
+  /** Sends a live event, or holds it while the replay runs. Returns false when the stream had to be dropped. */
+  push(ev: StreamEvent): boolean {
     if (this.closed) return false;
     if (this.replaying) {
-      this.held.push({ frame, msgId });
-      this.heldBytes += frame.length;
-      // A reader stuck in the replay (not reading) cannot make the live frames pile up forever.
+      this.held.push(ev);
+      this.heldBytes += ev.data.length;
+      // A reader stuck in the replay (not reading) cannot make the live events pile up forever.
       if (this.heldBytes > MAX_STREAM_BUFFER) {
         this.drop();
         return false;
       }
       return true;
     }
-    if (msgId !== undefined && this.replayedRecently?.has(msgId)) return true;
-    this.sink.write(frame);
+    if (ev.event === 'msg' && this.replayedRecently?.has(ev.id)) return true;
+    this.sink.send(ev);
     if (this.sink.buffered > MAX_STREAM_BUFFER) {
       this.drop();
       return false;
@@ -88,27 +88,27 @@ export class StreamConn {
     else this.sink.end();
   }
 
-  /** Writes during the replay, waiting for the reader when the buffer is full. */
-  async writeReplay(frame: string): Promise<void> {
-    if (!this.sink.write(frame)) await this.sink.drained();
+  /** Sends during the replay, waiting for the reader when the buffer is full. */
+  async writeReplay(ev: StreamEvent): Promise<void> {
+    if (!this.sink.send(ev)) await this.sink.drained();
   }
 
-  /** Ends the replay: held live frames not already replayed go out, then `ready`. */
-  finishReplay(replayed: Set<string>, readyFrame: string): void {
-    for (const h of this.held) {
-      if (h.msgId !== undefined && replayed.has(h.msgId)) continue;
-      this.sink.write(h.frame);
+  /** Ends the replay: held live events not already replayed go out, then `ready`. */
+  finishReplay(replayed: Set<string>, ready: StreamEvent): void {
+    for (const ev of this.held) {
+      if (ev.event === 'msg' && replayed.has(ev.id)) continue;
+      this.sink.send(ev);
     }
     this.held = [];
     this.heldBytes = 0;
-    this.sink.write(readyFrame);
+    this.sink.send(ready);
     this.replaying = false;
     this.replayedRecently = replayed.size > 0 ? replayed : null;
   }
 
   ping(): void {
     this.replayedRecently = null;
-    if (!this.closed) this.sink.write(PING_FRAME);
+    if (!this.closed) this.sink.ping();
   }
 
   close(): void {
@@ -155,14 +155,12 @@ export class LocalStreams {
     return this.byDevice.has(deviceId);
   }
 
+  /** Each delivery goes to its targets' streams as the one same object, so its bytes are made once for all of them. */
   deliver(deliveries: Delivery[]): void {
     for (const d of deliveries) {
-      let frame: string | null = null;
       for (const deviceId of d.devices) {
         const conn = this.byDevice.get(deviceId);
-        if (!conn) continue;
-        frame ??= sseFrame(d.event, d.data, d.id);
-        if (!conn.push(frame, d.event === 'msg' ? d.id : undefined)) this.remove(conn);
+        if (conn && !conn.push(d)) this.remove(conn);
       }
     }
   }

@@ -3,17 +3,26 @@
  * is open. The memory bus serves one process; the Redis bus relays between instances, and an
  * event that arrives from the bus goes to local streams only, never relayed again.
  */
-import type { EventName } from '@svc/protocol';
+import type { EnvelopeJson, EventJson, EventName } from '@svc/protocol';
 import type { StreamConn } from './streams.js';
 
-/** One event for a set of devices; `data` is the JSON text, serialised once for all of them. */
-export interface Delivery {
-  devices: string[];
-  event: EventName;
-  data: string;
-  /** SSE `id:` field (the envelope id of `msg` events). */
-  id?: string;
+/**
+ * One event as a stream carries it: its name and its data, serialised once however many streams
+ * carry it. The HTTP layer makes the bytes of the stream from it (`http/sse.ts`).
+ */
+export type StreamEvent = MsgEvent | { [E in OtherEventName]: { event: E; data: EventJson<E>; id?: undefined } }[OtherEventName];
+
+/** A `msg` carries its envelope id twice: in its data, and as the SSE `id:` field (docs/API.md §3). */
+interface MsgEvent {
+  event: 'msg';
+  data: EnvelopeJson;
+  id: string;
 }
+
+type OtherEventName = Exclude<EventName, 'msg'>;
+
+/** One event for a set of devices. */
+export type Delivery = StreamEvent & { devices: string[] };
 
 /** Which streams to close: those of these sessions, of these devices, or of these accounts. */
 export interface CloseSelector {

@@ -4,11 +4,12 @@
  * are held and sent after it, skipping those the replay already carried.
  */
 import { eventData } from '@svc/protocol';
-import { StreamConn, sseFrame, type StreamSink } from '../bus/streams.js';
+import { StreamConn, type StreamSink } from '../bus/streams.js';
+import type { StreamEvent } from '../bus/types.js';
 import type { Caller, Deps } from './deps.js';
 
 const REPLAY_PAGE = 1000;
-const READY_FRAME = sseFrame('ready', eventData('ready', {}));
+const READY: StreamEvent = { event: 'ready', data: eventData('ready', {}) };
 
 export async function openStream(deps: Deps, caller: Caller, deviceId: string, sink: StreamSink): Promise<StreamConn> {
   const conn = new StreamConn(deviceId, caller.nick, caller.sessionId, sink);
@@ -32,13 +33,13 @@ async function replay(deps: Deps, conn: StreamConn, deviceId: string): Promise<v
     for (const e of page) {
       // A client that went away mid-replay must not make us read and write the rest of its queue.
       if (conn.closed || conn.gone) return;
-      await conn.writeReplay(sseFrame('msg', e.json, e.id));
+      await conn.writeReplay({ event: 'msg', data: e.json, id: e.id });
       replayed.add(e.id);
       after = e.seq;
     }
     if (page.length < REPLAY_PAGE) break;
   }
-  if (!conn.closed) conn.finishReplay(replayed, READY_FRAME);
+  if (!conn.closed) conn.finishReplay(replayed, READY);
 }
 
 export function closeStream(deps: Deps, conn: StreamConn): void {

@@ -7,36 +7,9 @@ import type { ServerResponse } from 'node:http';
 import { requireOwnDevice } from '../domain/devices.js';
 import { closeStream, openStream } from '../domain/streams.js';
 import { JSON_CONTENT_TYPE, SECURITY_HEADERS, STREAM_HEADERS } from '../http/headers.js';
-import type { StreamSink } from '../bus/streams.js';
+import { responseSink } from '../http/sse.js';
 import { callerOf, query, type RouteHandlers } from './context.js';
 import { ok } from '../http/reply.js';
-
-function responseSink(res: ServerResponse): StreamSink {
-  return {
-    write: (chunk) => res.write(chunk),
-    get buffered() {
-      return res.writableLength;
-    },
-    drained: () =>
-      new Promise<void>((resolve) => {
-        if (res.destroyed || !res.writableNeedDrain) return resolve();
-        const done = () => {
-          res.off('drain', done);
-          res.off('close', done);
-          resolve();
-        };
-        res.once('drain', done);
-        res.once('close', done);
-      }),
-    end: () => {
-      if (!res.writableEnded) res.end();
-    },
-    destroy: () => res.destroy(),
-    get gone() {
-      return res.destroyed;
-    },
-  };
-}
 
 /**
  * A stream that could not open (its store or bus is unreachable) before anything was written

@@ -7,6 +7,7 @@
 import { ApiError, API, ROUTES, type RouteName } from '@svc/protocol';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Deps } from '../domain/deps.js';
+import { whenDurable } from '../domain/durability.js';
 import { parseJsonObject } from '../http/body.js';
 import { clientIp } from '../http/client-ip.js';
 import { authenticate } from '../http/session.js';
@@ -37,6 +38,8 @@ export function registerRoutes(app: FastifyInstance, deps: Deps): void {
     const check = spec.body;
     // A GET (and the HEAD made from it) answers without waiting for the disk: the only GET that
     // writes is the event stream's, which records the connection time and answers by streaming.
+    // Other routes answer once what they wrote is durable, and with a 500 if it was lost; their
+    // events may already be out.
     const writes = spec.method !== 'GET';
     const onRequest = [];
     if (spec.auth) {
@@ -63,7 +66,6 @@ export function registerRoutes(app: FastifyInstance, deps: Deps): void {
       url: spec.path,
       onRequest,
       handler: async (req: FastifyRequest, reply: FastifyReply) => {
-        const mark = writes ? deps.store.lossMark() : 0;
         // The client address is parsed only by the few routes that limit by it.
         const ctx: RouteContext<RouteName> = {
           deps,
@@ -78,11 +80,8 @@ export function registerRoutes(app: FastifyInstance, deps: Deps): void {
             return check(parseJsonObject(req)) as never;
           },
         };
-        const result = await handler(ctx);
+        const result = writes ? await whenDurable(deps.store, () => handler(ctx)) : await handler(ctx);
         if (result === undefined) return reply;
-        // What this request wrote may be settled but not yet on disk (its events may already be
-        // out): the answer waits until it is durable, and becomes a 500 if it was lost.
-        if (writes) await deps.store.durable(mark);
         if (result.setCookie) reply.header('set-cookie', result.setCookie);
         reply.code(result.status);
         return result.body === undefined ? reply.send() : reply.send(result.body);

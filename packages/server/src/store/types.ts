@@ -6,7 +6,7 @@
  * Refusals that depend on stored state come back as `{ error: code }` results rather than
  * exceptions, in the order docs/API.md §2 lists them, so the domain layer decides how to answer.
  */
-import type { Envelope, Kdf, EncryptedKey, Room, Target, WrappedKey, Contact, ErrorCode } from '@svc/protocol';
+import type { Envelope, EnvelopeJson, Kdf, EncryptedKey, Room, Target, WrappedKey, Contact, ErrorCode } from '@svc/protocol';
 
 export type Refusal<C extends ErrorCode = ErrorCode> = { error: C; field?: string };
 
@@ -87,21 +87,33 @@ export interface SendTarget {
   deviceId: string;
   nick: string;
   /**
-   * Has a push subscription and no push pending, as the send saw it. Only such targets can be
-   * claimed for a push, so only for them is presence worth asking (a Redis round trip).
+   * A push candidate (docs/API.md §6): has a push subscription and no push pending, as the send
+   * saw it. Only such targets can be claimed for a push, so only for them is presence worth
+   * asking (a Redis round trip).
    */
   pushable: boolean;
 }
 
+/** A send stored and queued: what the domain needs to deliver it and to push it, as the send's transaction saw it. */
+export interface SendQueued {
+  status: 'queued';
+  envelope: Envelope;
+  /** The envelope as stored: the data of its `msg` event for every target. */
+  json: EnvelopeJson;
+  /** The devices it was queued for. */
+  targets: SendTarget[];
+  /** The room's name, for the push notification's title (docs/API.md §6); null for a DM. */
+  roomName: string | null;
+}
+
 export type SendResult =
-  | { status: 'queued'; envelope: Envelope; json: string; targets: SendTarget[]; roomName: string | null }
-  | { status: 'retry'; id: string; ts: number }
-  | Refusal<'id_conflict' | 'not_member' | 'unknown_key' | 'unknown_user' | 'self'>;
+  SendQueued | { status: 'retry'; id: string; ts: number } | Refusal<'id_conflict' | 'not_member' | 'unknown_key' | 'unknown_user' | 'self'>;
 
 export interface QueuedEntry {
   seq: number;
   id: string;
-  json: string;
+  /** The bytes the send stored, as its live `msg` events carried them. */
+  json: EnvelopeJson;
 }
 
 export interface DeleteAccountResult {
@@ -235,9 +247,10 @@ export interface Store {
   /**
    * The answer barrier. A store may settle a write's promise before the write is durable (the
    * embedded store does, so that events need not wait for the disk); a request then takes
-   * `lossMark()` before it writes and awaits `durable(mark)` before it answers. `durable`
-   * resolves once every write settled so far is durable, and rejects if any write settled since
-   * the mark may have been lost. A store whose writes settle durable resolves at once.
+   * `lossMark()` before it writes and awaits `durable(mark)` before it answers (`whenDurable`,
+   * domain/durability.ts). `durable` resolves once every write settled so far is durable, and
+   * rejects if any write settled since the mark may have been lost. A store whose writes settle
+   * durable resolves at once.
    */
   lossMark(): number;
   durable(mark: number): Promise<void>;

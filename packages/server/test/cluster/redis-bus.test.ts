@@ -13,7 +13,8 @@ import { dropRedisPrefix, testRedisUrl } from '@svc/testkit/modes';
 function sink(): StreamSink & { ended: boolean } {
   return {
     ended: false,
-    write: () => true,
+    send: () => true,
+    ping() {},
     buffered: 0,
     drained: async () => {},
     end() {

@@ -11,9 +11,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { FastifyBaseLogger } from 'fastify';
+import { eventData, type EnvelopeJson } from '@svc/protocol';
 import { redisClient } from '../../src/backends.js';
 import { RedisBus } from '../../src/bus/redis.js';
-import { LocalStreams, StreamConn, sseFrame, type StreamSink } from '../../src/bus/streams.js';
+import { LocalStreams, StreamConn, type StreamSink } from '../../src/bus/streams.js';
+import { frameOf } from '../../src/http/sse.js';
 import { ulid } from '@svc/testkit/harness';
 import { RedisChild, SUBSCRIBE } from './redis-child.js';
 import { TcpProxy } from './tcp-proxy.js';
@@ -25,10 +27,11 @@ function recordingSink(): StreamSink & { frames: string[]; ended: boolean } {
   return {
     frames: [],
     ended: false,
-    write(chunk: string) {
-      this.frames.push(chunk);
+    send(ev) {
+      this.frames.push(frameOf(ev));
       return true;
     },
+    ping() {},
     buffered: 0,
     drained: async () => {},
     end() {
@@ -83,12 +86,12 @@ test('a stream that opens while its instance resubscribes after Redis returns ge
         await sleep(10);
       }
     }
-    conn.finishReplay(new Set(), sseFrame('ready', '{}'));
+    conn.finishReplay(new Set(), { event: 'ready', data: eventData('ready', {}) });
 
     // An envelope committed after the replay is announced by the other instance.
     await until('the sending instance is connected again', () => connOf(sending, 'pub').status === 'ready');
     const id = ulid();
-    await sending.deliver([{ devices: [conn.deviceId], event: 'msg', data: JSON.stringify({ id }), id }]);
+    await sending.deliver([{ devices: [conn.deviceId], event: 'msg', data: JSON.stringify({ id }) as EnvelopeJson, id }]);
     await until(
       'the event reached the open stream (or the stream ended, so that its replay brings it)',
       () => sink.ended || sink.frames.some((f) => f.includes(id)),

@@ -5,15 +5,10 @@
  * device's row lock, taken in id order. So queue_len stays exact, and a device's entries commit
  * in the order of their seq: a replay that pages by seq never skips an entry committed later.
  */
-import { LIMITS, type Envelope } from '@svc/protocol';
+import { LIMITS, envelopeJson, type Envelope, type EnvelopeJson } from '@svc/protocol';
 import type { QueuedEntry, SendInput, SendResult, SendTarget } from '../types.js';
 import type { Sql } from './db.js';
 import { LOCK } from './locks.js';
-
-/** Envelope JSON in the field order of docs/API.md §2.5: id, to, from, keyId, iv, ct, ts. */
-export function envelopeJson(e: Envelope): string {
-  return JSON.stringify({ id: e.id, to: e.to, from: e.from, keyId: e.keyId, iv: e.iv, ct: e.ct, ts: e.ts });
-}
 
 interface SendRow {
   outcome: 'queued' | 'retry' | 'id_conflict' | 'not_member' | 'unknown_key' | 'unknown_user' | 'self';
@@ -31,7 +26,7 @@ function envelopeOf(m: SendInput): Envelope {
   return { id: m.id, to: m.to, from: m.from, keyId: m.keyId, iv: m.iv, ct: m.ct, ts: m.now };
 }
 
-function resultOf(m: SendInput, envelope: Envelope, json: string, r: SendRow): SendResult {
+function resultOf(m: SendInput, envelope: Envelope, json: EnvelopeJson, r: SendRow): SendResult {
   if (r.outcome === 'retry') return { status: 'retry', id: m.id, ts: r.prior_ts! };
   if (r.outcome !== 'queued') return { error: r.outcome };
   const nicks = r.target_nicks ?? [];

@@ -122,7 +122,8 @@ export class SqliteStore implements Store {
   /**
    * `upgrade: false` refuses a store of an older schema version instead of migrating it (db.ts).
    * `settleBeforeSync: true` settles each write when its statements are done and leaves the
-   * wait for the disk to `durable()` (group-commit.ts); the service's HTTP layer does that.
+   * wait for the disk to `durable()` (group-commit.ts); the service waits for it before it
+   * answers (`whenDurable`, domain/durability.ts).
    */
   static open(path: string, o: StoreOpenOptions = {}): SqliteStore {
     return new SqliteStore(openDatabase(path, undefined, o), o);

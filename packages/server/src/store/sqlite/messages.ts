@@ -1,14 +1,9 @@
 /** Message operations of the SQLite store: the send fan-out, acks, replay and retention. */
-import { LIMITS, type Envelope, type Target } from '@svc/protocol';
+import { LIMITS, envelopeJson, type Envelope, type Target } from '@svc/protocol';
 import type { QueuedEntry, Refusal, SendInput, SendResult } from '../types.js';
 import { isMember } from './rooms.js';
 import { placeholders, type Statements } from './statements.js';
 import type { QueueIndex } from './queue-index.js';
-
-/** Envelope JSON in the field order of docs/API.md §2.5: id, to, from, keyId, iv, ct, ts. */
-export function envelopeJson(e: Envelope): string {
-  return JSON.stringify({ id: e.id, to: e.to, from: e.from, keyId: e.keyId, iv: e.iv, ct: e.ct, ts: e.ts });
-}
 
 /** Facts the send path asks about on every DM, answered from memory when known (read-cache.ts). */
 export interface Known {

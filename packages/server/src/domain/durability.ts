@@ -1,0 +1,14 @@
+/**
+ * The answer barrier of a write (docs/DESIGN.md, "Durability"): a store may settle a write before
+ * the disk has it, so that its events go out at once; the caller is answered only once the write
+ * is durable, and fails if it may have been lost.
+ */
+import type { Store } from '../store/types.js';
+
+/** Runs `action` and settles with its result once everything it wrote is durable; rejects if any of it was lost. */
+export async function whenDurable<T>(store: Store, action: () => Promise<T>): Promise<T> {
+  const mark = store.lossMark();
+  const result = await action();
+  await store.durable(mark);
+  return result;
+}
