@@ -116,6 +116,10 @@ describe('web client: rooms', { skip: missingBrowser() }, () => {
       const later = await talk(room, [alice, bob], [alice, bob]);
       await keptReadOnly(carol, room, later);
       sealedWithNewKeys(old, since, later.length);
+      // A receipt carol's client sent for the last messages before the removal may reach the
+      // server just after it: refused not_member, which no client can foresee (it learns of the
+      // removal from the server). Only that refusal of carol's sends is forgiven.
+      carol.forgiveErrors(/^\[carol\] HTTP 403 POST \/api\/messages(?: .*"not_member".*)?$/);
     })();
   });
 
