@@ -3,6 +3,7 @@ import { ApiError, LIMITS, ulidTime, type SendMessageRequest, type SendMessageRe
 import type { SendTarget } from '../store/types.js';
 import type { Caller, Deps } from './deps.js';
 import { requireOwnDevice } from './devices.js';
+import { sendRefusal } from '../rules/send.js';
 
 export const PUSH_BODY = 'New message';
 
@@ -14,7 +15,7 @@ export async function sendMessage(deps: Deps, caller: Caller, req: SendMessageRe
   const now = deps.now();
   if (Math.abs(ulidTime(req.id) - now) > LIMITS.clockWindowMs) throw new ApiError('clock_skew');
   const device = await requireOwnDevice(deps, caller);
-  const refused = await deps.store.checkSend(caller.nick, req.to, req.keyId);
+  const refused = sendRefusal(caller.nick, req.to, await deps.store.sendFacts(caller.nick, req.to, req.keyId));
   if (refused) throw new ApiError(refused.error);
   const wait = await deps.limiter.hit(`msg:${caller.nick}`, deps.config.rates.messagesPerMin, 60_000);
   if (wait > 0) throw new ApiError('rate_limited', { retryAfter: wait });

@@ -7,6 +7,7 @@
  * exceptions, in the order docs/API.md §2 lists them, so the domain layer decides how to answer.
  */
 import type { Envelope, EnvelopeJson, Kdf, EncryptedKey, Room, Target, WrappedKey, Contact, ErrorCode } from '@svc/protocol';
+import type { TargetFacts } from '../rules/send.js';
 
 export type Refusal<C extends ErrorCode = ErrorCode> = { error: C; field?: string };
 
@@ -235,8 +236,15 @@ export interface Store {
   deleteRoom(roomId: string, nick: string): Promise<{ deleted: boolean; members: { nick: string; devices: string[] }[] } | Refusal<'not_owner'>>;
 
   // messages and queues
-  /** Rights checks of message step 5 without side effects, so the rate limit (step 6) can follow them. */
-  checkSend(from: string, to: Target, keyId: string): Promise<Refusal<'not_member' | 'unknown_key' | 'unknown_user' | 'self'> | null>;
+  /**
+   * The facts the rights of message step 5 depend on, read without side effects, so that the
+   * domain can apply the send rules (rules/send.ts) before the rate limit (step 6).
+   */
+  sendFacts(from: string, to: Target, keyId: string): Promise<TargetFacts>;
+  /**
+   * Stores and queues one envelope in one transaction, deciding by the send rules (rules/send.ts)
+   * on facts read inside it: a used id, the rights again, the targets, the contacts of a first DM.
+   */
   sendMessage(m: SendInput): Promise<SendResult>;
   ack(deviceId: string, ids: string[]): Promise<void>;
   /** Queued envelopes of a device after `afterSeq`, oldest first, at most `limit`. */

@@ -78,7 +78,7 @@ test('a later migration applies to a database holding data of the previous schem
     assert.deepEqual(await sqlIn(schema, "SELECT value, note FROM meta WHERE key = 'x'"), [{ value: 'kept', note: null }]);
   }));
 
-test('migrations 2 and 3 add the one-statement send and ack to a database at version 1 holding queued envelopes', () =>
+test('migrations 2 to 4 bring a database at version 1 holding queued envelopes to the current send and ack', () =>
   inSchema(async (schema) => {
     const pool = openPool(testPgUrl, { schema });
     try {
@@ -103,12 +103,12 @@ test('migrations 2 and 3 add the one-statement send and ack to a database at ver
     try {
       assert.deepEqual(
         (await sqlIn<{ proname: string }>(schema, fns, [schema])).map((f) => f.proname),
-        ['ack_envelopes', 'send_envelope'],
+        ['ack_envelopes', 'send_facts'],
       );
       const rows = await sqlIn<{ version: number }>(schema, 'SELECT version FROM schema_migrations ORDER BY version');
       assert.deepEqual(
         rows.map((r) => r.version),
-        [1, 2, 3],
+        [1, 2, 3, 4],
       );
       const now = Date.now();
       const id = '01' + 'J'.repeat(24);

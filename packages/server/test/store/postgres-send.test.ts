@@ -1,8 +1,9 @@
 /**
- * The PostgreSQL send and ack, each one statement (the functions of migrations 2 and 3): the cases
- * the shared storage suite does not reach one by one. Room fan-out order, every refusal and the
- * answer to a used id behind it, the contacts limit of a first DM, a queue already past its cap,
- * the one round trip itself, and concurrent sends batched into one statement (send-batch.ts).
+ * The PostgreSQL send (one transaction: `send_facts` of migration 4, the send rules, one write)
+ * and ack (one statement): the cases the shared storage suite does not reach one by one. Room
+ * fan-out order, every refusal and the answer to a used id behind it, the contacts limit of a
+ * first DM, a queue already past its cap, the round trips themselves, and concurrent sends
+ * batched into one transaction (send-batch.ts).
  */
 import { describe, test, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
@@ -49,7 +50,7 @@ async function statements(fn: () => Promise<void>, fail?: (text: string) => bool
   return sent;
 }
 
-describe('store: postgres, send and ack in one statement', () => {
+describe('store: postgres, the send transaction and the ack statement', () => {
   let schema: string;
   let store: PostgresStore;
   beforeEach(async () => {
@@ -277,53 +278,87 @@ describe('store: postgres, send and ack in one statement', () => {
     return { sends, check };
   }
 
-  test('sends that arrive together go out as one statement, and each gets the answer it would get alone', async () => {
+  const FACTS = /send_facts/;
+  const WRITE = /INSERT INTO envelopes/;
+
+  test('sends that arrive together go out as one transaction: their facts in one statement, their writes in one', async () => {
     const { sends, check } = await concurrentSends();
     let results: unknown[] = [];
     const sent = await statements(async () => {
       results = await Promise.all(sends.map((m) => store.sendMessage(m)));
     });
-    assert.equal(sent.length, 1, sent.join('\n'));
-    assert.match(sent[0]!, /unnest[\s\S]*send_envelope/);
+    assert.deepEqual(
+      sent.map((t) => (FACTS.test(t) ? 'facts' : WRITE.test(t) ? 'write' : t)),
+      ['BEGIN', 'facts', 'write', 'COMMIT'],
+    );
     await check(results);
   });
 
   test('a batch that fails is not tried again as a batch: its sends run one by one and get the same answers', async () => {
     const { sends, check } = await concurrentSends();
     let results: unknown[] = [];
+    let failed = false;
     const sent = await statements(
       async () => {
         results = await Promise.all(sends.map((m) => store.sendMessage(m)));
       },
-      (text) => /unnest[\s\S]*send_envelope/.test(text),
+      (text) => FACTS.test(text) && !failed && (failed = true),
     );
-    assert.equal(sent.filter((t) => /unnest[\s\S]*send_envelope/.test(t)).length, 1, 'the batch was sent once');
-    assert.equal(sent.filter((t) => /^SELECT \* FROM send_envelope/.test(t)).length, sends.length, 'then each send alone');
+    assert.equal(sent.filter((t) => FACTS.test(t)).length, 1 + sends.length, 'the batch once, then each send alone');
     await check(results);
   });
 
-  test('a send and an ack each cost one statement: no BEGIN, no COMMIT', async () => {
+  test('a send costs four round trips (BEGIN, facts, write, COMMIT), a refused one three, an ack one statement', async () => {
     const { roomId, keyId } = await room();
     await store.sendMessage(send(ulid(NOW), 'alice', { dm: 'bob' }, 'dm', 'k-alice-1')); // warm the pool
-    const sent: string[] = [];
-    const query = pg.Client.prototype.query;
-    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-      const q = args[0];
-      sent.push(typeof q === 'string' ? q : (q as { text: string }).text);
-      return (query as (...a: unknown[]) => unknown).apply(this, args);
-    } as unknown as typeof query;
-    let id: string;
-    try {
+    let id = '';
+    const sent = await statements(async () => {
       id = ulid(NOW);
       await store.sendMessage(send(id, 'alice', { room: roomId }, keyId, 'k-alice-1'));
       await store.sendMessage(send(ulid(NOW), 'bob', { dm: 'carol' }, 'dm', 'a-bob-2')); // a first DM: contacts too
+      await store.sendMessage(send(ulid(NOW), 'bob', { dm: 'zed' }, 'dm', 'a-bob-2'));
       await store.ack('m-carol-1', [id]);
-    } finally {
-      pg.Client.prototype.query = query;
-    }
-    assert.equal(sent.length, 3, sent.join('\n'));
-    assert.match(sent[0]!, /send_envelope/);
-    assert.match(sent[2]!, /ack_envelopes/);
+    });
+    assert.deepEqual(
+      sent.map((t) => (FACTS.test(t) ? 'facts' : WRITE.test(t) ? 'write' : /ack_envelopes/.test(t) ? 'ack' : t)),
+      ['BEGIN', 'facts', 'write', 'COMMIT', 'BEGIN', 'facts', 'write', 'COMMIT', 'BEGIN', 'facts', 'COMMIT', 'ack'],
+    );
+    for (const l of await lengths(schema)) assert.equal(l.queue_len, l.n, l.id);
+  });
+
+  test('an id another instance stores while a send runs makes the send run again and answer it as used', async () => {
+    await store.registerAccount(account('alice'));
+    await store.registerAccount(account('bob'));
+    await store.addDevice('alice', 'a-device-1', NOW);
+    await store.addDevice('bob', 'b-device-1', NOW);
+    const id = ulid(NOW);
+    // The other instance's send commits between this send's facts and its write.
+    let raced = false;
+    const sent = await statements(async () => {
+      const query = pg.Client.prototype.query;
+      const r = await (async () => {
+        pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+          const q = args[0];
+          const text = typeof q === 'string' ? q : (q as { text: string }).text;
+          if (WRITE.test(text) && !raced) {
+            raced = true;
+            return sqlIn(schema, "INSERT INTO envelopes (id, sender, ts, json) VALUES ($1, 'bob', $2, '{}')", [id, NOW - 1]).then(() =>
+              (query as (...a: unknown[]) => unknown).apply(this, args),
+            );
+          }
+          return (query as (...a: unknown[]) => unknown).apply(this, args);
+        } as unknown as typeof query;
+        try {
+          return await store.sendMessage(send(id, 'alice', { dm: 'bob' }, 'dm', 'a-device-1'));
+        } finally {
+          pg.Client.prototype.query = query;
+        }
+      })();
+      assert.deepEqual(r, { error: 'id_conflict' });
+    });
+    assert.equal(sent.filter((t) => FACTS.test(t)).length, 2, 'the facts read again');
+    assert.deepEqual(await sqlIn(schema, 'SELECT device_id FROM queue'), [], 'nothing of the first attempt stands');
+    assert.deepEqual(await sqlIn(schema, 'SELECT nick FROM contacts'), []);
     for (const l of await lengths(schema)) assert.equal(l.queue_len, l.n, l.id);
   });
 });

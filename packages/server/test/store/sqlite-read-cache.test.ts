@@ -106,12 +106,12 @@ test('a caller changing the record it got does not change what the store remembe
   });
 });
 
-test('a deleted account is refused as a DM recipient by the very next send check', async () => {
+test('a deleted account is no longer live as a DM recipient at the very next send check', async () => {
   await withStore(async (s) => {
     await s.registerAccount(account('bob'));
-    assert.equal(await s.checkSend('alice', { dm: 'bob' }, 'dm'), null);
+    assert.deepEqual(await s.sendFacts('alice', { dm: 'bob' }, 'dm'), { room: false, recipientIsLive: true });
     await s.deleteAccount('bob', NOW);
-    assert.deepEqual(await s.checkSend('alice', { dm: 'bob' }, 'dm'), { error: 'unknown_user' });
+    assert.deepEqual(await s.sendFacts('alice', { dm: 'bob' }, 'dm'), { room: false, recipientIsLive: false });
   });
 });
 

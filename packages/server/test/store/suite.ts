@@ -4,8 +4,9 @@
  */
 import { describe, test, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { LIMITS } from '@svc/protocol';
-import type { Store, NewAccount } from '../../src/store/types.js';
+import { LIMITS, type Target } from '@svc/protocol';
+import type { Store, NewAccount, SendInput } from '../../src/store/types.js';
+import { sendRefusal } from '../../src/rules/send.js';
 import { b64, id16, iv, ct, kdf, publicKey, ulid } from '@svc/testkit/harness';
 
 export interface StoreFactory {
@@ -214,6 +215,76 @@ export function storeSuite(name: string, factory: StoreFactory): void {
       await store.ack('b-device-1', [id, 'unknown-id']);
       assert.equal((await store.readQueue('b-device-1', 0, 10)).length, 0);
       assert.equal((await store.readQueue('a-device-2', 0, 10)).length, 1, "one device's ack leaves the others' queues");
+    });
+
+    test('every send refusal: the facts before the transaction and the transaction agree, and a refused send writes nothing', async () => {
+      for (const n of ['alice', 'bob', 'carol', 'gone']) await store.registerAccount(account(n));
+      for (const [n, d] of [
+        ['alice', 'a-device-1'],
+        ['bob', 'b-device-1'],
+        ['carol', 'c-device-1'],
+        ['gone', 'g-device-1'],
+      ])
+        await store.addDevice(n!, d!, NOW);
+      const roomId = id16();
+      const oldKey = id16();
+      const newKey = id16();
+      assert.ok('room' in (await store.createRoom({ id: roomId, name: 'Room', owner: 'alice', keyId: oldKey, keys: [wrapped('alice')], now: NOW })));
+      const joined = await store.changeMembers({
+        roomId,
+        caller: 'alice',
+        add: ['bob'],
+        remove: [],
+        keyId: newKey,
+        keys: ['alice', 'bob'].map(wrapped),
+        now: NOW,
+      });
+      assert.ok('room' in joined);
+      await store.deleteAccount('gone', NOW);
+      const send = (from: string, device: string, to: Target, keyId: string, id = ulid(NOW)): SendInput => ({
+        id,
+        from,
+        to,
+        keyId,
+        iv: iv(),
+        ct: ct(),
+        senderDevice: device,
+        now: NOW,
+      });
+
+      const cases: [what: string, m: SendInput, refusal: string][] = [
+        ['a room that does not exist', send('alice', 'a-device-1', { room: id16() }, newKey), 'not_member'],
+        ['a sender who is not a member', send('carol', 'c-device-1', { room: roomId }, newKey), 'not_member'],
+        ['a key the room never had', send('alice', 'a-device-1', { room: roomId }, id16()), 'unknown_key'],
+        ['a nick never registered', send('alice', 'a-device-1', { dm: 'zed' }, 'dm'), 'unknown_user'],
+        ['a deleted account', send('alice', 'a-device-1', { dm: 'gone' }, 'dm'), 'unknown_user'],
+        ['the sender itself', send('alice', 'a-device-1', { dm: 'alice' }, 'dm'), 'self'],
+      ];
+      const queued = async (): Promise<number> => {
+        let n = 0;
+        for (const d of ['a-device-1', 'b-device-1', 'c-device-1']) n += (await store.readQueue(d, 0, 100)).length;
+        return n;
+      };
+      for (const [what, m, refusal] of cases) {
+        assert.deepEqual(sendRefusal(m.from, m.to, await store.sendFacts(m.from, m.to, m.keyId)), { error: refusal }, `facts: ${what}`);
+        assert.deepEqual(await store.sendMessage(m), { error: refusal }, `transaction: ${what}`);
+      }
+      assert.equal(await queued(), 0, 'nothing queued');
+      assert.deepEqual(await store.listContacts('alice'), [], 'no contact added');
+      assert.equal((await store.stats()).queuedEnvelopes, 0);
+
+      // An older key of the room stays valid for sending; a member's send is accepted.
+      const ok = send('bob', 'b-device-1', { room: roomId }, oldKey);
+      assert.equal(sendRefusal('bob', { room: roomId }, await store.sendFacts('bob', { room: roomId }, oldKey)), null);
+      const stored = await store.sendMessage(ok);
+      assert.ok('status' in stored && stored.status === 'queued');
+      // A used id is answered before any refusal: its sender, now gone from the room, gets a retry;
+      // anyone else a conflict, whatever the target.
+      await store.leaveRoom(roomId, 'bob');
+      assert.deepEqual(await store.sendMessage({ ...ok, now: NOW + 9 }), { status: 'retry', id: ok.id, ts: NOW });
+      assert.deepEqual(await store.sendMessage(send('carol', 'c-device-1', { room: roomId }, newKey, ok.id)), { error: 'id_conflict' });
+      assert.deepEqual(await store.sendMessage(send('alice', 'a-device-1', { dm: 'zed' }, 'dm', ok.id)), { error: 'id_conflict' });
+      assert.equal(await queued(), 1, 'only the accepted send is queued');
     });
 
     test('a device queue keeps the newest entries up to its cap', async () => {

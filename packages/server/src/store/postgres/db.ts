@@ -139,8 +139,11 @@ async function checkout(pool: pg.Pool): Promise<{ client: pg.PoolClient; release
   };
 }
 
-/** Runs `fn` in one transaction on one pooled connection; commits, or rolls back and rethrows. */
-export async function transaction<T>(pool: pg.Pool, fn: (q: Sql) => Promise<T>): Promise<T> {
+/**
+ * Runs `fn` in one transaction on one pooled connection; commits, or rolls back and rethrows.
+ * A deadlock or serialization failure runs it again, up to `attempts` times in all.
+ */
+export async function transaction<T>(pool: pg.Pool, fn: (q: Sql) => Promise<T>, attempts = ATTEMPTS): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     const { client, release } = await checkout(pool);
     let broken: Error | undefined;
@@ -158,7 +161,7 @@ export async function transaction<T>(pool: pg.Pool, fn: (q: Sql) => Promise<T>):
           broken = rollbackError as Error; // the connection is unusable: the pool must drop it
         }
       }
-      if (attempt < ATTEMPTS && retryable(e)) {
+      if (attempt < attempts && retryable(e)) {
         await new Promise((r) => setTimeout(r, Math.random() * 10 * attempt));
         continue;
       }

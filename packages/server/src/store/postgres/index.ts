@@ -29,6 +29,7 @@ import * as rooms from './rooms.js';
 import * as messages from './messages.js';
 import { Lookups } from './lookups.js';
 import { SendBatcher } from './send-batch.js';
+import type { TargetFacts } from '../../rules/send.js';
 
 export interface PostgresOptions {
   /** Puts every table in this schema (created when missing); tests use one per test. */
@@ -49,11 +50,11 @@ export class PostgresStore implements Store {
   private constructor(readonly pool: pg.Pool) {
     this.q = new Sql(pool);
     this.lookups = new Lookups(this.q);
-    // Each path is one statement (a function doing the whole send), so autocommit, not BEGIN … COMMIT.
-    // A failed batch is not tried again as a batch: its sends go on the single path (send-batch.ts).
+    // A failed batch is not tried again as a batch: its sends go on the single path, which
+    // retries a deadlock itself (send-batch.ts).
     this.sends = new SendBatcher(
-      (ms) => autocommit(this.pool, (q) => messages.sendMessages(q, ms), 1),
-      (m) => autocommit(this.pool, (q) => messages.sendMessage(q, m)),
+      (ms) => transaction(this.pool, (q) => messages.sendMessages(q, ms), 1),
+      async (m) => (await transaction(this.pool, (q) => messages.sendMessages(q, [m])))[0]!,
     );
   }
 
@@ -209,8 +210,8 @@ export class PostgresStore implements Store {
     return this.tx((q) => rooms.deleteRoom(q, roomId, nick));
   }
 
-  async checkSend(from: string, to: Target, keyId: string) {
-    return this.lookups.sendChecks.get({ from, to, keyId });
+  async sendFacts(from: string, to: Target, keyId: string): Promise<TargetFacts> {
+    return this.lookups.sendFacts.get({ from, to, keyId });
   }
 
   async sendMessage(m: SendInput): Promise<SendResult> {

@@ -3,7 +3,7 @@
  * for an account that is being deleted. Each takes its locks in sorted order, so two
  * transactions that need several never wait on each other in a ring.
  *
- * The send (`send_envelope`, migration 2) takes the same locks in SQL: the live accounts as
+ * The send (`send_facts`, migration 4) takes the same locks in SQL: the live accounts as
  * liveAccounts does, the contacts locks as lockNicks does (nicks in byte order). A change of
  * order here needs a migration that changes it there too.
  */

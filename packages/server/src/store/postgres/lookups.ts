@@ -5,11 +5,10 @@
  * row as NULLs.
  */
 import type { Target } from '@svc/protocol';
-import type { Refusal, SessionRecord } from '../types.js';
+import type { SessionRecord } from '../types.js';
+import type { TargetFacts } from '../../rules/send.js';
 import { Coalescer } from './coalesce.js';
 import type { Sql } from './db.js';
-
-export type SendRefusal = Refusal<'not_member' | 'unknown_key' | 'unknown_user' | 'self'>;
 
 interface SendCheck {
   from: string;
@@ -20,7 +19,7 @@ interface SendCheck {
 export class Lookups {
   readonly sessions: Coalescer<string, SessionRecord | null>;
   readonly deviceOwners: Coalescer<string, string | null>;
-  readonly sendChecks: Coalescer<SendCheck, SendRefusal | null>;
+  readonly sendFacts: Coalescer<SendCheck, TargetFacts>;
 
   constructor(q: Sql) {
     this.sessions = new Coalescer(async (ids) => {
@@ -40,20 +39,13 @@ export class Lookups {
       return rows.map((r) => r.nick);
     });
 
-    // Message step 5, outside the send's transaction (send_envelope checks again under its locks):
-    // room sends check membership then the key; DMs check the recipient's account then self.
-    this.sendChecks = new Coalescer(async (checks) => {
-      const rows = await q.all<{ refusal: SendRefusal['error'] | null }>(
-        `SELECT CASE
-                  WHEN t.room IS NOT NULL THEN
-                    CASE WHEN NOT EXISTS (SELECT 1 FROM room_members m WHERE m.room_id = t.room AND m.nick = t.sender) THEN 'not_member'
-                         WHEN NOT EXISTS (SELECT 1 FROM room_key_ids k WHERE k.room_id = t.room AND k.key_id = t.key_id) THEN 'unknown_key'
-                    END
-                  ELSE
-                    CASE WHEN NOT EXISTS (SELECT 1 FROM accounts a WHERE a.nick = t.dm AND a.deleted_at IS NULL) THEN 'unknown_user'
-                         WHEN t.dm = t.sender THEN 'self'
-                    END
-                END AS refusal
+    // Message step 5, outside the send's transaction (which reads them again under its locks):
+    // the facts the send rules (rules/send.ts) decide on.
+    this.sendFacts = new Coalescer(async (checks) => {
+      const rows = await q.all<{ member: boolean; key: boolean; live: boolean }>(
+        `SELECT t.room IS NOT NULL AND EXISTS (SELECT 1 FROM room_members m WHERE m.room_id = t.room AND m.nick = t.sender) AS member,
+                t.room IS NOT NULL AND EXISTS (SELECT 1 FROM room_key_ids k WHERE k.room_id = t.room AND k.key_id = t.key_id) AS key,
+                t.dm IS NOT NULL AND EXISTS (SELECT 1 FROM accounts a WHERE a.nick = t.dm AND a.deleted_at IS NULL) AS live
            FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS t(sender, dm, room, key_id, i) ORDER BY t.i`,
         [
           checks.map((c) => c.from),
@@ -62,7 +54,9 @@ export class Lookups {
           checks.map((c) => c.keyId),
         ],
       );
-      return rows.map((r) => (r.refusal === null ? null : { error: r.refusal }));
+      return rows.map((r, i): TargetFacts =>
+        'room' in checks[i]!.to ? { room: true, senderIsMember: r.member, keyIsKnown: r.key } : { room: false, recipientIsLive: r.live },
+      );
     });
   }
 }

@@ -5,101 +5,237 @@
  * device's row lock, taken in id order. So queue_len stays exact, and a device's entries commit
  * in the order of their seq: a replay that pages by seq never skips an entry committed later.
  */
-import { LIMITS, envelopeJson, type Envelope, type EnvelopeJson } from '@svc/protocol';
-import type { QueuedEntry, SendInput, SendResult, SendTarget } from '../types.js';
+import { LIMITS, envelopeJson, type Envelope } from '@svc/protocol';
+import type { QueuedEntry, SendInput, SendResult } from '../types.js';
+import {
+  decideSend,
+  dmTargets,
+  firstDmContacts,
+  queueOverflow,
+  roomTargets,
+  type CandidateDevice,
+  type ContactFacts,
+  type MemberDevice,
+  type PriorSend,
+  type TargetFacts,
+} from '../../rules/send.js';
 import type { Sql } from './db.js';
 import { LOCK } from './locks.js';
 
-interface SendRow {
-  outcome: 'queued' | 'retry' | 'id_conflict' | 'not_member' | 'unknown_key' | 'unknown_user' | 'self';
-  prior_ts: number | null;
-  room_name: string | null;
-  target_devices: string[] | null;
-  target_nicks: string[] | null;
-  target_pushable: boolean[] | null;
+/** One fact of `send_facts` (migration 4); its columns mean what f_kind says there. */
+interface FactRow {
+  f_kind: 'room' | 'live' | 'member' | 'key' | 'prior' | 'contact' | 'count' | 'device';
+  f_a: string;
+  f_b: string | null;
+  f_n: number | null;
+  f_m: number | null;
+  f_flag: boolean | null;
 }
 
-/** The limits and lock namespace `send_envelope` takes as parameters, so the numbers stay in LIMITS. */
-const SEND_CONSTANTS = [LOCK.contacts, LIMITS.contactsPerAccount, LIMITS.queuePerDevice];
-
-function envelopeOf(m: SendInput): Envelope {
-  return { id: m.id, to: m.to, from: m.from, keyId: m.keyId, iv: m.iv, ct: m.ct, ts: m.now };
+interface LockedDevice extends CandidateDevice {
+  queueLen: number;
 }
 
-function resultOf(m: SendInput, envelope: Envelope, json: EnvelopeJson, r: SendRow): SendResult {
-  if (r.outcome === 'retry') return { status: 'retry', id: m.id, ts: r.prior_ts! };
-  if (r.outcome !== 'queued') return { error: r.outcome };
-  const nicks = r.target_nicks ?? [];
-  const pushable = r.target_pushable ?? [];
-  const targets: SendTarget[] = (r.target_devices ?? []).map((deviceId, i) => ({ deviceId, nick: nicks[i]!, pushable: pushable[i] === true }));
-  return { status: 'queued', envelope, json, targets, roomName: r.room_name };
+/** The facts of one batch, as `send_facts` read them under its locks. */
+class BatchFacts {
+  readonly roomNames = new Map<string, string>();
+  readonly live = new Set<string>();
+  /** Per room, its members and their join order. */
+  readonly members = new Map<string, Map<string, number>>();
+  readonly keys = new Set<string>();
+  readonly prior = new Map<string, PriorSend>();
+  readonly contacts = new Set<string>();
+  readonly contactCounts = new Map<string, number>();
+  /** Per account, its devices in creation order. */
+  readonly devices = new Map<string, LockedDevice[]>();
+  private readonly roomDevices = new Map<string, MemberDevice[]>();
+
+  constructor(rows: FactRow[]) {
+    for (const r of rows) {
+      switch (r.f_kind) {
+        case 'room':
+          this.roomNames.set(r.f_a, r.f_b!);
+          break;
+        case 'live':
+          this.live.add(r.f_a);
+          break;
+        case 'member': {
+          let m = this.members.get(r.f_a);
+          if (!m) this.members.set(r.f_a, (m = new Map<string, number>()));
+          m.set(r.f_b!, r.f_n!);
+          break;
+        }
+        case 'key':
+          this.keys.add(`${r.f_a} ${r.f_b!}`);
+          break;
+        case 'prior':
+          this.prior.set(r.f_a, { sender: r.f_b!, ts: r.f_n! });
+          break;
+        case 'contact':
+          this.contacts.add(`${r.f_a} ${r.f_b!}`);
+          break;
+        case 'count':
+          this.contactCounts.set(r.f_a, r.f_n!);
+          break;
+        case 'device': {
+          let list = this.devices.get(r.f_a);
+          if (!list) this.devices.set(r.f_a, (list = []));
+          list.push({ deviceId: r.f_b!, nick: r.f_a, seq: r.f_n!, queueLen: r.f_m!, pushable: r.f_flag === true });
+          break;
+        }
+      }
+    }
+    for (const list of this.devices.values()) list.sort((a, b) => a.seq - b.seq);
+  }
+
+  target(m: SendInput): TargetFacts {
+    if ('room' in m.to) {
+      return {
+        room: true,
+        senderIsMember: this.members.get(m.to.room)?.has(m.from) === true,
+        keyIsKnown: this.keys.has(`${m.to.room} ${m.keyId}`),
+      };
+    }
+    return { room: false, recipientIsLive: this.live.has(m.to.dm) };
+  }
+
+  devicesOf(nick: string): LockedDevice[] {
+    return this.devices.get(nick) ?? [];
+  }
+
+  /** Every device of every member of the room, with the member's join order. */
+  devicesInRoom(roomId: string): MemberDevice[] {
+    let list = this.roomDevices.get(roomId);
+    if (!list) {
+      list = [];
+      for (const [nick, memberSeq] of this.members.get(roomId) ?? []) for (const d of this.devicesOf(nick)) list.push({ ...d, memberSeq });
+      this.roomDevices.set(roomId, list);
+    }
+    return list;
+  }
+}
+
+/** The rows a batch writes with WRITE_SENDS, as parallel arrays. */
+class BatchWrites {
+  readonly envelopes = { id: [] as string[], sender: [] as string[], ts: [] as number[], json: [] as string[] };
+  readonly queue = { device: [] as string[], envelope: [] as string[], ts: [] as number[] };
+  /** Entries added per device. */
+  readonly added = new Map<string, number>();
+  readonly contacts = { nick: [] as string[], peer: [] as string[], ts: [] as number[] };
 }
 
 /**
- * The send transaction (message steps 5 and 7) in one statement: the function `send_envelope` of
- * migration 2 re-checks the rights under the room or account share-locks, answers a used id as a
- * retry or a conflict, stores the envelope, adds the contacts of a first DM, locks the target
- * devices in id order and queues the envelope for them under the cap. See migrations.ts for
- * each step's reasons. Run it in autocommit (one statement is one transaction, one round trip).
+ * Stores the envelopes, queues every entry in fan-out order (so a device's entries get their seq
+ * in that order), moves each queue_len by exactly what was added and dropped, and adds the
+ * contact rows. An id taken meanwhile makes the envelope insert skip its row and its entries;
+ * the caller counts `stored` to notice, and runs the transaction again.
  */
-export async function sendMessage(q: Sql, m: SendInput): Promise<SendResult> {
-  const envelope = envelopeOf(m);
-  const json = envelopeJson(envelope);
-  const r = (await q.one<SendRow>('SELECT * FROM send_envelope($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)', [
-    m.id,
-    m.from,
-    'dm' in m.to ? m.to.dm : null,
-    'room' in m.to ? m.to.room : null,
-    m.keyId,
-    m.senderDevice,
-    m.now,
-    json,
-    ...SEND_CONSTANTS,
-  ]))!;
-  return resultOf(m, envelope, json, r);
-}
+const WRITE_SENDS = `
+WITH stored AS (
+  INSERT INTO envelopes (id, sender, ts, json) SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[])
+  ON CONFLICT (id) DO NOTHING RETURNING id),
+queued AS (
+  INSERT INTO queue (device_id, envelope_id, ts)
+  SELECT t.device_id, t.envelope_id, t.ts FROM unnest($5::text[], $6::text[], $7::bigint[]) WITH ORDINALITY AS t(device_id, envelope_id, ts, i)
+  WHERE t.envelope_id IN (SELECT s.id FROM stored s) ORDER BY t.i RETURNING 1),
+lengths AS (
+  UPDATE devices d SET queue_len = d.queue_len + x.delta FROM unnest($8::text[], $9::int[]) AS x(id, delta) WHERE d.id = x.id RETURNING 1),
+contacts_added AS (
+  INSERT INTO contacts (nick, peer, created_at) SELECT * FROM unnest($10::text[], $11::text[], $12::bigint[])
+  ON CONFLICT (nick, peer) DO NOTHING RETURNING 1)
+SELECT COUNT(*) AS stored FROM stored`;
+
+/** The cap drop of one device: its `n` oldest entries, found by the primary key (device_id, seq). */
+const DROP_OLDEST = 'DELETE FROM queue WHERE device_id = $1 AND seq IN (SELECT q.seq FROM queue q WHERE q.device_id = $1 ORDER BY q.seq LIMIT $2)';
 
 /**
- * Several sends in one statement, hence one transaction (send-batch.ts): `send_envelope` runs
- * once per send, in the order of the input arrays, and each call sees what the earlier ones
- * wrote. The sends go in room order, then recipient order (a stable sort: two sends to one chat
- * keep their order), so that two batches with the same rooms or recipients take those locks in
- * the same order and do not deadlock on them.
+ * The sends of one transaction (message steps 5 and 7, for one send or a batch of concurrent
+ * ones). `send_facts` takes the locks and reads the facts; the send rules (rules/send.ts) decide
+ * each send in arrival order, each seeing what the earlier ones of the batch decided (an id an
+ * earlier send stored is a used id, a contact row it added exists); one statement writes what
+ * they decided. Four round trips (BEGIN, facts, writes, COMMIT) whatever the batch's size, and
+ * a fifth per device whose queue is at its cap. Run it in a transaction.
  */
 export async function sendMessages(q: Sql, ms: SendInput[]): Promise<SendResult[]> {
-  const key = (m: SendInput): string => ('room' in m.to ? `r${m.to.room}` : `u${m.to.dm}`);
-  const order = ms
-    .map((_, i) => i)
-    .sort((a, b) => {
-      const ka = key(ms[a]!);
-      const kb = key(ms[b]!);
-      return ka < kb ? -1 : ka > kb ? 1 : a - b;
-    });
-  const sorted = order.map((i) => ms[i]!);
-  const envelopes = sorted.map(envelopeOf);
-  const jsons = envelopes.map(envelopeJson);
-  const rows = await q.all<SendRow>(
-    `SELECT s.* FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[])
-                     WITH ORDINALITY AS a(id, sender, dm, room, key_id, device, ts, json, i)
-       CROSS JOIN LATERAL send_envelope(a.id, a.sender, a.dm, a.room, a.key_id, a.device, a.ts, a.json, $9, $10, $11) s
-      ORDER BY a.i`,
-    [
-      sorted.map((m) => m.id),
-      sorted.map((m) => m.from),
-      sorted.map((m) => ('dm' in m.to ? m.to.dm : null)),
-      sorted.map((m) => ('room' in m.to ? m.to.room : null)),
-      sorted.map((m) => m.keyId),
-      sorted.map((m) => m.senderDevice),
-      sorted.map((m) => m.now),
-      jsons,
-      ...SEND_CONSTANTS,
-    ],
+  const facts = new BatchFacts(
+    await q.all<FactRow>('SELECT * FROM send_facts($1, $2, $3, $4, $5, $6)', [
+      ms.map((m) => m.id),
+      ms.map((m) => m.from),
+      ms.map((m) => ('dm' in m.to ? m.to.dm : null)),
+      ms.map((m) => ('room' in m.to ? m.to.room : null)),
+      ms.map((m) => m.keyId),
+      LOCK.contacts,
+    ]),
   );
-  if (rows.length !== ms.length) throw new Error(`send_envelope answered ${rows.length} rows for ${ms.length} sends`);
-  const results = new Array<SendResult>(ms.length);
-  order.forEach((orig, k) => {
-    results[orig] = resultOf(sorted[k]!, envelopes[k]!, jsons[k]!, rows[k]!);
+  const w = new BatchWrites();
+  const contactFacts: ContactFacts = {
+    has: (nick, peer) => facts.contacts.has(`${nick} ${peer}`),
+    count: (nick) => facts.contactCounts.get(nick) ?? 0,
+  };
+  const results = ms.map((m): SendResult => {
+    const decided = decideSend(m, facts.prior.get(m.id) ?? null, facts.target(m));
+    if (decided) return decided;
+    const envelope: Envelope = { id: m.id, to: m.to, from: m.from, keyId: m.keyId, iv: m.iv, ct: m.ct, ts: m.now };
+    const json = envelopeJson(envelope);
+    facts.prior.set(m.id, { sender: m.from, ts: m.now });
+    w.envelopes.id.push(m.id);
+    w.envelopes.sender.push(m.from);
+    w.envelopes.ts.push(m.now);
+    w.envelopes.json.push(json);
+    let targets: CandidateDevice[];
+    if ('room' in m.to) targets = roomTargets(facts.devicesInRoom(m.to.room), m.senderDevice);
+    else {
+      targets = dmTargets(facts.devicesOf(m.to.dm), facts.devicesOf(m.from), m.senderDevice);
+      for (const [nick, peer] of firstDmContacts(m.from, m.to.dm, contactFacts)) {
+        w.contacts.nick.push(nick);
+        w.contacts.peer.push(peer);
+        w.contacts.ts.push(m.now);
+        facts.contactCounts.set(nick, contactFacts.count(nick) + 1);
+        facts.contacts.add(`${nick} ${peer}`);
+      }
+    }
+    for (const t of targets) {
+      w.queue.device.push(t.deviceId);
+      w.queue.envelope.push(m.id);
+      w.queue.ts.push(m.now);
+      w.added.set(t.deviceId, (w.added.get(t.deviceId) ?? 0) + 1);
+    }
+    return {
+      status: 'queued',
+      envelope,
+      json,
+      targets: targets.map((t) => ({ deviceId: t.deviceId, nick: t.nick, pushable: t.pushable })),
+      roomName: 'room' in m.to ? (facts.roomNames.get(m.to.room) ?? null) : null,
+    };
   });
+  if (w.envelopes.id.length === 0) return results;
+
+  const lengths = new Map<string, number>();
+  for (const list of facts.devices.values()) for (const d of list) lengths.set(d.deviceId, d.queueLen);
+  const deltas: number[] = [];
+  for (const [deviceId, added] of w.added) {
+    const over = queueOverflow(lengths.get(deviceId)!, added);
+    deltas.push(added - (over > 0 ? await q.run(DROP_OLDEST, [deviceId, over]) : 0));
+  }
+  const r = await q.one<{ stored: number }>(WRITE_SENDS, [
+    w.envelopes.id,
+    w.envelopes.sender,
+    w.envelopes.ts,
+    w.envelopes.json,
+    w.queue.device,
+    w.queue.envelope,
+    w.queue.ts,
+    [...w.added.keys()],
+    deltas,
+    w.contacts.nick,
+    w.contacts.peer,
+    w.contacts.ts,
+  ]);
+  if (r!.stored !== w.envelopes.id.length) {
+    // Another transaction stored one of these ids after send_facts looked (the insert waited for
+    // it to commit): nothing here may stand. Run again, the transaction reads it as a used id.
+    throw Object.assign(new Error('an envelope id was taken while the send ran'), { code: '40001' });
+  }
   return results;
 }
 

@@ -1,24 +1,22 @@
 /**
- * Sends of concurrent requests in one statement. Each send is still the function
- * `send_envelope` of migration 2, with every rule of docs/API.md §2.5 in it; a batch calls it
- * once per send inside one statement, so N sends cost one round trip and one commit (one WAL
- * flush) instead of N. Under load the database does the same work per send but none of the
- * per-statement and per-commit work, and the pool's connections are no longer held by sends
- * waiting for their turn on the CPU.
+ * Sends of concurrent requests in one transaction. A batch is what `sendMessages` (messages.ts)
+ * does for one send, done once for all of them: the locks and facts in one statement, the send
+ * rules decided in TypeScript, the writes in one statement, one commit (one WAL flush). N sends
+ * cost four round trips instead of 4 N, and each step works on sets, not on one send at a time.
  *
  * One batch is in flight per instance at a time; the sends that arrive meanwhile form the next
- * one, so the batch grows with the load and a lone send goes out at once. A batch is one
- * transaction that takes the locks of its sends one send after another, so against another
- * writer (another instance's batch, a member change) it can end in a deadlock that a single send
- * could not: PostgreSQL then aborts one of the two, which has written nothing. Whatever the
- * failure, the sends of a failed batch run again one by one on the single-send path, where each
- * takes its locks in the order every writer uses (locks.ts) and retries a deadlock itself. A send
- * that did commit before a connection broke is found by its id and answered as a retry, exactly
- * as when a client sends it again.
+ * one, so the batch grows with the load and a lone send goes out at once. A batch takes each
+ * kind of lock in key order (migration 4), so two batches never deadlock, but against another
+ * writer that takes the same kinds in another order (an account deletion: the account, then its
+ * rooms) it can end in a deadlock that a single send could not: PostgreSQL then aborts one of
+ * the two, which has written nothing. Whatever the failure, the sends of a failed batch run again
+ * one by one on the single-send path, which retries a deadlock itself. A send that did commit
+ * before a connection broke is found by its id and answered as a retry, exactly as when a client
+ * sends it again.
  */
 import type { SendInput, SendResult } from '../types.js';
 
-/** Most sends in one statement: large enough to share the cost, small enough to keep a statement short. */
+/** Most sends in one transaction: large enough to share the cost, small enough to keep its statements short. */
 const MAX_BATCH = 200;
 
 interface Waiting {
@@ -33,8 +31,8 @@ export class SendBatcher {
   private scheduled = false;
 
   /**
-   * @param many sends a batch of two or more as one statement, answering in the batch's order.
-   * @param one sends a single send on the single-send path (its own statement and retries).
+   * @param many sends a batch of two or more as one transaction, answering in the batch's order.
+   * @param one sends a single send on the single-send path (its own transaction and retries).
    */
   constructor(
     private readonly many: (sends: SendInput[]) => Promise<SendResult[]>,

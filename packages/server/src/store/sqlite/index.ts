@@ -34,6 +34,7 @@ import { Checkpointer } from './checkpointer.js';
 import { QueueIndex } from './queue-index.js';
 import * as rooms from './rooms.js';
 import * as messages from './messages.js';
+import type { TargetFacts } from '../../rules/send.js';
 
 interface DeviceRow {
   id: string;
@@ -75,7 +76,7 @@ export class SqliteStore implements Store {
     contact: (nick, peer) =>
       this.contacts.get(`${nick} ${peer}`, () => (this.q.one('SELECT 1 FROM contacts WHERE nick = ? AND peer = ?', nick, peer) ? true : null)) ===
       true,
-    devicesOf: (nick) => this.deviceLists.get(nick, () => this.q.all<messages.DeviceTarget>(messages.DEVICE_TARGETS, nick))!,
+    devicesOf: (nick) => this.deviceLists.get(nick, () => messages.devicesOf(this.q, nick))!,
   };
 
   constructor(
@@ -395,8 +396,8 @@ export class SqliteStore implements Store {
     return this.write(() => rooms.deleteRoom(this.q, roomId, nick));
   }
 
-  async checkSend(from: string, to: Target, keyId: string) {
-    return messages.checkSend(this.q, this.known, from, to, keyId);
+  async sendFacts(from: string, to: Target, keyId: string): Promise<TargetFacts> {
+    return messages.targetFacts(this.q, this.known, from, to, keyId);
   }
 
   async sendMessage(m: SendInput): Promise<SendResult> {

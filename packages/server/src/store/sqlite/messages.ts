@@ -1,6 +1,17 @@
 /** Message operations of the SQLite store: the send fan-out, acks, replay and retention. */
 import { LIMITS, envelopeJson, type Envelope, type Target } from '@svc/protocol';
-import type { QueuedEntry, Refusal, SendInput, SendResult } from '../types.js';
+import type { QueuedEntry, SendInput, SendResult, SendTarget } from '../types.js';
+import {
+  decideSend,
+  dmTargets,
+  firstDmContacts,
+  queueOverflow,
+  roomTargets,
+  sendRefusal,
+  type ContactFacts,
+  type PriorSend,
+  type TargetFacts,
+} from '../../rules/send.js';
 import { isMember } from './rooms.js';
 import { placeholders, type Statements } from './statements.js';
 import type { QueueIndex } from './queue-index.js';
@@ -13,88 +24,66 @@ export interface Known {
   devicesOf(nick: string): readonly DeviceTarget[];
 }
 
-export interface DeviceTarget extends TargetRow {
+export interface DeviceTarget {
+  deviceId: string;
+  nick: string;
   seq: number;
+  pushable: boolean;
+}
+
+interface DeviceTargetRow extends Omit<DeviceTarget, 'pushable'> {
+  pushable: 0 | 1;
 }
 
 /** The SQL behind `Known.devicesOf`. */
-export const DEVICE_TARGETS =
+const DEVICE_TARGETS =
   'SELECT d.id AS deviceId, d.nick AS nick, d.seq AS seq, (d.push_endpoint IS NOT NULL AND d.push_pending = 0) AS pushable FROM devices d WHERE d.nick = ? ORDER BY d.seq';
 
-/** A DM's targets: every device of the recipient and the sender's other devices, in seq order (as one query over both would give them). */
-function dmTargets(known: Known, from: string, to: string, senderDevice: string): TargetRow[] {
-  const theirs = known.devicesOf(to);
-  const mine = known.devicesOf(from);
-  const out: TargetRow[] = [];
-  let i = 0;
-  let j = 0;
-  while (i < theirs.length || j < mine.length) {
-    const t = theirs[i];
-    const m = mine[j];
-    if (m !== undefined && (t === undefined || m.seq < t.seq)) {
-      if (m.deviceId !== senderDevice) out.push(m);
-      j++;
-    } else {
-      out.push(t!);
-      i++;
-    }
-  }
-  return out;
+export function devicesOf(q: Statements, nick: string): DeviceTarget[] {
+  return q.all<DeviceTargetRow>(DEVICE_TARGETS, nick).map((r) => ({ ...r, pushable: r.pushable === 1 }));
 }
 
-export function checkSend(
-  q: Statements,
-  known: Known,
-  from: string,
-  to: Target,
-  keyId: string,
-): Refusal<'not_member' | 'unknown_key' | 'unknown_user' | 'self'> | null {
+/** The facts the send rules (rules/send.ts) check a target against. */
+export function targetFacts(q: Statements, known: Known, from: string, to: Target, keyId: string): TargetFacts {
   if ('room' in to) {
-    if (!isMember(q, to.room, from)) return { error: 'not_member' };
-    if (!q.one('SELECT 1 FROM room_key_ids WHERE room_id = ? AND key_id = ?', to.room, keyId)) return { error: 'unknown_key' };
-    return null;
+    const keyIsKnown = q.one('SELECT 1 FROM room_key_ids WHERE room_id = ? AND key_id = ?', to.room, keyId) !== undefined;
+    return { room: true, senderIsMember: isMember(q, to.room, from), keyIsKnown };
   }
-  if (!known.liveAccount(to.dm)) return { error: 'unknown_user' };
-  if (to.dm === from) return { error: 'self' };
-  return null;
+  return { room: false, recipientIsLive: known.liveAccount(to.dm) };
 }
 
-/** Adds the two contact rows of a DM where missing, each within its owner's contact limit. */
+/** Adds the contact rows of a first DM that the rules ask for. */
 function addContacts(q: Statements, known: Known, from: string, to: string, now: number): void {
   // Nearly every DM is between existing contacts, and that is usually known without a query.
-  if (!known.contact(from, to)) addContactIfRoom(q, from, to, now);
-  if (!known.contact(to, from)) addContactIfRoom(q, to, from, now);
+  const facts: ContactFacts = {
+    has: (nick, peer) => known.contact(nick, peer),
+    count: (nick) => q.one<{ n: number }>('SELECT COUNT(*) AS n FROM contacts WHERE nick = ?', nick)!.n,
+  };
+  for (const [nick, peer] of firstDmContacts(from, to, facts))
+    q.run('INSERT INTO contacts (nick, peer, created_at) VALUES (?, ?, ?)', nick, peer, now);
 }
 
-function addContactIfRoom(q: Statements, nick: string, peer: string, now: number): void {
-  const n = q.one<{ n: number }>('SELECT COUNT(*) AS n FROM contacts WHERE nick = ?', nick)!.n;
-  if (n < LIMITS.contactsPerAccount) q.run('INSERT INTO contacts (nick, peer, created_at) VALUES (?, ?, ?)', nick, peer, now);
-}
-
-interface TargetRow {
-  deviceId: string;
-  nick: string;
-  pushable: 0 | 1;
+interface RoomDeviceRow extends DeviceTargetRow {
+  memberSeq: number;
 }
 
 const PUSHABLE = '(d.push_endpoint IS NOT NULL AND d.push_pending = 0) AS pushable';
 // Built once: a statement's SQL text is its cache key, and a text built per send is hashed anew each time.
-const ROOM_TARGETS = `SELECT d.id AS deviceId, d.nick AS nick, ${PUSHABLE} FROM room_members rm JOIN devices d ON d.nick = rm.nick
-  WHERE rm.room_id = ? AND d.id <> ? ORDER BY rm.seq, d.seq`;
+const ROOM_DEVICES = `SELECT d.id AS deviceId, d.nick AS nick, d.seq AS seq, rm.seq AS memberSeq, ${PUSHABLE}
+  FROM room_members rm JOIN devices d ON d.nick = rm.nick WHERE rm.room_id = ? ORDER BY rm.seq, d.seq`;
 
 /**
  * Queues the envelope for every target with one statement (up to 200 targets), after making
  * room in the few queues that are full (each device's entries are known in memory: queue-index.ts).
  */
-function enqueue(q: Statements, index: QueueIndex, targets: TargetRow[], envelopeId: string, ts: number): void {
+function enqueue(q: Statements, index: QueueIndex, targets: readonly SendTarget[], envelopeId: string, ts: number): void {
   if (targets.length === 0) return;
   for (const t of targets) {
     // The kept index is exact: this process is the queue's writer, and the store forgets it
     // after a rollback or another process's commit.
-    const len = index.of(t.deviceId);
-    if (len < LIMITS.queuePerDevice) continue;
-    // The cap drops the oldest entries: the queue is a mailbox, not an archive.
-    const drop = index.oldest(t.deviceId, len - LIMITS.queuePerDevice + 1);
+    const over = queueOverflow(index.of(t.deviceId), 1);
+    if (over === 0) continue;
+    const drop = index.oldest(t.deviceId, over);
     deleteSeqs(q, drop);
     index.removed(t.deviceId, drop);
   }
@@ -127,24 +116,29 @@ export function deleteSeqs(q: Statements, seqs: readonly number[]): void {
 }
 
 export function sendMessage(q: Statements, known: Known, index: QueueIndex, m: SendInput): SendResult {
-  // Rights are checked again inside the transaction: membership may have changed since step 5.
-  // A used id is answered before any refusal (a retry stays a retry after its sender left).
-  const refused = checkSend(q, known, m.from, m.to, m.keyId);
-  if (refused) return priorSend(q, m) ?? refused;
+  // The rules are applied again inside the transaction: rights may have changed since step 5.
+  const facts = targetFacts(q, known, m.from, m.to, m.keyId);
+  // A used id is looked up only when the answer depends on it: after a refusal (the rules answer
+  // a used id first), and when the insert below finds the id taken.
+  if (sendRefusal(m.from, m.to, facts)) return decideSend(m, priorSend(q, m.id), facts)!;
 
   const envelope: Envelope = { id: m.id, to: m.to, from: m.from, keyId: m.keyId, iv: m.iv, ct: m.ct, ts: m.now };
   const json = envelopeJson(envelope);
-  // The primary key finds a used id: nothing is inserted, and the sender's retry is answered.
+  // The primary key finds a used id: nothing is inserted, and the rules answer it.
   const inserted = q.run('INSERT INTO envelopes (id, sender, ts, json) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING', m.id, m.from, m.now, json);
-  if (inserted.changes === 0) return priorSend(q, m)!;
+  if (inserted.changes === 0) return decideSend(m, priorSend(q, m.id), facts)!;
 
-  let targets: TargetRow[];
+  let targets: DeviceTarget[];
   let roomName: string | null = null;
   if ('room' in m.to) {
     roomName = q.one<{ name: string }>('SELECT name FROM rooms WHERE id = ?', m.to.room)!.name;
-    targets = q.all<TargetRow>(ROOM_TARGETS, m.to.room, m.senderDevice);
+    const rows = q.all<RoomDeviceRow>(ROOM_DEVICES, m.to.room);
+    targets = roomTargets(
+      rows.map((r) => ({ ...r, pushable: r.pushable === 1 })),
+      m.senderDevice,
+    );
   } else {
-    targets = dmTargets(known, m.from, m.to.dm, m.senderDevice);
+    targets = dmTargets(known.devicesOf(m.to.dm), known.devicesOf(m.from), m.senderDevice);
     addContacts(q, known, m.from, m.to.dm, m.now);
   }
   enqueue(q, index, targets, m.id, m.now);
@@ -152,16 +146,13 @@ export function sendMessage(q: Statements, known: Known, index: QueueIndex, m: S
     status: 'queued',
     envelope,
     json,
-    targets: targets.map((t) => ({ deviceId: t.deviceId, nick: t.nick, pushable: t.pushable === 1 })),
+    targets: targets.map((t) => ({ deviceId: t.deviceId, nick: t.nick, pushable: t.pushable })),
     roomName,
   };
 }
 
-/** The answer to an id already used: a retry by its sender, a conflict for anyone else. */
-function priorSend(q: Statements, m: SendInput): SendResult | null {
-  const prior = q.one<{ sender: string; ts: number }>('SELECT sender, ts FROM envelopes WHERE id = ?', m.id);
-  if (!prior) return null;
-  return prior.sender === m.from ? { status: 'retry', id: m.id, ts: prior.ts } : { error: 'id_conflict' };
+function priorSend(q: Statements, id: string): PriorSend | null {
+  return q.one<PriorSend>('SELECT sender, ts FROM envelopes WHERE id = ?', id) ?? null;
 }
 
 export function ack(q: Statements, index: QueueIndex, deviceId: string, ids: string[]): void {
