@@ -3,7 +3,7 @@ import { ApiError, LIMITS, ulidTime, type SendMessageRequest, type SendMessageRe
 import type { SendTarget } from '../store/types.js';
 import type { Caller, Deps } from './deps.js';
 import { requireOwnDevice } from './devices.js';
-import { sendRefusal } from '../rules/send.js';
+import { sendRefusal, type TargetFacts } from '../rules/send.js';
 
 export const PUSH_BODY = 'New message';
 
@@ -15,21 +15,18 @@ export async function sendMessage(deps: Deps, caller: Caller, req: SendMessageRe
   const now = deps.now();
   if (Math.abs(ulidTime(req.id) - now) > LIMITS.clockWindowMs) throw new ApiError('clock_skew');
   const device = await requireOwnDevice(deps, caller);
-  const refused = sendRefusal(caller.nick, req.to, await deps.store.sendFacts(caller.nick, req.to, req.keyId));
-  if (refused) throw new ApiError(refused.error);
-  const wait = await deps.limiter.hit(`msg:${caller.nick}`, deps.config.rates.messagesPerMin, 60_000);
-  if (wait > 0) throw new ApiError('rate_limited', { retryAfter: wait });
-
-  const r = await deps.store.sendMessage({
-    id: req.id,
-    from: caller.nick,
-    to: req.to,
-    keyId: req.keyId,
-    iv: req.iv,
-    ct: req.ct,
-    senderDevice: device,
-    now,
-  });
+  // Steps 5 and 6 run inside the store's send, on the facts it reads (on PostgreSQL, under the
+  // send's locks and in the same round trip), so a send costs no lookup of its own.
+  const admit = async (facts: TargetFacts): Promise<void> => {
+    const refused = sendRefusal(caller.nick, req.to, facts);
+    if (refused) throw new ApiError(refused.error);
+    const wait = await deps.limiter.hit(`msg:${caller.nick}`, deps.config.rates.messagesPerMin, 60_000);
+    if (wait > 0) throw new ApiError('rate_limited', { retryAfter: wait });
+  };
+  const r = await deps.store.sendMessage(
+    { id: req.id, from: caller.nick, to: req.to, keyId: req.keyId, iv: req.iv, ct: req.ct, senderDevice: device, now },
+    admit,
+  );
   if ('error' in r) throw new ApiError(r.error);
   if (r.status === 'retry') return { id: r.id, ts: r.ts };
 

@@ -84,6 +84,9 @@ export interface SendInput {
   now: number;
 }
 
+/** The caller's checks before a send is stored (Store.sendMessage): throws to refuse it. */
+export type Admit = (facts: TargetFacts) => Promise<void>;
+
 export interface SendTarget {
   deviceId: string;
   nick: string;
@@ -237,15 +240,14 @@ export interface Store {
 
   // messages and queues
   /**
-   * The facts the rights of message step 5 depend on, read without side effects, so that the
-   * domain can apply the send rules (rules/send.ts) before the rate limit (step 6).
-   */
-  sendFacts(from: string, to: Target, keyId: string): Promise<TargetFacts>;
-  /**
    * Stores and queues one envelope in one transaction, deciding by the send rules (rules/send.ts)
-   * on facts read inside it: a used id, the rights again, the targets, the contacts of a first DM.
+   * on facts read inside it: a used id, the rights, the targets, the contacts of a first DM.
+   * Before it decides, the store calls `admit` once with the facts of the send's target, as it
+   * read them: the caller's message steps 5 and 6 (the rights by the same rules, then the rate
+   * limit), which throw to refuse. A refused send writes nothing, and the promise rejects with
+   * what `admit` threw.
    */
-  sendMessage(m: SendInput): Promise<SendResult>;
+  sendMessage(m: SendInput, admit?: Admit): Promise<SendResult>;
   ack(deviceId: string, ids: string[]): Promise<void>;
   /** Queued envelopes of a device after `afterSeq`, oldest first, at most `limit`. */
   readQueue(deviceId: string, afterSeq: number, limit: number): Promise<QueuedEntry[]>;

@@ -103,7 +103,7 @@ test('migrations 2 to 4 bring a database at version 1 holding queued envelopes t
     try {
       assert.deepEqual(
         (await sqlIn<{ proname: string }>(schema, fns, [schema])).map((f) => f.proname),
-        ['ack_envelopes', 'send_facts'],
+        ['ack_envelopes', 'send_facts', 'send_write'],
       );
       const rows = await sqlIn<{ version: number }>(schema, 'SELECT version FROM schema_migrations ORDER BY version');
       assert.deepEqual(

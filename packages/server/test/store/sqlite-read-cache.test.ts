@@ -4,6 +4,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import type { TargetFacts } from '../../src/rules/send.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -106,12 +107,25 @@ test('a caller changing the record it got does not change what the store remembe
   });
 });
 
-test('a deleted account is no longer live as a DM recipient at the very next send check', async () => {
+test('a deleted account is no longer live as a DM recipient at the very next send', async () => {
   await withStore(async (s) => {
     await s.registerAccount(account('bob'));
-    assert.deepEqual(await s.sendFacts('alice', { dm: 'bob' }, 'dm'), { room: false, recipientIsLive: true });
+    const seen: TargetFacts[] = [];
+    const admit = async (facts: TargetFacts): Promise<void> => {
+      seen.push(facts);
+    };
+    const dm = (id: string) =>
+      s.sendMessage(
+        { id, from: 'alice', to: { dm: 'bob' }, keyId: 'dm', iv: 'AAAAAAAAAAAAAAAA', ct: 'A'.repeat(40), senderDevice: 'a-device-1', now: NOW },
+        admit,
+      );
+    assert.ok('status' in (await dm('01J0000000000000000000000B')));
     await s.deleteAccount('bob', NOW);
-    assert.deepEqual(await s.sendFacts('alice', { dm: 'bob' }, 'dm'), { room: false, recipientIsLive: false });
+    assert.deepEqual(await dm('01J0000000000000000000000C'), { error: 'unknown_user' });
+    assert.deepEqual(seen, [
+      { room: false, recipientIsLive: true },
+      { room: false, recipientIsLive: false },
+    ]);
   });
 });
 

@@ -5,7 +5,7 @@
 import { describe, test, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { LIMITS, type Target } from '@svc/protocol';
-import type { Store, NewAccount, SendInput } from '../../src/store/types.js';
+import type { Admit, Store, NewAccount, SendInput } from '../../src/store/types.js';
 import { sendRefusal } from '../../src/rules/send.js';
 import { b64, id16, iv, ct, kdf, publicKey, ulid } from '@svc/testkit/harness';
 
@@ -217,7 +217,7 @@ export function storeSuite(name: string, factory: StoreFactory): void {
       assert.equal((await store.readQueue('a-device-2', 0, 10)).length, 1, "one device's ack leaves the others' queues");
     });
 
-    test('every send refusal: the facts before the transaction and the transaction agree, and a refused send writes nothing', async () => {
+    test("every send refusal: the caller's checks on the store's facts and the transaction agree, and a refused send writes nothing", async () => {
       for (const n of ['alice', 'bob', 'carol', 'gone']) await store.registerAccount(account(n));
       for (const [n, d] of [
         ['alice', 'a-device-1'],
@@ -265,9 +265,17 @@ export function storeSuite(name: string, factory: StoreFactory): void {
         for (const d of ['a-device-1', 'b-device-1', 'c-device-1']) n += (await store.readQueue(d, 0, 100)).length;
         return n;
       };
+      // The caller's checks (the domain's steps 5 and 6) get the facts the store read and apply the
+      // rules to them; the store applies the same rules again when a caller lets a send through.
+      const byRules: Admit = async (facts) => {
+        const refused = sendRefusal(current!.from, current!.to, facts);
+        if (refused) throw new Error(refused.error);
+      };
+      let current: SendInput | undefined;
       for (const [what, m, refusal] of cases) {
-        assert.deepEqual(sendRefusal(m.from, m.to, await store.sendFacts(m.from, m.to, m.keyId)), { error: refusal }, `facts: ${what}`);
-        assert.deepEqual(await store.sendMessage(m), { error: refusal }, `transaction: ${what}`);
+        current = m;
+        await assert.rejects(store.sendMessage(m, byRules), { message: refusal }, `the caller's checks: ${what}`);
+        assert.deepEqual(await store.sendMessage(m, async () => undefined), { error: refusal }, `the transaction: ${what}`);
       }
       assert.equal(await queued(), 0, 'nothing queued');
       assert.deepEqual(await store.listContacts('alice'), [], 'no contact added');
@@ -275,8 +283,8 @@ export function storeSuite(name: string, factory: StoreFactory): void {
 
       // An older key of the room stays valid for sending; a member's send is accepted.
       const ok = send('bob', 'b-device-1', { room: roomId }, oldKey);
-      assert.equal(sendRefusal('bob', { room: roomId }, await store.sendFacts('bob', { room: roomId }, oldKey)), null);
-      const stored = await store.sendMessage(ok);
+      current = ok;
+      const stored = await store.sendMessage(ok, byRules);
       assert.ok('status' in stored && stored.status === 'queued');
       // A used id is answered before any refusal: its sender, now gone from the room, gets a retry;
       // anyone else a conflict, whatever the target.

@@ -1,6 +1,6 @@
 /**
- * Read coalescing: the lookups that every request makes (its session, its device's owner, the
- * rights of a send) are collected while the event loop handles one round of I/O and sent as one
+ * Read coalescing: the lookups that every request makes (its session, its device's owner) are
+ * collected while the event loop handles one round of I/O and sent as one
  * statement for all of them, instead of one round trip each. Under load a round holds many
  * requests, so the database sees a few statements per round rather than a few per request;
  * when the service is idle a round holds one lookup, and nothing changes.

@@ -93,6 +93,16 @@ export class Sql {
   async run(text: string, params: unknown[] = []): Promise<number> {
     return (await this.c.query(text, params)).rowCount ?? 0;
   }
+
+  /**
+   * Runs several statements in one round trip (PostgreSQL's simple query protocol: no
+   * parameters, values as literals, literals.ts) and returns the rows of each. After an error the
+   * rest of the text does not run.
+   */
+  async script(text: string): Promise<unknown[][]> {
+    const r = (await this.c.query(text)) as pg.QueryResult | pg.QueryResult[];
+    return (Array.isArray(r) ? r : [r]).map((x) => x.rows as unknown[]);
+  }
 }
 
 /** Deadlock (40P01) and serialization failure (40001): the database rolled back; running again is safe. */
@@ -144,18 +154,38 @@ async function checkout(pool: pg.Pool): Promise<{ client: pg.PoolClient; release
  * A deadlock or serialization failure runs it again, up to `attempts` times in all.
  */
 export async function transaction<T>(pool: pg.Pool, fn: (q: Sql) => Promise<T>, attempts = ATTEMPTS): Promise<T> {
+  return attemptTransaction(
+    pool,
+    async (q) => {
+      await q.run('BEGIN');
+      const result = await fn(q);
+      await q.run('COMMIT');
+      return result;
+    },
+    attempts,
+  );
+}
+
+/**
+ * transaction() for a function that sends BEGIN with its first statement and COMMIT with its last
+ * (`Sql.script`), two round trips fewer. Whatever fails, what is open is rolled back, and a
+ * deadlock or serialization failure runs the function again, up to `attempts` times in all.
+ */
+export async function scriptedTransaction<T>(pool: pg.Pool, fn: (q: Sql) => Promise<T>, attempts = ATTEMPTS): Promise<T> {
+  return attemptTransaction(pool, fn, attempts);
+}
+
+async function attemptTransaction<T>(pool: pg.Pool, body: (q: Sql) => Promise<T>, attempts: number): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     const { client, release } = await checkout(pool);
     let broken: Error | undefined;
     try {
-      await client.query('BEGIN');
-      const result = await fn(new Sql(client));
-      await client.query('COMMIT');
-      return result;
+      return await body(new Sql(client));
     } catch (e) {
       if (connectionLost(e)) broken = e as Error;
       else {
         try {
+          // Also when no transaction is open (PostgreSQL only warns), e.g. BEGIN itself failed.
           await client.query('ROLLBACK');
         } catch (rollbackError) {
           broken = rollbackError as Error; // the connection is unusable: the pool must drop it

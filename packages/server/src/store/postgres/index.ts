@@ -5,8 +5,9 @@
  * locks; see locks.ts). Commits are synchronous (the server default), so an answered 202 is durable.
  */
 import type pg from 'pg';
-import { LIMITS, type Contact, type EncryptedKey, type Kdf, type Room, type Target, type WrappedKey } from '@svc/protocol';
+import { LIMITS, type Contact, type EncryptedKey, type Kdf, type Room, type WrappedKey } from '@svc/protocol';
 import type {
+  Admit,
   AccountRecord,
   DeleteAccountResult,
   DeviceRecord,
@@ -22,14 +23,13 @@ import type {
   Store,
   StoreStats,
 } from '../types.js';
-import { Sql, autocommit, migrate, openPool, transaction } from './db.js';
+import { Sql, autocommit, migrate, openPool, scriptedTransaction, transaction } from './db.js';
 import * as accounts from './accounts.js';
 import * as devices from './devices.js';
 import * as rooms from './rooms.js';
 import * as messages from './messages.js';
 import { Lookups } from './lookups.js';
 import { SendBatcher } from './send-batch.js';
-import type { TargetFacts } from '../../rules/send.js';
 
 export interface PostgresOptions {
   /** Puts every table in this schema (created when missing); tests use one per test. */
@@ -53,8 +53,8 @@ export class PostgresStore implements Store {
     // A failed batch is not tried again as a batch: its sends go on the single path, which
     // retries a deadlock itself (send-batch.ts).
     this.sends = new SendBatcher(
-      (ms) => transaction(this.pool, (q) => messages.sendMessages(q, ms), 1),
-      async (m) => (await transaction(this.pool, (q) => messages.sendMessages(q, [m])))[0]!,
+      (ms) => scriptedTransaction(this.pool, (q) => messages.sendMessages(q, ms), 1),
+      async (p) => (await scriptedTransaction(this.pool, (q) => messages.sendMessages(q, [p])))[0]!,
     );
   }
 
@@ -210,12 +210,8 @@ export class PostgresStore implements Store {
     return this.tx((q) => rooms.deleteRoom(q, roomId, nick));
   }
 
-  async sendFacts(from: string, to: Target, keyId: string): Promise<TargetFacts> {
-    return this.lookups.sendFacts.get({ from, to, keyId });
-  }
-
-  async sendMessage(m: SendInput): Promise<SendResult> {
-    return this.sends.send(m);
+  async sendMessage(m: SendInput, admit?: Admit): Promise<SendResult> {
+    return this.sends.send(m, admit);
   }
 
   async ack(deviceId: string, ids: string[]): Promise<void> {

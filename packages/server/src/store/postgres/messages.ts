@@ -6,7 +6,7 @@
  * in the order of their seq: a replay that pages by seq never skips an entry committed later.
  */
 import { LIMITS, envelopeJson, type Envelope } from '@svc/protocol';
-import type { QueuedEntry, SendInput, SendResult } from '../types.js';
+import type { Admit, QueuedEntry, SendInput, SendResult } from '../types.js';
 import {
   decideSend,
   dmTargets,
@@ -21,6 +21,7 @@ import {
 } from '../../rules/send.js';
 import type { Sql } from './db.js';
 import { LOCK } from './locks.js';
+import { bigintArray, intArray, intLiteral, textArray } from './literals.js';
 
 /** One fact of `send_facts` (migration 4); its columns mean what f_kind says there. */
 interface FactRow {
@@ -115,7 +116,7 @@ class BatchFacts {
   }
 }
 
-/** The rows a batch writes with WRITE_SENDS, as parallel arrays. */
+/** The rows a batch writes (writeSends), as parallel arrays. */
 class BatchWrites {
   readonly envelopes = { id: [] as string[], sender: [] as string[], ts: [] as number[], json: [] as string[] };
   readonly queue = { device: [] as string[], envelope: [] as string[], ts: [] as number[] };
@@ -124,55 +125,79 @@ class BatchWrites {
   readonly contacts = { nick: [] as string[], peer: [] as string[], ts: [] as number[] };
 }
 
-/**
- * Stores the envelopes, queues every entry in fan-out order (so a device's entries get their seq
- * in that order), moves each queue_len by exactly what was added and dropped, and adds the
- * contact rows. An id taken meanwhile makes the envelope insert skip its row and its entries;
- * the caller counts `stored` to notice, and runs the transaction again.
- */
-const WRITE_SENDS = `
-WITH stored AS (
-  INSERT INTO envelopes (id, sender, ts, json) SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[])
-  ON CONFLICT (id) DO NOTHING RETURNING id),
-queued AS (
-  INSERT INTO queue (device_id, envelope_id, ts)
-  SELECT t.device_id, t.envelope_id, t.ts FROM unnest($5::text[], $6::text[], $7::bigint[]) WITH ORDINALITY AS t(device_id, envelope_id, ts, i)
-  WHERE t.envelope_id IN (SELECT s.id FROM stored s) ORDER BY t.i RETURNING 1),
-lengths AS (
-  UPDATE devices d SET queue_len = d.queue_len + x.delta FROM unnest($8::text[], $9::int[]) AS x(id, delta) WHERE d.id = x.id RETURNING 1),
-contacts_added AS (
-  INSERT INTO contacts (nick, peer, created_at) SELECT * FROM unnest($10::text[], $11::text[], $12::bigint[])
-  ON CONFLICT (nick, peer) DO NOTHING RETURNING 1)
-SELECT COUNT(*) AS stored FROM stored`;
+/** The write and the commit, in one round trip (`send_write`, migration 4, says what each array holds). */
+function writeSends(w: BatchWrites, deltas: number[]): string {
+  const args = [
+    textArray(w.envelopes.id),
+    textArray(w.envelopes.sender),
+    bigintArray(w.envelopes.ts),
+    textArray(w.envelopes.json),
+    textArray(w.queue.device),
+    textArray(w.queue.envelope),
+    bigintArray(w.queue.ts),
+    textArray([...w.added.keys()]),
+    intArray(deltas),
+    textArray(w.contacts.nick),
+    textArray(w.contacts.peer),
+    bigintArray(w.contacts.ts),
+  ];
+  return `SELECT send_write(${args.join(', ')}); COMMIT`;
+}
 
 /** The cap drop of one device: its `n` oldest entries, found by the primary key (device_id, seq). */
 const DROP_OLDEST = 'DELETE FROM queue WHERE device_id = $1 AND seq IN (SELECT q.seq FROM queue q WHERE q.device_id = $1 ORDER BY q.seq LIMIT $2)';
 
 /**
- * The sends of one transaction (message steps 5 and 7, for one send or a batch of concurrent
- * ones). `send_facts` takes the locks and reads the facts; the send rules (rules/send.ts) decide
+ * The sends of one transaction (message steps 5 to 7, for one send or a batch of concurrent
+ * ones). `send_facts` takes the locks and reads the facts; the callers' checks (steps 5 and 6)
+ * admit or refuse each send; the send rules (rules/send.ts) decide
  * each send in arrival order, each seeing what the earlier ones of the batch decided (an id an
  * earlier send stored is a used id, a contact row it added exists); one statement writes what
- * they decided. Four round trips (BEGIN, facts, writes, COMMIT) whatever the batch's size, and
- * a fifth per device whose queue is at its cap. Run it in a transaction.
+ * they decided. Two round trips whatever the batch's size: BEGIN with the facts, the write with
+ * COMMIT (as simple queries, values as literals: literals.ts); a batch whose sends are all
+ * refused ends with a bare COMMIT; a device at its cap costs one more. Run it in
+ * `scriptedTransaction`, which rolls back whatever fails.
  */
-export async function sendMessages(q: Sql, ms: SendInput[]): Promise<SendResult[]> {
-  const facts = new BatchFacts(
-    await q.all<FactRow>('SELECT * FROM send_facts($1, $2, $3, $4, $5, $6)', [
-      ms.map((m) => m.id),
-      ms.map((m) => m.from),
+/** A send and the caller's checks, which throw to refuse it (Store.sendMessage's `admit`). */
+export interface PendingSend {
+  send: SendInput;
+  admit: Admit;
+}
+
+/** What became of one send of a transaction: an answer, or what its caller's checks threw. */
+export type SendOutcome = { result: SendResult } | { refused: unknown };
+
+export async function sendMessages(q: Sql, pending: PendingSend[]): Promise<SendOutcome[]> {
+  const ms = pending.map((p) => p.send);
+  const [, rows] = await q.script(
+    `BEGIN; SELECT * FROM send_facts(${textArray(ms.map((m) => m.id))}, ${textArray(ms.map((m) => m.from))}, ${textArray(
       ms.map((m) => ('dm' in m.to ? m.to.dm : null)),
-      ms.map((m) => ('room' in m.to ? m.to.room : null)),
-      ms.map((m) => m.keyId),
-      LOCK.contacts,
-    ]),
+    )}, ${textArray(ms.map((m) => ('room' in m.to ? m.to.room : null)))}, ${textArray(ms.map((m) => m.keyId))}, ${intLiteral(LOCK.contacts)})`,
   );
+  const facts = new BatchFacts(rows as FactRow[]);
   const w = new BatchWrites();
   const contactFacts: ContactFacts = {
     has: (nick, peer) => facts.contacts.has(`${nick} ${peer}`),
     count: (nick) => facts.contactCounts.get(nick) ?? 0,
   };
-  const results = ms.map((m): SendResult => {
+  // The callers' checks, all at once (a rate limit on Redis is one pipelined round trip), under
+  // the locks, before anything is decided.
+  const refused = await Promise.all(
+    pending.map(async (p): Promise<{ refused: unknown } | null> => {
+      try {
+        await p.admit(facts.target(p.send));
+        return null;
+      } catch (e) {
+        return { refused: e };
+      }
+    }),
+  );
+  const results = ms.map((m, i): SendOutcome => {
+    const no = refused[i];
+    if (no) return no;
+    return { result: decide(m) };
+  });
+  function decide(m: SendInput): SendResult {
     const decided = decideSend(m, facts.prior.get(m.id) ?? null, facts.target(m));
     if (decided) return decided;
     const envelope: Envelope = { id: m.id, to: m.to, from: m.from, keyId: m.keyId, iv: m.iv, ct: m.ct, ts: m.now };
@@ -207,8 +232,11 @@ export async function sendMessages(q: Sql, ms: SendInput[]): Promise<SendResult[
       targets: targets.map((t) => ({ deviceId: t.deviceId, nick: t.nick, pushable: t.pushable })),
       roomName: 'room' in m.to ? (facts.roomNames.get(m.to.room) ?? null) : null,
     };
-  });
-  if (w.envelopes.id.length === 0) return results;
+  }
+  if (w.envelopes.id.length === 0) {
+    await q.run('COMMIT');
+    return results;
+  }
 
   const lengths = new Map<string, number>();
   for (const list of facts.devices.values()) for (const d of list) lengths.set(d.deviceId, d.queueLen);
@@ -217,25 +245,7 @@ export async function sendMessages(q: Sql, ms: SendInput[]): Promise<SendResult[
     const over = queueOverflow(lengths.get(deviceId)!, added);
     deltas.push(added - (over > 0 ? await q.run(DROP_OLDEST, [deviceId, over]) : 0));
   }
-  const r = await q.one<{ stored: number }>(WRITE_SENDS, [
-    w.envelopes.id,
-    w.envelopes.sender,
-    w.envelopes.ts,
-    w.envelopes.json,
-    w.queue.device,
-    w.queue.envelope,
-    w.queue.ts,
-    [...w.added.keys()],
-    deltas,
-    w.contacts.nick,
-    w.contacts.peer,
-    w.contacts.ts,
-  ]);
-  if (r!.stored !== w.envelopes.id.length) {
-    // Another transaction stored one of these ids after send_facts looked (the insert waited for
-    // it to commit): nothing here may stand. Run again, the transaction reads it as a used id.
-    throw Object.assign(new Error('an envelope id was taken while the send ran'), { code: '40001' });
-  }
+  await q.script(writeSends(w, deltas));
   return results;
 }
 

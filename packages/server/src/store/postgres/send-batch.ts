@@ -5,7 +5,9 @@
  * cost four round trips instead of 4 N, and each step works on sets, not on one send at a time.
  *
  * One batch is in flight per instance at a time; the sends that arrive meanwhile form the next
- * one, so the batch grows with the load and a lone send goes out at once. A batch takes each
+ * one, so the batch grows with the load and a lone send goes out at once. The caller's checks
+ * (the rights and the rate limit) run inside the batch, on the facts it read, before anything is
+ * written (Store.sendMessage's `admit`). A batch takes each
  * kind of lock in key order (migration 4), so two batches never deadlock, but against another
  * writer that takes the same kinds in another order (an account deletion: the account, then its
  * rooms) it can end in a deadlock that a single send could not: PostgreSQL then aborts one of
@@ -14,13 +16,13 @@
  * before a connection broke is found by its id and answered as a retry, exactly as when a client
  * sends it again.
  */
-import type { SendInput, SendResult } from '../types.js';
+import type { Admit, SendInput, SendResult } from '../types.js';
+import type { PendingSend, SendOutcome } from './messages.js';
 
 /** Most sends in one transaction: large enough to share the cost, small enough to keep its statements short. */
 const MAX_BATCH = 200;
 
-interface Waiting {
-  send: SendInput;
+interface Waiting extends PendingSend {
   resolve: (r: SendResult) => void;
   reject: (e: unknown) => void;
 }
@@ -35,13 +37,18 @@ export class SendBatcher {
    * @param one sends a single send on the single-send path (its own transaction and retries).
    */
   constructor(
-    private readonly many: (sends: SendInput[]) => Promise<SendResult[]>,
-    private readonly one: (send: SendInput) => Promise<SendResult>,
+    private readonly many: (sends: PendingSend[]) => Promise<SendOutcome[]>,
+    private readonly one: (send: PendingSend) => Promise<SendOutcome>,
   ) {}
 
-  send(send: SendInput): Promise<SendResult> {
+  send(send: SendInput, admit?: Admit): Promise<SendResult> {
+    // The caller's checks run once, whatever the attempts: a rate limit must not count a send
+    // twice because its batch failed and it ran again alone. A later attempt reuses the verdict;
+    // the rules, applied again by each attempt, still refuse a send whose rights have gone since.
+    let admission: Promise<void> | undefined;
+    const once: Admit = (facts) => (admission ??= admit ? admit(facts) : Promise.resolve());
     return new Promise<SendResult>((resolve, reject) => {
-      this.waiting.push({ send, resolve, reject });
+      this.waiting.push({ send, admit: once, resolve, reject });
       this.schedule();
     });
   }
@@ -71,17 +78,17 @@ export class SendBatcher {
 
   private async single(w: Waiting): Promise<void> {
     try {
-      w.resolve(await this.one(w.send));
+      settle(w, await this.one(w));
     } catch (e) {
       w.reject(e);
     }
   }
 
   private async together(batch: Waiting[]): Promise<void> {
-    let results: SendResult[];
+    let outcomes: SendOutcome[];
     try {
-      results = await this.many(batch.map((w) => w.send));
-      if (results.length !== batch.length) throw new Error(`a batch of ${batch.length} sends answered ${results.length}`);
+      outcomes = await this.many(batch);
+      if (outcomes.length !== batch.length) throw new Error(`a batch of ${batch.length} sends answered ${outcomes.length}`);
     } catch {
       // The batch wrote nothing (one transaction), or committed before its connection broke;
       // either way each send on its own path gives the right answer (see above). One after the
@@ -90,6 +97,11 @@ export class SendBatcher {
       for (const w of batch) await this.single(w);
       return;
     }
-    batch.forEach((w, i) => w.resolve(results[i]!));
+    batch.forEach((w, i) => settle(w, outcomes[i]!));
   }
+}
+
+function settle(w: Waiting, o: SendOutcome): void {
+  if ('refused' in o) w.reject(o.refused);
+  else w.resolve(o.result);
 }

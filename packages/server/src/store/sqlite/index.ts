@@ -4,9 +4,10 @@
  * the group commit (group-commit.ts), so it is atomic, and durable when its promise resolves (or,
  * opened with `settleBeforeSync`, once `durable()` resolves after it).
  */
-import { LIMITS, type Contact, type EncryptedKey, type Kdf, type Room, type Target, type WrappedKey } from '@svc/protocol';
+import { LIMITS, type Contact, type EncryptedKey, type Kdf, type Room, type WrappedKey } from '@svc/protocol';
 import { ACCOUNT_COLUMNS, accountFromRow, type AccountRow } from '../rows.js';
 import type {
+  Admit,
   AccountRecord,
   DeleteAccountResult,
   DeviceRecord,
@@ -34,7 +35,6 @@ import { Checkpointer } from './checkpointer.js';
 import { QueueIndex } from './queue-index.js';
 import * as rooms from './rooms.js';
 import * as messages from './messages.js';
-import type { TargetFacts } from '../../rules/send.js';
 
 interface DeviceRow {
   id: string;
@@ -396,11 +396,10 @@ export class SqliteStore implements Store {
     return this.write(() => rooms.deleteRoom(this.q, roomId, nick));
   }
 
-  async sendFacts(from: string, to: Target, keyId: string): Promise<TargetFacts> {
-    return messages.targetFacts(this.q, this.known, from, to, keyId);
-  }
-
-  async sendMessage(m: SendInput): Promise<SendResult> {
+  async sendMessage(m: SendInput, admit?: Admit): Promise<SendResult> {
+    // The caller's checks come first, on facts read outside the write: the write itself cannot
+    // wait for them. The rules are applied again inside it, on what it reads.
+    if (admit) await admit(messages.targetFacts(this.q, this.known, m.from, m.to, m.keyId));
     return this.write(() => messages.sendMessage(this.q, this.known, this.queues, m));
   }
 

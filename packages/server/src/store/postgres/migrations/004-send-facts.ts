@@ -2,8 +2,8 @@
  * PostgreSQL migration 4: the send decides in TypeScript. `send_envelope` (migrations 2 and 3)
  * held a second copy of the send rules in PL/pgSQL and ran them once per send. It is replaced by
  * `send_facts`, which takes the locks of a whole batch of sends and reads, set-based, the facts
- * the rules of rules/send.ts decide on; the store then writes what they decided in one statement
- * (messages.ts, sendMessages). Measured in docs/POSTGRES.md ("What a send costs inside PostgreSQL").
+ * the rules of rules/send.ts decide on; the store then writes what they decided with one call of
+ * `send_write` (messages.ts, sendMessages). Measured in docs/POSTGRES.md ("What a send costs inside PostgreSQL").
  */
 import type { PgMigration } from '../migrations.js';
 
@@ -80,6 +80,37 @@ BEGIN
   v_owners := v_accounts || ARRAY(SELECT DISTINCT rm.nick FROM room_members rm WHERE rm.room_id = ANY (v_rooms));
   RETURN QUERY SELECT 'device'::TEXT, d.nick, d.id, d.seq, d.queue_len::BIGINT, (d.push_endpoint IS NOT NULL AND NOT d.push_pending)
     FROM devices d WHERE d.nick = ANY (v_owners) ORDER BY d.id FOR UPDATE;
+END
+$fn$;
+
+-- The write of a send transaction: what the send rules decided (messages.ts), as parallel
+-- arrays, in one call whose statements keep their plans for the connection's life.
+--   p_ids, p_senders, p_ts, p_json   the envelopes to store
+--   p_q_devices, p_q_ids, p_q_ts     their queue entries, in fan-out order, so a device's
+--                                    entries get their seq in that order
+--   p_len_devices, p_len_deltas      what each target queue gained, less what its cap dropped
+--   p_c_nicks, p_c_peers, p_c_ts     the contact rows of first DMs
+-- Every envelope must be stored. One that is not had its id taken by another transaction after
+-- send_facts looked: the error rolls the send back, and the store runs it again, when the id
+-- reads as used.
+CREATE FUNCTION send_write(
+  p_ids TEXT[], p_senders TEXT[], p_ts BIGINT[], p_json TEXT[],
+  p_q_devices TEXT[], p_q_ids TEXT[], p_q_ts BIGINT[],
+  p_len_devices TEXT[], p_len_deltas INTEGER[],
+  p_c_nicks TEXT[], p_c_peers TEXT[], p_c_ts BIGINT[]
+) RETURNS VOID LANGUAGE plpgsql AS $fn$
+DECLARE
+  v_stored INTEGER;
+BEGIN
+  INSERT INTO envelopes (id, sender, ts, json) SELECT * FROM unnest(p_ids, p_senders, p_ts, p_json) ON CONFLICT (id) DO NOTHING;
+  GET DIAGNOSTICS v_stored = ROW_COUNT;
+  IF v_stored <> cardinality(p_ids) THEN
+    RAISE EXCEPTION 'an envelope id was taken while the send ran' USING ERRCODE = 'serialization_failure';
+  END IF;
+  INSERT INTO queue (device_id, envelope_id, ts)
+    SELECT t.device_id, t.envelope_id, t.ts FROM unnest(p_q_devices, p_q_ids, p_q_ts) WITH ORDINALITY AS t(device_id, envelope_id, ts, i) ORDER BY t.i;
+  UPDATE devices d SET queue_len = d.queue_len + x.delta FROM unnest(p_len_devices, p_len_deltas) AS x(id, delta) WHERE d.id = x.id;
+  INSERT INTO contacts (nick, peer, created_at) SELECT * FROM unnest(p_c_nicks, p_c_peers, p_c_ts) ON CONFLICT (nick, peer) DO NOTHING;
 END
 $fn$;
 `,
