@@ -12,7 +12,7 @@ import { postgresBackend, sqliteBackend, type Backend } from './backends.js';
 import { runTag } from './fixtures.js';
 import { parseOptions, USAGE, type Options } from './options.js';
 import { freePort } from '@svc/testkit/port';
-import { killAllNow, startChild, stopAll, stopChild, type Child } from './proc.js';
+import { SERVICE_MAIN, killAllNow, startChildService, stopAll, type ChildService, type ChildServiceOptions } from '@svc/testkit/child';
 import { formatSummary, summarise, type ProfileSummary } from './profile-top.js';
 import { integrityNotes, markdownTable, summaryRows, type TargetRuns } from './report.js';
 import { CeilingTarget, ServiceTarget, type Target } from './targets.js';
@@ -24,6 +24,11 @@ import { RoomsWorkload } from './workloads/rooms.js';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const resultsDir = join(root, 'bench', 'results');
 const profileDir = join(resultsDir, 'profiles');
+/**
+ * How the servers under test run: their log is not read (this process is busy with the load),
+ * and a stop waits long enough for the CPU profile to be written.
+ */
+const CHILD: Pick<ChildServiceOptions, 'log' | 'graceMs'> = { log: false, graceMs: 15_000 };
 /** The most a limit may be (docs/API.md §1.8); the benchmark must never meet a 429. */
 const RAISED_LIMIT = '10000000';
 
@@ -46,13 +51,14 @@ function maxOpenFiles(): number {
 }
 
 /** Service process number `k` (0-based) of `--instances`; only the first is profiled, so the profile is one process's. */
-async function startService(o: Options, backend: Backend, k: number): Promise<Child> {
+async function startService(o: Options, backend: Backend, k: number): Promise<ChildService> {
   const port = await freePort();
-  const args = [...(o.profile && k === 0 ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []), join(root, 'packages/server/dist/src/main.js')];
-  return startChild(
-    o.instances > 1 ? `service #${k + 1}` : 'service',
+  const args = [...(o.profile && k === 0 ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []), SERVICE_MAIN];
+  return startChildService({
+    ...CHILD,
+    name: o.instances > 1 ? `service #${k + 1}` : 'service',
     args,
-    {
+    env: {
       ...backend.env,
       PORT: String(port),
       HOST: '127.0.0.1',
@@ -64,13 +70,17 @@ async function startService(o: Options, backend: Backend, k: number): Promise<Ch
       LIMIT_LOGIN_PER_IP_PER_10MIN: RAISED_LIMIT,
       LOG_LEVEL: 'warn',
     },
-    port,
-  );
+  });
 }
 
-async function startCeiling(): Promise<Child> {
+async function startCeiling(): Promise<ChildService> {
   const port = await freePort();
-  return startChild('ceiling', [join(root, 'bench/dist/ceiling.js')], { PORT: String(port), HOST: '127.0.0.1' }, port);
+  return startChildService({
+    ...CHILD,
+    name: 'ceiling',
+    args: [join(root, 'bench/dist/ceiling.js')],
+    env: { PORT: String(port), HOST: '127.0.0.1' },
+  });
 }
 
 /** Runs `fn` for both targets in each repetition, alternating which goes first. */
@@ -140,7 +150,7 @@ async function main(): Promise<void> {
   try {
     const profileSince = Date.now();
     // One after the other: the first applies the schema's migrations before the others start.
-    const children: Child[] = [];
+    const children: ChildService[] = [];
     for (let k = 0; k < o.instances; k++) children.push(await startService(o, backend, k));
     if (backend.storeCpu) process.stderr.write(`store CPU read from: ${backend.storeCpu.describe()}\n`);
     const service = new ServiceTarget(children, backend.storeCpu);
@@ -194,7 +204,7 @@ async function main(): Promise<void> {
     }
 
     for (const t of targets) t.close();
-    for (const c of [...service.children, ...ceiling.children]) await stopChild(c);
+    for (const c of [...service.children, ...ceiling.children]) await c.stop();
     if (o.profile) {
       const file = newestProfile(profileSince);
       if (file) profile = summarise(file, 30);

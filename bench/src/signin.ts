@@ -19,7 +19,7 @@ import { randomBytes } from 'node:crypto';
 import type { Browser, Page } from 'playwright-core';
 import { launchBrowser } from '@svc/testkit/browser';
 import { freePort } from '@svc/testkit/port';
-import { startChild, stopAll, type Child } from './proc.js';
+import { startChildService, stopAll, type ChildService } from '@svc/testkit/child';
 
 const PATIENCE = 120_000;
 const USAGE = 'npm run bench:signin -- <before: checkout dir or origin> <after: checkout dir or origin> [--runs N]';
@@ -27,7 +27,7 @@ const USAGE = 'npm run bench:signin -- <before: checkout dir or origin> <after: 
 interface Target {
   label: string;
   origin: string;
-  child: Child | null;
+  child: ChildService | null;
   dir: string | null;
   nick: string;
   password: string;
@@ -72,7 +72,7 @@ async function startTarget(label: string, where: string): Promise<Target> {
     LIMIT_REGISTER_PER_HOUR: '100000',
     LOG_LEVEL: 'warn',
   };
-  const child = await startChild(`service (${label})`, [main], env, port);
+  const child = await startChildService({ name: `service (${label})`, args: [main], env, log: false, graceMs: 15_000 });
   return { ...base, origin, child, dir };
 }
 

@@ -12,7 +12,7 @@
 import { readdirSync } from 'node:fs';
 import pg from 'pg';
 import { Redis } from 'ioredis';
-import { procStat, type ProcStat } from './proc.js';
+import { procStat, type ProcStat } from './procfs.js';
 
 /** How a server's processes are told apart: its main PID and that PID's children, or (when that PID is not visible here) its process name. */
 type Finder = { root: number } | { comm: string };

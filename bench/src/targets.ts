@@ -5,7 +5,8 @@
  * on one PostgreSQL schema and Redis prefix (`--instances`); workloads then spread their senders
  * and event streams over them by instance number, and CPU time and memory are summed over them.
  */
-import { cpuTimes, restartChild, rssBytes, type Child } from './proc.js';
+import type { ChildService } from '@svc/testkit/child';
+import { cpuTimes, rssBytes } from './procfs.js';
 import type { StoreCpu } from './store-cpu.js';
 import { Endpoint, expect, pool, sessionCookie } from './http.js';
 import { id16, registerBody, wrappedKey } from './fixtures.js';
@@ -25,8 +26,8 @@ export interface Room {
 
 export interface Target {
   readonly name: 'service' | 'ceiling';
-  /** The running processes, in order: the service may run several on one store (`--instances`), the ceiling runs one. Replaced by restart(). */
-  readonly children: readonly Child[];
+  /** The running processes, in order: the service may run several on one store (`--instances`), the ceiling runs one. */
+  readonly children: readonly ChildService[];
   /** One endpoint per process, in the same order; setup requests go to the first. */
   readonly apis: readonly Endpoint[];
   /** The first process's endpoint. */
@@ -63,7 +64,7 @@ function layout(tag: string, n: number, devicesEach: number): { nick: string; de
 abstract class Processes {
   readonly apis: Endpoint[];
 
-  constructor(readonly children: Child[]) {
+  constructor(readonly children: readonly ChildService[]) {
     this.apis = children.map((c) => new Endpoint(c.port, SETUP_CONCURRENCY));
   }
 
@@ -98,7 +99,7 @@ abstract class Processes {
   async restart(): Promise<void> {
     for (let k = 0; k < this.children.length; k++) {
       this.apis[k]!.resize(SETUP_CONCURRENCY);
-      this.children[k] = await restartChild(this.children[k]!);
+      await this.children[k]!.restart();
     }
   }
 
@@ -111,7 +112,7 @@ export class ServiceTarget extends Processes implements Target {
   readonly name = 'service' as const;
 
   constructor(
-    children: Child[],
+    children: ChildService[],
     readonly storeCpu: StoreCpu | null,
   ) {
     super(children);
@@ -149,7 +150,7 @@ export class CeilingTarget extends Processes implements Target {
   readonly name = 'ceiling' as const;
   readonly storeCpu = null;
 
-  constructor(child: Child) {
+  constructor(child: ChildService) {
     super([child]);
   }
 

@@ -2,8 +2,9 @@
  * Messenger: the account as the app sees it. It combines the API client, the crypto files and
  * the room-key bookkeeping: log in or register from a password, send and decrypt messages, make
  * and change rooms (a new room key on every membership change), and open the event stream.
- * Peers (peers.ts), rooms (rooms.ts) and message crypto (messages.ts) live in their own files;
- * this one holds the account's lifecycle and the calls an app makes.
+ * The account's steps with the service (account.ts), peers (peers.ts), rooms (rooms.ts) and
+ * message crypto (messages.ts) live in their own files; this one holds the signed-in state and the
+ * calls an app makes.
  *
  * Peer public keys come from GET /api/users/{nick} and pass the app's `keyCheck` hook before
  * first use, so the app can pin them (trust on first use) and hold sending on a changed key.
@@ -15,8 +16,9 @@ import { deriveHistoryKey } from './crypto/atrest.js';
 import { deriveIndexKey } from './crypto/atrest-index.js';
 import { deriveOwnKey, INFO_EXPORT, INFO_TRANSFER } from './crypto/ownkeys.js';
 import { identityMatches, type Identity } from './crypto/identity.js';
-import { checkKdf, KDF_DEFAULTS, type Argon2Fn, type OnProgress } from './crypto/kdf.js';
-import { keysFor, newAccount, openAccount, resealAccount, type KdfChoice } from './credentials.js';
+import { KDF_DEFAULTS, type Argon2Fn, type OnProgress } from './crypto/kdf.js';
+import type { KdfChoice } from './credentials.js';
+import * as account from './account.js';
 import { SdkError } from './errors.js';
 import { EventStream, type EventStreamOptions } from './events.js';
 import type { RoomKeyring } from './keyring.js';
@@ -137,39 +139,14 @@ export class Messenger {
    * `kdf` overrides the default parameters (tests use the minimum); it must lie within the bounds.
    */
   async register(o: { nick: string; password: string; invite?: string; kdf?: KdfChoice }, onProgress?: OnProgress): Promise<void> {
-    const a = await newAccount(o.nick, o.password, o.kdf, this.argon2, onProgress);
-    onProgress?.('contacting_service');
-    await this.api.register({
-      nick: o.nick,
-      authKey: a.keys.authKey,
-      kdf: a.kdf,
-      publicKey: a.identity.publicKey,
-      encryptedKey: a.encryptedKey,
-      ...(o.invite !== undefined ? { invite: o.invite } : {}),
-    });
-    await this.start(o.nick, a.identity, a.kdf, onProgress);
+    const a = await account.signUp(this.api, this.argon2, o, onProgress);
+    await this.start(a.nick, a.identity, a.kdf, onProgress);
   }
 
   /** Logs in: fetches and checks the KDF parameters, derives the keys, opens the identity. */
   async login(o: { nick: string; password: string; acceptWeakKdf?: boolean }, onProgress?: OnProgress): Promise<void> {
-    onProgress?.('fetching_params');
-    const kdf = checkKdf(await this.api.kdf(o.nick));
-    if ((kdf.m < this.kdfFloor.m || kdf.t < this.kdfFloor.t) && !o.acceptWeakKdf) {
-      throw new SdkError('kdf_weak', {
-        message: `The service asks for a weaker key derivation for ${o.nick} (m=${kdf.m} KiB, t=${kdf.t}) than expected (m=${this.kdfFloor.m} KiB, t=${this.kdfFloor.t}). This can mean someone is trying to make your password easier to guess. Nothing was sent.`,
-      });
-    }
-    const keys = await keysFor(o.password, kdf, this.argon2, onProgress);
-    onProgress?.('contacting_service');
-    // A login overwrites the cookie without ending the old session; end it first (401 = none).
-    await this.api.logout();
-    const res = await this.api.login({ nick: o.nick, authKey: keys.authKey });
-    // A service that answers with another account than the one typed is not followed.
-    if (res.nick !== o.nick)
-      throw new SdkError('bad_response', { message: `The service answered the sign-in of ${o.nick} with another account; nothing was opened.` });
-    onProgress?.('opening_identity');
-    const identity = await openAccount(keys, res.encryptedKey, res.nick, res.publicKey);
-    await this.start(res.nick, identity, checkKdf(res.kdf), onProgress);
+    const a = await account.signIn(this.api, this.argon2, this.kdfFloor, o, onProgress);
+    await this.start(a.nick, a.identity, a.kdf, onProgress);
   }
 
   /**
@@ -250,31 +227,14 @@ export class Messenger {
    */
   async changePassword(oldPassword: string, newPassword: string, o: { kdf?: KdfChoice } = {}, onProgress?: OnProgress): Promise<void> {
     const me = this.need();
-    const current = await this.api.me();
-    const r = await resealAccount(
-      {
-        nick: me.nick,
-        oldPassword,
-        oldKdf: checkKdf(current.kdf),
-        encryptedKey: current.encryptedKey,
-        newPassword,
-        ...(o.kdf ? { choice: o.kdf } : {}),
-      },
-      this.argon2,
-      onProgress,
-    );
-    onProgress?.('contacting_service');
-    await this.api.changePassword(r);
-    me.kdf = r.kdf;
+    me.kdf = await account.newPassword(this.api, this.argon2, me.nick, { oldPassword, newPassword, ...(o.kdf ? { kdf: o.kdf } : {}) }, onProgress);
     onProgress?.('done');
   }
 
   /** Deletes the account for good (the nick is retired) after re-deriving the auth key from the password. */
   async deleteAccount(password: string, onProgress?: OnProgress): Promise<void> {
     const me = this.need();
-    const keys = await keysFor(password, me.kdf, this.argon2, onProgress);
-    onProgress?.('contacting_service');
-    await this.api.deleteMe(keys.authKey);
+    await account.deleteAccount(this.api, this.argon2, me.kdf, password, onProgress);
     this.reset();
   }
 

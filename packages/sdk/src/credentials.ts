@@ -1,8 +1,8 @@
 /**
- * What a password makes, for Messenger's account lifecycle (client.ts): the account keys from the
- * password and the KDF parameters, a new identity sealed for registration, the identity opened at
- * login, and the identity sealed again under a new password. Pure crypto, no requests; every
- * buffer that held the master secret or the private key is zeroed before it is let go.
+ * What a password makes, for the account's steps with the service (account.ts): the account keys
+ * from the password and the KDF parameters, a new identity sealed for registration, the identity
+ * opened at login, and the identity sealed again under a new password. Pure crypto, no requests;
+ * every buffer that held the master secret or the private key is zeroed before it is let go.
  */
 import type { EncryptedKey, Kdf } from '@svc/protocol';
 import { generateIdentity, openIdentity, openIdentityPkcs8, sealIdentity, type Identity } from './crypto/identity.js';

@@ -21,7 +21,7 @@ import { openDatabase, schemaVersion } from '../../src/store/sqlite/db.js';
 import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { migrate, openPool } from '../../src/store/postgres/db.js';
 import { PG_MIGRATIONS } from '../../src/store/postgres/migrations.js';
-import { admin } from './service.js';
+import { admin } from './run-node.js';
 
 interface Backend {
   name: string;

@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { ORIGIN, Client, addDevice, dmBody, signup, type TestServer } from '@svc/testkit/harness';
-import { admin, startService } from './service.js';
+import { startChildService } from '@svc/testkit/child';
+import { admin } from './run-node.js';
 
 interface Snapshot {
   accounts: number;
@@ -44,7 +45,7 @@ test('admin backup copies a consistent database while the service writes, and th
   const data = join(dir, 'data');
   const dbPath = join(data, 'svc.db');
   const env = { ORIGIN, DATABASE_URL: `sqlite:${dbPath}`, LIMIT_MESSAGES_PER_MIN: '1000000', LIMIT_WRITES_PER_MIN: '1000000' };
-  let service = await startService(env);
+  let service = await startChildService({ env, ready: 'listening' });
   try {
     const server = { url: service.url } as TestServer;
     const a = await signup(server);
@@ -105,7 +106,7 @@ test('admin backup copies a consistent database while the service writes, and th
     mkdirSync(old);
     for (const suffix of ['', '-wal', '-shm']) if (existsSync(dbPath + suffix)) renameSync(dbPath + suffix, join(old, `svc.db${suffix}`));
     copyFileSync(chosen, dbPath);
-    service = await startService(env);
+    service = await startChildService({ env, ready: 'listening' });
 
     const restored = { url: service.url } as TestServer;
     // Sessions are in the backup: both clients are still signed in.

@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Stream, assertError, dmBody, nick, registerBody, type ReqOptions, type Res, type TestServer } from '@svc/testkit/harness';
 import { freePort } from '@svc/testkit/port';
-import { startService, type ServiceProcess } from './service.js';
+import { startChildService, type ChildService } from '@svc/testkit/child';
 
 const NGINX = '/usr/sbin/nginx';
 const SITE = 'deploy/nginx-svc.conf';
@@ -87,7 +87,7 @@ function assertSecurityHeaders(r: { headers: Headers }, what: string): void {
 
 describe('behind nginx with deploy/nginx-svc.conf', () => {
   let prefix: string;
-  let service: ServiceProcess;
+  let service: ChildService;
   let nginx: ChildProcess;
   let nginxExit: Promise<unknown>;
   let origin: string;
@@ -104,10 +104,9 @@ describe('behind nginx with deploy/nginx-svc.conf', () => {
     const httpsPort = await freePort();
     httpPort = await freePort();
     origin = `https://localhost:${httpsPort}`;
-    service = await startService({
-      ORIGIN: origin,
-      DATABASE_URL: `sqlite:${join(prefix, 'data', 'svc.db')}`,
-      LIMIT_REGISTER_PER_HOUR: '2',
+    service = await startChildService({
+      env: { ORIGIN: origin, DATABASE_URL: `sqlite:${join(prefix, 'data', 'svc.db')}`, LIMIT_REGISTER_PER_HOUR: '2' },
+      ready: 'listening',
     });
     const site = join(prefix, 'svc.conf');
     writeFileSync(

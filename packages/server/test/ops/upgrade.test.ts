@@ -12,7 +12,8 @@ import Database from 'better-sqlite3';
 import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { PG_MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { dropSchema, freshSchema, sqlIn, testPgUrl } from '@svc/testkit/postgres';
-import { MAIN, runNode, startService } from './service.js';
+import { SERVICE_MAIN, startChildService } from '@svc/testkit/child';
+import { runNode } from './run-node.js';
 
 const newest = (ms: { version: number }[]) => Math.max(...ms.map((m) => m.version));
 
@@ -21,7 +22,7 @@ test('SQLite: a start records the migrations; a database from a newer version st
   const dbPath = join(dir, 'svc.db');
   const env = { DATABASE_URL: `sqlite:${dbPath}` };
   try {
-    const service = await startService(env);
+    const service = await startChildService({ env, ready: 'listening' });
     assert.equal(await service.stop(), 0);
     const known = newest(SQLITE_MIGRATIONS);
     const db = new Database(dbPath);
@@ -34,7 +35,7 @@ test('SQLite: a start records the migrations; a database from a newer version st
     db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(known + 1, 'from the future', Date.now());
     db.close();
 
-    const r = await runNode([MAIN], { ...env, PORT: '0' });
+    const r = await runNode([SERVICE_MAIN], { ...env, PORT: '0' });
     assert.equal(r.status, 3, 'exit code 3: a newer store, which a restart cannot cure');
     const out = r.stdout + r.stderr;
     assert.match(out, new RegExp(`schema version ${known + 1}, newer than this build knows \\(${known}\\)`), out);
@@ -50,7 +51,7 @@ test('PostgreSQL: a database from a newer version stops the start with both vers
   u.searchParams.set('options', `-c search_path=${schema}`);
   const env = { DATABASE_URL: u.toString() };
   try {
-    const service = await startService(env);
+    const service = await startChildService({ env, ready: 'listening' });
     assert.equal(await service.stop(), 0);
     const known = newest(PG_MIGRATIONS);
     const rows = await sqlIn<{ version: number }>(schema, 'SELECT version FROM schema_migrations ORDER BY version');
@@ -60,7 +61,7 @@ test('PostgreSQL: a database from a newer version stops the start with both vers
     );
     await sqlIn(schema, 'INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [known + 1, 'from the future', Date.now()]);
 
-    const r = await runNode([MAIN], { ...env, PORT: '0' });
+    const r = await runNode([SERVICE_MAIN], { ...env, PORT: '0' });
     assert.equal(r.status, 3, 'exit code 3: a newer store, which a restart cannot cure');
     const out = r.stdout + r.stderr;
     assert.match(out, new RegExp(`schema version ${known + 1}, newer than this build knows \\(${known}\\)`), out);

@@ -17,11 +17,11 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client, Stream, addDevice, ct, id16, iv, nick, signup, ulid, wk, type TestServer } from '@svc/testkit/harness';
+import { Client, ORIGIN, Stream, TEST_RATES, addDevice, ct, id16, iv, nick, signup, ulid, wk, type TestServer } from '@svc/testkit/harness';
 import { Ledger, Reader, Sender, drain, printRow, tally } from './delivery-ledger.js';
 import { dropSchema, freshSchema, sqlIn, testPgUrl } from '@svc/testkit/postgres';
 import { freePort } from '@svc/testkit/port';
-import { ChildServer } from './child-server.js';
+import { ChildService } from '@svc/testkit/child';
 
 /** SIGKILLs per store: CRASH_KILLS (`npm run soak:crash` sets 20); a few for `npm test`. */
 const KILLS = Number(process.env.CRASH_KILLS || 5);
@@ -41,9 +41,9 @@ async function account(server: TestServer, devices: number): Promise<Account> {
 
 async function crashRun(store: string, env: Record<string, string>): Promise<void> {
   const port = await freePort();
-  const proc = new ChildServer(port, env);
+  const proc = new ChildService({ env: { ...TEST_RATES, PORT: String(port), HOST: '127.0.0.1', ORIGIN, LOG_LEVEL: 'warn', ...env }, log: false });
   await proc.start();
-  const server = proc.server;
+  const server = { url: proc.url } as TestServer;
   const ledger = new Ledger();
   const readers: Reader[] = [];
   try {
@@ -165,7 +165,7 @@ async function crashRun(store: string, env: Record<string, string>): Promise<voi
         `room ${r.id} created under load is there with its key`,
       );
   } catch (err) {
-    if (proc.stderr) (err as Error).message += `\nserver stderr:\n${proc.stderr}`;
+    if (proc.output()) (err as Error).message += `\nserver stderr:\n${proc.output().slice(-20_000)}`;
     throw err;
   } finally {
     for (const r of readers) await r.stop();

@@ -2,7 +2,9 @@
  * A private PostgreSQL server for tests that stop and start it: a fresh cluster (initdb) in a
  * temporary folder, on a free port, that only this test uses. The machine's PostgreSQL is shared
  * with other tests and is never touched. As root, the cluster belongs to the `postgres` user
- * (PostgreSQL refuses to run as root) and its commands run as that user.
+ * (PostgreSQL refuses to run as root) and its commands run as that user. Not `@svc/testkit/child`:
+ * pg_ctl starts the server detached and stops it through its data folder, so there is no child
+ * process to wait on or signal.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';

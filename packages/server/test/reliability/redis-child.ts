@@ -1,4 +1,8 @@
-/** A private Redis server (`redis-server` child on a free port, no persistence) that a test may stop and start again. */
+/**
+ * A private Redis server (`redis-server` child on a free port, no persistence) that a test may
+ * stop and start again. Not `@svc/testkit/child`: that one runs node scripts that answer
+ * /healthz, and this is another program, ready when it answers PING.
+ */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { connect } from 'node:net';
 import { freePort } from '@svc/testkit/port';

@@ -11,9 +11,9 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Client, Stream, addDevice, ct, id16, iv, nick, signup, ulid, wk, type TestServer } from '@svc/testkit/harness';
+import { Client, ORIGIN, Stream, TEST_RATES, addDevice, ct, id16, iv, nick, signup, ulid, wk, type TestServer } from '@svc/testkit/harness';
 import { freePort } from '@svc/testkit/port';
-import { ChildServer } from './child-server.js';
+import { ChildService } from '@svc/testkit/child';
 import { Ledger, Reader, Sender, drain, printRow, tally } from './delivery-ledger.js';
 import { PostgresChild } from './postgres-child.js';
 import { RedisChild } from './redis-child.js';
@@ -40,14 +40,16 @@ function through(c: Client, server: TestServer): Client {
 describe('PostgreSQL and Redis restarting under load (two instances, private servers)', () => {
   const pg = new PostgresChild();
   const redis = new RedisChild();
-  const instances: ChildServer[] = [];
+  const instances: ChildService[] = [];
 
   before(async () => {
     await pg.init();
     await pg.start();
     await redis.start();
     for (let i = 0; i < 2; i++) {
-      const proc = new ChildServer(await freePort(), { DATABASE_URL: pg.url, REDIS_URL: redis.url });
+      const port = String(await freePort());
+      const env = { ...TEST_RATES, PORT: port, HOST: '127.0.0.1', ORIGIN, LOG_LEVEL: 'warn', DATABASE_URL: pg.url, REDIS_URL: redis.url };
+      const proc = new ChildService({ env, log: false });
       await proc.start();
       instances.push(proc);
     }
@@ -59,7 +61,7 @@ describe('PostgreSQL and Redis restarting under load (two instances, private ser
   });
 
   test(`${PG_RESTARTS} PostgreSQL and ${REDIS_RESTARTS} Redis restarts lose, duplicate and misroute no envelope, and every stream resumes from its cursor`, async () => {
-    const [s0, s1] = instances.map((p) => p.server) as [TestServer, TestServer];
+    const [s0, s1] = instances.map((p) => ({ url: p.url }) as TestServer) as [TestServer, TestServer];
     const ledger = new Ledger();
     const account = async (devices: number) => {
       const c = await signup(s0, nick('rst'));
@@ -115,7 +117,7 @@ describe('PostgreSQL and Redis restarting under load (two instances, private ser
         if (sendersBack && readersBack) return;
         if (Date.now() > deadline) {
           const state = senders.map((x) => `sender ${x.c.nick}: ${x.accepted} accepted, ${x.unsettled} to retry, last failure ${x.lastFailure}`);
-          const logs = instances.map((p, n) => `instance ${n} stderr:\n${p.stderr.slice(-4000)}`);
+          const logs = instances.map((p, n) => `instance ${n} stderr:\n${p.output().slice(-4000)}`);
           assert.fail(
             `${what}: the service did not recover within 60 s\n${state.join('\n')}\n${readers.map((r, n) => `${r.state} (${replays?.[n] ?? '-'} before)`).join('\n')}\n${logs.join('\n')}`,
           );

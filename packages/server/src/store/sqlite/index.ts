@@ -5,7 +5,6 @@
  * opened with `settleBeforeSync`, once `durable()` resolves after it).
  */
 import { LIMITS, type Contact, type EncryptedKey, type Kdf, type Room, type WrappedKey } from '@svc/protocol';
-import { ACCOUNT_COLUMNS, accountFromRow, type AccountRow } from '../rows.js';
 import type {
   Admit,
   AccountRecord,
@@ -27,31 +26,17 @@ import type {
 } from '../types.js';
 import type Database from 'better-sqlite3';
 import { openDatabase, type Db } from './db.js';
-import { Statements, placeholders } from './statements.js';
+import { Statements } from './statements.js';
 import { GroupCommit } from './group-commit.js';
 import { walDurability, type Durability } from './wal-sync.js';
 import { ReadCache } from './read-cache.js';
 import { Checkpointer } from './checkpointer.js';
 import { QueueIndex } from './queue-index.js';
+import * as accounts from './accounts.js';
+import * as devices from './devices.js';
+import * as contacts from './contacts.js';
 import * as rooms from './rooms.js';
 import * as messages from './messages.js';
-
-interface DeviceRow {
-  id: string;
-  nick: string;
-  created_at: number;
-  last_seen_at: number | null;
-  push: number;
-}
-
-const toDevice = (r: DeviceRow): DeviceRecord => ({
-  id: r.id,
-  nick: r.nick,
-  createdAt: r.created_at,
-  lastSeenAt: r.last_seen_at,
-  push: r.push === 1,
-});
-const DEVICE_COLS = 'id, nick, created_at, last_seen_at, (push_endpoint IS NOT NULL) AS push';
 
 export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
@@ -149,230 +134,132 @@ export class SqliteStore implements Store {
   }
 
   async registerAccount(a: NewAccount): Promise<{ ok: true } | Refusal<'nick_taken' | 'invite_required' | 'invalid_invite'>> {
-    return this.write(() => {
-      if (a.requireInvite) {
-        if (a.invite === null) return { error: 'invite_required' as const };
-        const inv = this.q.one<{ uses_left: number; expires_at: number | null }>(
-          'SELECT uses_left, expires_at FROM invites WHERE code = ?',
-          a.invite,
-        );
-        if (!inv || inv.uses_left <= 0 || (inv.expires_at !== null && inv.expires_at <= a.now)) return { error: 'invalid_invite' as const };
-      }
-      if (this.q.one('SELECT 1 FROM accounts WHERE nick = ?', a.nick)) return { error: 'nick_taken' as const };
-      // The invite use is consumed in the same transaction that creates the account.
-      if (a.requireInvite) this.q.run('UPDATE invites SET uses_left = uses_left - 1 WHERE code = ?', a.invite);
-      this.q.run(
-        'INSERT INTO accounts (nick, auth_key_hash, kdf, public_key, encrypted_key, created_at) VALUES (?, ?, ?, ?, ?, ?)',
-        a.nick,
-        Buffer.from(a.authKeyHash),
-        JSON.stringify(a.kdf),
-        a.publicKey,
-        JSON.stringify(a.encryptedKey),
-        a.now,
-      );
-      this.q.run('INSERT INTO sessions (id, nick, created_at, last_used_at) VALUES (?, ?, ?, ?)', a.sessionId, a.nick, a.now, a.now);
-      return { ok: true as const };
-    });
+    return this.write(() => accounts.registerAccount(this.q, a));
   }
 
   async getAccount(nick: string): Promise<AccountRecord | null> {
-    const r = this.q.one<AccountRow>(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE nick = ? AND deleted_at IS NULL`, nick);
-    if (!r) return null;
-    return accountFromRow(r);
+    return accounts.getAccount(this.q, nick);
   }
 
   async nickExists(nick: string): Promise<boolean> {
-    return this.q.one('SELECT 1 FROM accounts WHERE nick = ?', nick) !== undefined;
+    return accounts.nickExists(this.q, nick);
   }
 
   async createInvite(code: string, uses: number, expiresAt: number | null, now: number): Promise<void> {
-    await this.write(() =>
-      this.q.run('INSERT INTO invites (code, uses_left, expires_at, created_at) VALUES (?, ?, ?, ?)', code, uses, expiresAt, now),
-    );
+    await this.write(() => accounts.createInvite(this.q, code, uses, expiresAt, now));
   }
 
   async listInvites(): Promise<InviteRecord[]> {
-    return this.q.all<InviteRecord>(
-      'SELECT code, uses_left AS usesLeft, expires_at AS expiresAt, created_at AS createdAt FROM invites ORDER BY created_at, code',
-    );
+    return accounts.listInvites(this.q);
   }
 
   async revokeInvite(code: string): Promise<boolean> {
-    return this.write(() => this.q.run('DELETE FROM invites WHERE code = ?', code).changes > 0);
+    return this.write(() => accounts.revokeInvite(this.q, code));
   }
 
   async createSession(s: { id: string; nick: string; now: number }): Promise<void> {
-    await this.write(() => this.q.run('INSERT INTO sessions (id, nick, created_at, last_used_at) VALUES (?, ?, ?, ?)', s.id, s.nick, s.now, s.now));
+    await this.write(() => accounts.createSession(this.q, s));
   }
 
   async getSession(id: string): Promise<SessionRecord | null> {
-    const s = this.sessions.get(id, () => {
-      const r = this.q.one<{ id: string; nick: string; created_at: number; last_used_at: number }>(
-        'SELECT id, nick, created_at, last_used_at FROM sessions WHERE id = ?',
-        id,
-      );
-      return r ? { id: r.id, nick: r.nick, createdAt: r.created_at, lastUsedAt: r.last_used_at } : null;
-    });
+    const s = this.sessions.get(id, () => accounts.loadSession(this.q, id));
     return s ? { ...s } : null;
   }
 
   async touchSession(id: string, now: number): Promise<void> {
     await this.write(() => {
       this.sessions.forget(id);
-      this.q.run('UPDATE sessions SET last_used_at = ? WHERE id = ?', now, id);
+      accounts.touchSession(this.q, id, now);
     });
   }
 
   async deleteSession(id: string): Promise<void> {
     await this.write(() => {
       this.sessions.forget(id);
-      this.q.run('DELETE FROM sessions WHERE id = ?', id);
+      accounts.deleteSession(this.q, id);
     });
   }
 
   async changePassword(nick: string, p: { authKeyHash: Uint8Array; kdf: Kdf; encryptedKey: EncryptedKey }, keepSession: string): Promise<string[]> {
     return this.write(() => {
-      this.q.run(
-        'UPDATE accounts SET auth_key_hash = ?, kdf = ?, encrypted_key = ? WHERE nick = ?',
-        Buffer.from(p.authKeyHash),
-        JSON.stringify(p.kdf),
-        JSON.stringify(p.encryptedKey),
-        nick,
-      );
-      const ended = this.q.all<{ id: string }>('SELECT id FROM sessions WHERE nick = ? AND id <> ?', nick, keepSession).map((r) => r.id);
+      const ended = accounts.changePassword(this.q, nick, p, keepSession);
       this.sessions.forget(ended);
-      this.q.run('DELETE FROM sessions WHERE nick = ? AND id <> ?', nick, keepSession);
       return ended;
     });
   }
 
   async deleteAccount(nick: string, now: number): Promise<DeleteAccountResult> {
     return this.write(() => {
-      const roomResults: LeaveResult[] = rooms.roomsOf(this.q, nick).map((id) => rooms.leaveRoom(this.q, id, nick));
-      const sessions = this.q.all<{ id: string }>('SELECT id FROM sessions WHERE nick = ?', nick).map((r) => r.id);
-      const devices = rooms.devicesOf(this.q, nick);
-      this.sessions.forget(sessions);
-      this.owners.forget(devices);
+      const r = accounts.deleteAccount(this.q, nick, now, (d) => this.dropQueue(d));
+      this.sessions.forget(r.sessions);
+      this.owners.forget(r.devices);
       this.liveAccounts.forget(nick);
-      // Rows of both directions go; forgetting them one by one would need them listed first.
+      // Rows of both directions went; forgetting them one by one would need them listed first.
       this.contacts.clear();
-      this.q.run('DELETE FROM sessions WHERE nick = ?', nick);
-      for (const d of devices) this.dropQueue(d);
-      this.q.run('DELETE FROM devices WHERE nick = ?', nick);
       this.deviceLists.clear();
-      this.q.run('DELETE FROM contacts WHERE nick = ? OR peer = ?', nick, nick);
-      this.q.run(
-        'UPDATE accounts SET auth_key_hash = NULL, kdf = NULL, public_key = NULL, encrypted_key = NULL, deleted_at = ? WHERE nick = ?',
-        now,
-        nick,
-      );
-      return { sessions, devices, rooms: roomResults };
+      return r;
     });
   }
 
   async addDevice(nick: string, id: string, now: number) {
-    return this.write((): { status: 'created' | 'exists'; device: DeviceRecord } | Refusal<'device_conflict' | 'limit_reached'> => {
-      const row = this.q.one<DeviceRow>(`SELECT ${DEVICE_COLS} FROM devices WHERE id = ?`, id);
-      if (row) return row.nick === nick ? { status: 'exists', device: toDevice(row) } : { error: 'device_conflict' };
-      const n = this.q.one<{ n: number }>('SELECT COUNT(*) AS n FROM devices WHERE nick = ?', nick)!.n;
-      if (n >= LIMITS.devicesPerAccount) return { error: 'limit_reached' };
-      this.q.run('INSERT INTO devices (id, nick, created_at) VALUES (?, ?, ?)', id, nick, now);
-      this.deviceLists.clear();
-      return { status: 'created', device: { id, nick, createdAt: now, lastSeenAt: null, push: false } };
+    return this.write(() => {
+      const r = devices.addDevice(this.q, nick, id, now);
+      if ('status' in r && r.status === 'created') this.deviceLists.clear();
+      return r;
     });
   }
 
   async listDevices(nick: string): Promise<DeviceRecord[]> {
-    return this.q.all<DeviceRow>(`SELECT ${DEVICE_COLS} FROM devices WHERE nick = ? ORDER BY seq`, nick).map(toDevice);
+    return devices.listDevices(this.q, nick);
   }
 
   async deviceOwner(id: string): Promise<string | null> {
-    return this.owners.get(id, () => this.q.one<{ nick: string }>('SELECT nick FROM devices WHERE id = ?', id)?.nick ?? null);
+    return this.owners.get(id, () => devices.deviceOwner(this.q, id));
   }
 
   async deleteDevice(nick: string, id: string): Promise<boolean> {
     return this.write(() => {
       this.owners.forget(id);
       this.deviceLists.clear();
-      const r = this.q.run('DELETE FROM devices WHERE id = ? AND nick = ?', id, nick);
-      if (r.changes === 0) return false;
+      if (!devices.deleteDevice(this.q, nick, id)) return false;
       this.dropQueue(id);
       return true;
     });
   }
 
   async setPushSubscription(deviceId: string, sub: { endpoint: string; p256dh: string; auth: string }): Promise<void> {
-    await this.write(() =>
-      this.pushChanged().run(
-        'UPDATE devices SET push_endpoint = ?, push_p256dh = ?, push_auth = ?, push_pending = 0 WHERE id = ?',
-        sub.endpoint,
-        sub.p256dh,
-        sub.auth,
-        deviceId,
-      ),
-    );
+    await this.write(() => devices.setPushSubscription(this.pushChanged(), deviceId, sub));
   }
 
   async deletePushSubscription(deviceId: string): Promise<void> {
-    await this.write(() =>
-      this.pushChanged().run(
-        'UPDATE devices SET push_endpoint = NULL, push_p256dh = NULL, push_auth = NULL, push_pending = 0 WHERE id = ?',
-        deviceId,
-      ),
-    );
+    await this.write(() => devices.deletePushSubscription(this.pushChanged(), deviceId));
   }
 
   async deviceConnected(deviceId: string, now: number): Promise<void> {
-    await this.write(() => this.pushChanged().run('UPDATE devices SET push_pending = 0, last_seen_at = ? WHERE id = ?', now, deviceId));
+    await this.write(() => devices.deviceConnected(this.pushChanged(), deviceId, now));
   }
 
   async claimPush(deviceIds: string[]): Promise<PushTarget[]> {
     if (deviceIds.length === 0) return [];
-    // One UPDATE … RETURNING: the flag is read and set in a single atomic step.
-    return this.write(() =>
-      this.pushChanged().all<PushTarget>(
-        `UPDATE devices SET push_pending = 1
-         WHERE id IN (${placeholders(deviceIds.length)}) AND push_pending = 0 AND push_endpoint IS NOT NULL
-         RETURNING id AS deviceId, push_endpoint AS endpoint, push_p256dh AS p256dh, push_auth AS auth`,
-        ...deviceIds,
-      ),
-    );
+    return this.write(() => devices.claimPush(this.pushChanged(), deviceIds));
   }
 
   async dropPushSubscription(deviceId: string, endpoint: string): Promise<void> {
-    await this.write(() =>
-      this.pushChanged().run(
-        'UPDATE devices SET push_endpoint = NULL, push_p256dh = NULL, push_auth = NULL, push_pending = 0 WHERE id = ? AND push_endpoint = ?',
-        deviceId,
-        endpoint,
-      ),
-    );
+    await this.write(() => devices.dropPushSubscription(this.pushChanged(), deviceId, endpoint));
   }
 
   async listContacts(nick: string): Promise<Contact[]> {
-    return this.q.all<Contact>(
-      `SELECT c.peer AS nick, a.public_key AS publicKey, c.created_at AS createdAt FROM contacts c
-       JOIN accounts a ON a.nick = c.peer WHERE c.nick = ? AND a.deleted_at IS NULL ORDER BY c.seq`,
-      nick,
-    );
+    return contacts.listContacts(this.q, nick);
   }
 
   async addContact(nick: string, peer: string, now: number) {
-    return this.write((): { status: 'created' | 'exists'; publicKey: string } | Refusal<'unknown_user' | 'limit_reached'> => {
-      const acc = this.q.one<{ public_key: string }>('SELECT public_key FROM accounts WHERE nick = ? AND deleted_at IS NULL', peer);
-      if (!acc) return { error: 'unknown_user' };
-      if (this.q.one('SELECT 1 FROM contacts WHERE nick = ? AND peer = ?', nick, peer)) return { status: 'exists', publicKey: acc.public_key };
-      const n = this.q.one<{ n: number }>('SELECT COUNT(*) AS n FROM contacts WHERE nick = ?', nick)!.n;
-      if (n >= LIMITS.contactsPerAccount) return { error: 'limit_reached' };
-      this.q.run('INSERT INTO contacts (nick, peer, created_at) VALUES (?, ?, ?)', nick, peer, now);
-      return { status: 'created', publicKey: acc.public_key };
-    });
+    return this.write(() => contacts.addContact(this.q, nick, peer, now));
   }
 
   async deleteContact(nick: string, peer: string): Promise<void> {
     await this.write(() => {
       this.contacts.forget(`${nick} ${peer}`);
-      this.q.run('DELETE FROM contacts WHERE nick = ? AND peer = ?', nick, peer);
+      contacts.deleteContact(this.q, nick, peer);
     });
   }
 

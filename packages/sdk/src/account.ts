@@ -1,0 +1,108 @@
+/**
+ * The account's steps with the service, for Messenger (client.ts): sign-up, sign-in and what a
+ * sign-in refuses, a new password, deletion. Each returns what Messenger keeps and holds no state;
+ * the crypto of each step (what a password makes) is credentials.ts.
+ */
+import type { Kdf } from '@svc/protocol';
+import type { ApiClient } from './api.js';
+import type { Identity } from './crypto/identity.js';
+import { checkKdf, type Argon2Fn, type OnProgress } from './crypto/kdf.js';
+import { keysFor, newAccount, openAccount, resealAccount, type KdfChoice } from './credentials.js';
+import { SdkError } from './errors.js';
+
+/** An account opened by a password: Messenger derives the rest of its keys from the identity. */
+export interface OpenedAccount {
+  nick: string;
+  identity: Identity;
+  kdf: Kdf;
+}
+
+/** Creates the account (and its session) with a new identity sealed under the password. */
+export async function signUp(
+  api: ApiClient,
+  argon2: Argon2Fn | undefined,
+  o: { nick: string; password: string; invite?: string; kdf?: KdfChoice },
+  onProgress?: OnProgress,
+): Promise<OpenedAccount> {
+  const a = await newAccount(o.nick, o.password, o.kdf, argon2, onProgress);
+  onProgress?.('contacting_service');
+  await api.register({
+    nick: o.nick,
+    authKey: a.keys.authKey,
+    kdf: a.kdf,
+    publicKey: a.identity.publicKey,
+    encryptedKey: a.encryptedKey,
+    ...(o.invite !== undefined ? { invite: o.invite } : {}),
+  });
+  return { nick: o.nick, identity: a.identity, kdf: a.kdf };
+}
+
+/**
+ * Fetches and checks the KDF parameters (refusing work below `kdfFloor` unless `acceptWeakKdf`),
+ * derives the keys, logs in and opens the identity the service returns.
+ */
+export async function signIn(
+  api: ApiClient,
+  argon2: Argon2Fn | undefined,
+  kdfFloor: Pick<Kdf, 'm' | 't'>,
+  o: { nick: string; password: string; acceptWeakKdf?: boolean },
+  onProgress?: OnProgress,
+): Promise<OpenedAccount> {
+  onProgress?.('fetching_params');
+  const kdf = checkKdf(await api.kdf(o.nick));
+  if ((kdf.m < kdfFloor.m || kdf.t < kdfFloor.t) && !o.acceptWeakKdf) {
+    throw new SdkError('kdf_weak', {
+      message: `The service asks for a weaker key derivation for ${o.nick} (m=${kdf.m} KiB, t=${kdf.t}) than expected (m=${kdfFloor.m} KiB, t=${kdfFloor.t}). This can mean someone is trying to make your password easier to guess. Nothing was sent.`,
+    });
+  }
+  const keys = await keysFor(o.password, kdf, argon2, onProgress);
+  onProgress?.('contacting_service');
+  // A login overwrites the cookie without ending the old session; end it first (401 = none).
+  await api.logout();
+  const res = await api.login({ nick: o.nick, authKey: keys.authKey });
+  // A service that answers with another account than the one typed is not followed.
+  if (res.nick !== o.nick)
+    throw new SdkError('bad_response', { message: `The service answered the sign-in of ${o.nick} with another account; nothing was opened.` });
+  onProgress?.('opening_identity');
+  const identity = await openAccount(keys, res.encryptedKey, res.nick, res.publicKey);
+  return { nick: res.nick, identity, kdf: checkKdf(res.kdf) };
+}
+
+/** Seals the same identity under a new password and sends it; returns the new KDF parameters. */
+export async function newPassword(
+  api: ApiClient,
+  argon2: Argon2Fn | undefined,
+  nick: string,
+  o: { oldPassword: string; newPassword: string; kdf?: KdfChoice },
+  onProgress?: OnProgress,
+): Promise<Kdf> {
+  const current = await api.me();
+  const r = await resealAccount(
+    {
+      nick,
+      oldPassword: o.oldPassword,
+      oldKdf: checkKdf(current.kdf),
+      encryptedKey: current.encryptedKey,
+      newPassword: o.newPassword,
+      ...(o.kdf ? { choice: o.kdf } : {}),
+    },
+    argon2,
+    onProgress,
+  );
+  onProgress?.('contacting_service');
+  await api.changePassword(r);
+  return r.kdf;
+}
+
+/** Deletes the account with the auth key derived again from the password under `kdf`. */
+export async function deleteAccount(
+  api: ApiClient,
+  argon2: Argon2Fn | undefined,
+  kdf: Kdf,
+  password: string,
+  onProgress?: OnProgress,
+): Promise<void> {
+  const keys = await keysFor(password, kdf, argon2, onProgress);
+  onProgress?.('contacting_service');
+  await api.deleteMe(keys.authKey);
+}
