@@ -147,17 +147,6 @@ function writeSends(w: BatchWrites, deltas: number[]): string {
 /** The cap drop of one device: its `n` oldest entries, found by the primary key (device_id, seq). */
 const DROP_OLDEST = 'DELETE FROM queue WHERE device_id = $1 AND seq IN (SELECT q.seq FROM queue q WHERE q.device_id = $1 ORDER BY q.seq LIMIT $2)';
 
-/**
- * The sends of one transaction (message steps 5 to 7, for one send or a batch of concurrent
- * ones). `send_facts` takes the locks and reads the facts; the callers' checks (steps 5 and 6)
- * admit or refuse each send; the send rules (rules/send.ts) decide
- * each send in arrival order, each seeing what the earlier ones of the batch decided (an id an
- * earlier send stored is a used id, a contact row it added exists); one statement writes what
- * they decided. Two round trips whatever the batch's size: BEGIN with the facts, the write with
- * COMMIT (as simple queries, values as literals: literals.ts); a batch whose sends are all
- * refused ends with a bare COMMIT; a device at its cap costs one more. Run it in
- * `scriptedTransaction`, which rolls back whatever fails.
- */
 /** A send and the caller's checks, which throw to refuse it (Store.sendMessage's `admit`). */
 export interface PendingSend {
   send: SendInput;
@@ -167,6 +156,17 @@ export interface PendingSend {
 /** What became of one send of a transaction: an answer, or what its caller's checks threw. */
 export type SendOutcome = { result: SendResult } | { refused: unknown };
 
+/**
+ * The sends of one transaction (message steps 5 to 7, for one send or a batch of concurrent
+ * ones). `send_facts` takes the locks and reads the facts; the callers' checks (steps 5 and 6)
+ * admit or refuse each send; the send rules (rules/send.ts) decide each admitted send in arrival
+ * order, each seeing what the earlier ones of the batch decided (an id an earlier send stored is
+ * a used id, a contact row it added exists); one statement writes what they decided. Two round
+ * trips whatever the batch's size: BEGIN with the facts, the write with COMMIT (as simple
+ * queries, values as literals: literals.ts); a batch whose sends are all refused ends with a bare
+ * COMMIT; a device at its cap costs one more. Run it in `scriptedTransaction`, which rolls back
+ * whatever fails.
+ */
 export async function sendMessages(q: Sql, pending: PendingSend[]): Promise<SendOutcome[]> {
   const ms = pending.map((p) => p.send);
   const [, rows] = await q.script(
@@ -192,11 +192,6 @@ export async function sendMessages(q: Sql, pending: PendingSend[]): Promise<Send
       }
     }),
   );
-  const results = ms.map((m, i): SendOutcome => {
-    const no = refused[i];
-    if (no) return no;
-    return { result: decide(m) };
-  });
   function decide(m: SendInput): SendResult {
     const decided = decideSend(m, facts.prior.get(m.id) ?? null, facts.target(m));
     if (decided) return decided;
@@ -233,6 +228,8 @@ export async function sendMessages(q: Sql, pending: PendingSend[]): Promise<Send
       roomName: 'room' in m.to ? (facts.roomNames.get(m.to.room) ?? null) : null,
     };
   }
+  // In arrival order: each decision sees what the earlier ones stored.
+  const results = ms.map((m, i): SendOutcome => refused[i] ?? { result: decide(m) });
   if (w.envelopes.id.length === 0) {
     await q.run('COMMIT');
     return results;
