@@ -8,6 +8,7 @@ import {
   queueOverflow,
   roomTargets,
   sendRefusal,
+  type CandidateDevice,
   type ContactFacts,
   type PriorSend,
   type TargetFacts,
@@ -24,20 +25,18 @@ export interface Known {
   devicesOf(nick: string): readonly DeviceTarget[];
 }
 
-export interface DeviceTarget {
-  deviceId: string;
-  nick: string;
-  seq: number;
-  pushable: boolean;
-}
+/** A device as a send target: the rules' candidate. */
+export type DeviceTarget = CandidateDevice;
 
+/** SQLite has no booleans: a row's `pushable` is 0 or 1. */
 interface DeviceTargetRow extends Omit<DeviceTarget, 'pushable'> {
   pushable: 0 | 1;
 }
 
+const PUSHABLE = '(d.push_endpoint IS NOT NULL AND d.push_pending = 0) AS pushable';
+// Built once: a statement's SQL text is its cache key, and a text built per send is hashed anew each time.
 /** The SQL behind `Known.devicesOf`. */
-const DEVICE_TARGETS =
-  'SELECT d.id AS deviceId, d.nick AS nick, d.seq AS seq, (d.push_endpoint IS NOT NULL AND d.push_pending = 0) AS pushable FROM devices d WHERE d.nick = ? ORDER BY d.seq';
+const DEVICE_TARGETS = `SELECT d.id AS deviceId, d.nick AS nick, d.seq AS seq, ${PUSHABLE} FROM devices d WHERE d.nick = ? ORDER BY d.seq`;
 
 export function devicesOf(q: Statements, nick: string): DeviceTarget[] {
   return q.all<DeviceTargetRow>(DEVICE_TARGETS, nick).map((r) => ({ ...r, pushable: r.pushable === 1 }));
@@ -67,8 +66,6 @@ interface RoomDeviceRow extends DeviceTargetRow {
   memberSeq: number;
 }
 
-const PUSHABLE = '(d.push_endpoint IS NOT NULL AND d.push_pending = 0) AS pushable';
-// Built once: a statement's SQL text is its cache key, and a text built per send is hashed anew each time.
 const ROOM_DEVICES = `SELECT d.id AS deviceId, d.nick AS nick, d.seq AS seq, rm.seq AS memberSeq, ${PUSHABLE}
   FROM room_members rm JOIN devices d ON d.nick = rm.nick WHERE rm.room_id = ? ORDER BY rm.seq, d.seq`;
 
