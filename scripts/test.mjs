@@ -2,7 +2,8 @@
 // The server's API and push suites run once per backend mode (TEST_MODE, see
 // packages/testkit/src/modes.ts): SQLite; PostgreSQL + Redis; two instances on PostgreSQL + Redis.
 // Arguments filter files by substring; TEST_MODES=sqlite,postgres limits the modes; TEST_LANES=1
-// runs the suites one after another. At the end it prints the tests and assertions of each run.
+// runs the suites one after another; TEST_CONCURRENCY and TEST_WEB_CONCURRENCY set how many files
+// of a run go at a time. At the end it prints the tests and assertions of each run.
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -47,12 +48,15 @@ const baseEnv = { ...process.env, TEST_TLS_DIR: tlsDir, NODE_EXTRA_CA_CERTS: joi
 // budget of a minute), each on its own server and browser: they run several files at a time.
 const browser = (f) => /packages[\\/]web[\\/]dist[\\/]test[\\/]/.test(f);
 const webConcurrency = Math.max(1, Number(process.env.TEST_WEB_CONCURRENCY || 3));
+// The other files are independent too (each starts its own servers on its own store) and wait much
+// of the time for fsync, PostgreSQL or Redis: TEST_CONCURRENCY of them at a time (default 2).
+const concurrency = Math.max(1, Number(process.env.TEST_CONCURRENCY || 2));
 const runs = [];
 for (const mode of modes) {
   const batch = mode === modes[0] ? selected : selected.filter(modal);
   const rest = batch.filter((f) => !browser(f));
   const web = batch.filter(browser);
-  if (rest.length > 0) runs.push({ name: `TEST_MODE=${mode}`, mode, batch: rest, flags: [] });
+  if (rest.length > 0) runs.push({ name: `TEST_MODE=${mode}`, mode, batch: rest, flags: [`--test-concurrency=${concurrency}`] });
   if (web.length > 0) runs.push({ name: `TEST_MODE=${mode} browser`, mode, batch: web, flags: [`--test-concurrency=${webConcurrency}`] });
 }
 

@@ -385,7 +385,8 @@ describe('web client: nothing about chats, nicks or times in the browser’s sto
         [`svc.kdf.${names.carol}`]: JSON.stringify({ m: KDF_MIN.m, t: KDF_MIN.t }),
       };
 
-      const d = await scene.device('carol');
+      // The app's real parameters on this device: its sign-in below must pass on the KDF memory it moves, not on the test switch's lower floor.
+      const d = await scene.device('carol', { realKdf: true });
       await d.page.goto('/');
       await button(d.page, 'Sign in').waitFor({ timeout: KDF_PATIENCE });
       await writeLegacy(d.page, names.carol, rows, legacyLocal);

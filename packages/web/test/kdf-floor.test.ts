@@ -6,16 +6,23 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { ApiClient, cookieFetch, KDF_MIN, Messenger } from '@svc/sdk';
+import { ApiClient, cookieFetch, KDF_DEFAULTS, KDF_MIN, Messenger } from '@svc/sdk';
 import { missingBrowser } from './harness/browser.js';
 import { nick, openScene, type Scene } from './harness/scene.js';
-import { button, chatList, KDF_PATIENCE, nickInput, passwordInput, signUp, signedOut } from './harness/ui.js';
+import { button, chatList, KDF_PATIENCE, nickInput, passwordInput, signIn, signUp, signedOut } from './harness/ui.js';
 
 describe('web client: the key-derivation floor at sign-in', { skip: missingBrowser() }, () => {
   let scene: Scene;
 
+  /** The work the service holds for an account, as it serves it to a sign-in. */
+  async function servedWork(name: string): Promise<{ m: number; t: number; p: number }> {
+    const k = await new ApiClient({ baseUrl: scene.server.origin, origin: scene.server.origin, fetch: cookieFetch() }).kdf(name);
+    return { m: k.m, t: k.t, p: k.p };
+  }
+
   before(async () => {
-    scene = await openScene();
+    // This file is about the key derivation: its devices run the app's real parameters.
+    scene = await openScene({ realKdf: true });
   });
   after(async () => {
     await scene?.close();
@@ -53,6 +60,8 @@ describe('web client: the key-derivation floor at sign-in', { skip: missingBrows
       const password = 'strong kdf account password';
       const d = await scene.device('known browser');
       await signUp(d.page, name, password);
+      // A browser without the test switch gives a new account the defaults of real users.
+      assert.deepEqual(await servedWork(name), { m: KDF_DEFAULTS.m, t: KDF_DEFAULTS.t, p: KDF_DEFAULTS.p });
       await button(d.page, 'Sign out').click();
       await d.page.getByRole('dialog').getByRole('button', { name: 'Sign out', exact: true }).click();
       await signedOut(d.page);
@@ -72,6 +81,19 @@ describe('web client: the key-derivation floor at sign-in', { skip: missingBrows
         .waitFor({ timeout: KDF_PATIENCE });
       assert.equal(await button(d.page, 'Sign in anyway').isVisible(), false, 'no way around it on a browser that knows better');
       d.takeErrors();
+    })();
+  });
+
+  test('the test switch (other browser files): new accounts get the weakest parameters the bounds allow, and another device signs in without a warning', async () => {
+    await scene.step(async () => {
+      const name = nick('switched');
+      const password = 'switched kdf account password';
+      const d = await scene.device('switched browser', { realKdf: false });
+      await signUp(d.page, name, password);
+      assert.deepEqual(await servedWork(name), { m: KDF_MIN.m, t: KDF_MIN.t, p: KDF_MIN.p });
+      const other = await scene.device('switched second device', { realKdf: false });
+      await signIn(other.page, name, password);
+      assert.equal(await button(other.page, 'Sign in anyway').isVisible(), false);
     })();
   });
 });

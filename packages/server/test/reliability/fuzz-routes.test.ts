@@ -605,6 +605,7 @@ for (const mode of (['sqlite', 'postgres'] as const satisfies readonly TestMode[
         // The state after a refused request is the state before the next one: nothing else writes.
         let known: string | null = null;
         let sinceFixture = 0;
+        let passed = false;
         try {
           await fc.assert(
             fc.asyncProperty(plan, async (p) => {
@@ -643,8 +644,11 @@ for (const mode of (['sqlite', 'postgres'] as const satisfies readonly TestMode[
           if (!keep) assert.deepEqual(leaks(l.server.logs, l.used), [], 'the request log holds nothing it must not');
           if (RUNS[mode] > ROUND)
             console.error(`fuzz ${mode}: ${perRoute.reduce((a, b) => a + b, 0)} requests, ${Math.round((performance.now() - started) / 1000)} s`);
+          passed = true;
         } finally {
-          if (!keep) await l.server.close();
+          // A failed round's server is closed too, kept or not: left open it would keep this
+          // process, and so the whole test run, waiting for ever after the failure is reported.
+          if (!keep || !passed) await l.server.close();
         }
         if (keep) ({ server, state, fx, used } = l);
       }

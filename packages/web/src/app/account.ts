@@ -16,6 +16,7 @@ import { currentAccount, deviceIdFor, forgetDeviceId, rememberKdf, seenKdf, setC
 import { Db, STORES, accountDbName, done, isAccountDbName, openExisting } from './idb.js';
 import { legacyDbName } from './legacy.js';
 import { moveLegacy } from './migrate.js';
+import { newAccountKdf } from './kdf/test-kdf.js';
 import { workerArgon2 } from './kdf/worker-argon2.js';
 import { Session } from './session.js';
 
@@ -27,8 +28,8 @@ async function messengerOptions(nick?: string): Promise<{ opts: MessengerOptions
   const seen = nick ? await seenKdf(nick) : null;
   const opts: MessengerOptions = {
     // Sign-in refuses weaker KDF parameters than this browser saw for the account, or than the
-    // defaults of new accounts on a browser that never saw it (then the person may accept).
-    ...(seen ? { kdfFloor: seen } : {}),
+    // parameters this browser gives new accounts when it never saw it (then the person may accept).
+    kdfFloor: seen ?? newAccountKdf(),
     api: new ApiClient(),
     // The trust store needs the account's keys, which exist only after login: bind it late.
     keyCheck: (nick, key, purpose) => (check ? check(nick, key, purpose) : undefined),
@@ -92,7 +93,7 @@ async function open(m: Messenger, bindTrust: (s: Session) => void, mayWait = fal
 
 export async function signUp(o: { nick: string; password: string; invite?: string }, onProgress: OnProgress): Promise<Session> {
   const { m, bindTrust } = await newMessenger();
-  await m.register(o.invite ? o : { nick: o.nick, password: o.password }, onProgress);
+  await m.register({ nick: o.nick, password: o.password, ...(o.invite ? { invite: o.invite } : {}), kdf: newAccountKdf() }, onProgress);
   return (await open(m, bindTrust)).session;
 }
 
@@ -196,7 +197,7 @@ export async function signOut(s: Session): Promise<void> {
 }
 
 export async function changePassword(s: Session, oldPassword: string, newPassword: string, onProgress: OnProgress): Promise<void> {
-  await s.m.changePassword(oldPassword, newPassword, {}, onProgress);
+  await s.m.changePassword(oldPassword, newPassword, { kdf: newAccountKdf() }, onProgress);
   await s.db.put(STORES.kv, s.m.exportSession(), SAVED);
   await rememberKdf(s.nick, s.m.kdf);
 }

@@ -73,10 +73,27 @@ const CSP_PROBE = () => {
   });
 };
 
-export async function openDevice(browser: Browser, name: string, origin: string, options: BrowserContextOptions = {}): Promise<Device> {
-  const context = await browser.newContext({ baseURL: origin, ...options });
+export interface DeviceOptions extends BrowserContextOptions {
+  /**
+   * Give new accounts the app's real KDF parameters (m=65536 KiB, t=3), and expect them of accounts
+   * this device never saw, as for a real user. By default a device sets the app's test switch
+   * (src/app/kdf/test-kdf.ts) to the weakest parameters the bounds allow, so the scenarios that are
+   * not about the key derivation do not wait for Argon2id; the files about it pass `realKdf`.
+   */
+  realKdf?: boolean;
+}
+
+/** The init script of the test switch: it runs in every page of the device before the app's code. */
+const TEST_KDF_MIN = () => {
+  (window as { __svcTestKdf?: string }).__svcTestKdf = 'min';
+};
+
+export async function openDevice(browser: Browser, name: string, origin: string, options: DeviceOptions = {}): Promise<Device> {
+  const { realKdf, ...contextOptions } = options;
+  const context = await browser.newContext({ baseURL: origin, ...contextOptions });
   context.setDefaultTimeout(15_000);
   await context.addInitScript(CSP_PROBE);
+  if (!realKdf) await context.addInitScript(TEST_KDF_MIN);
   const state = { name, errors: [] as string[], deviceIds: [] as string[] };
   context.on('page', (p) => watch(p, state));
   const device: Device = {

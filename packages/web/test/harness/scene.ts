@@ -4,9 +4,9 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import type { Browser, BrowserContextOptions } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { launchBrowser } from '@svc/testkit/browser';
-import { openDevice, type Device } from './browser.js';
+import { openDevice, type Device, type DeviceOptions } from './browser.js';
 import { startServer, type RunningServer, type ServerOptions } from './server.js';
 
 export interface Scene {
@@ -16,7 +16,7 @@ export interface Scene {
   /** Every message text typed so far. */
   typed: string[];
   /** Opens a device (a browser context) for a person; `name` labels its errors. */
-  device(name: string, options?: BrowserContextOptions): Promise<Device>;
+  device(name: string, options?: DeviceOptions): Promise<Device>;
   /** A distinctive message text, remembered as typed. */
   text(label: string): string;
   /**
@@ -37,8 +37,14 @@ export function nick(base: string): string {
   return `${base}_${randomBytes(3).toString('hex')}`;
 }
 
-export async function openScene(options: ServerOptions = {}): Promise<Scene> {
-  const server = await startServer(options);
+export interface SceneOptions extends ServerOptions {
+  /** Every device of the scene runs the app's real KDF parameters (DeviceOptions.realKdf), for the files about the key derivation. */
+  realKdf?: boolean;
+}
+
+export async function openScene(options: SceneOptions = {}): Promise<Scene> {
+  const { realKdf, ...serverOptions } = options;
+  const server = await startServer(serverOptions);
   let browser: Browser;
   try {
     browser = await launchBrowser();
@@ -52,7 +58,7 @@ export async function openScene(options: ServerOptions = {}): Promise<Scene> {
     devices: [],
     typed: [],
     async device(name, options) {
-      const d = await openDevice(browser, name, server.origin, options);
+      const d = await openDevice(browser, name, server.origin, { ...(realKdf ? { realKdf } : {}), ...options });
       scene.devices.push(d);
       return d;
     },
