@@ -505,7 +505,9 @@ function decodable(path: string): boolean {
  */
 function allowedErrors(r: Built): Set<ErrorCode> {
   const method = r.method === 'HEAD' ? 'GET' : r.method;
-  const path = r.path.split('?')[0]!;
+  // The path as fetch sends it: the URL parser makes a backslash a slash in an http URL, resolves
+  // dot segments and percent-encodes what a path may not hold, so that is what the router sees.
+  const path = new URL(r.path, 'http://fuzz.invalid').pathname;
   const matched = decodable(path) ? ROUTE_PATTERNS.find((p) => p.spec.method === method && p.re.test(path)) : undefined;
   return new Set(matched ? routeErrors(matched.spec) : [...ROUTE_PIPELINE_ERRORS, 'not_found']);
 }
