@@ -24,14 +24,12 @@ import type {
   StoreOpenOptions,
   StoreStats,
 } from '../types.js';
-import type Database from 'better-sqlite3';
 import { openDatabase, type Db } from './db.js';
 import { Statements } from './statements.js';
 import { GroupCommit } from './group-commit.js';
 import { walDurability, type Durability } from './wal-sync.js';
-import { ReadCache } from './read-cache.js';
 import { Checkpointer } from './checkpointer.js';
-import { QueueIndex } from './queue-index.js';
+import { Remembered } from './remembered.js';
 import * as accounts from './accounts.js';
 import * as devices from './devices.js';
 import * as contacts from './contacts.js';
@@ -45,64 +43,28 @@ export class SqliteStore implements Store {
 
   private readonly durability: Durability;
   private readonly checkpointer: Checkpointer;
-  private readonly dataVersion: Database.Statement;
-  private seenVersion: number;
-  /** Rows read on every request or send, remembered (read-cache.ts). */
-  private readonly sessions = new ReadCache<Readonly<SessionRecord>>();
-  private readonly owners = new ReadCache<string>();
-  private readonly liveAccounts = new ReadCache<true>();
-  private readonly contacts = new ReadCache<true>();
-  /** Each account's devices as send targets; any change to any device row forgets them all. */
-  private readonly deviceLists = new ReadCache<readonly messages.DeviceTarget[]>();
-  private readonly queues: QueueIndex;
-  private readonly known: messages.Known = {
-    liveAccount: (nick) =>
-      this.liveAccounts.get(nick, () => (this.q.one('SELECT 1 FROM accounts WHERE nick = ? AND deleted_at IS NULL', nick) ? true : null)) === true,
-    contact: (nick, peer) =>
-      this.contacts.get(`${nick} ${peer}`, () => (this.q.one('SELECT 1 FROM contacts WHERE nick = ? AND peer = ?', nick, peer) ? true : null)) ===
-      true,
-    devicesOf: (nick) => this.deviceLists.get(nick, () => messages.devicesOf(this.q, nick))!,
-  };
+  /** Rows read on every request or send, kept in memory (remembered.ts). */
+  private readonly mem: Remembered;
 
   constructor(
     readonly db: Db,
     o: StoreOpenOptions = {},
   ) {
     this.q = new Statements(db);
-    this.queues = new QueueIndex(this.q);
+    this.mem = new Remembered(db, this.q);
     // COMMIT leaves the fsync to the group commit, which runs it off the event loop (wal-sync.ts).
     db.pragma('synchronous = NORMAL');
     this.durability = walDurability(db.name);
-    this.dataVersion = db.prepare('PRAGMA data_version').pluck();
-    this.seenVersion = this.dataVersion.get() as number;
     this.group = new GroupCommit(db, this.durability, {
-      onRollback: () => this.forgetAll(),
-      beforeBatch: () => this.forgetIfChangedElsewhere(),
+      onRollback: () => this.mem.forgetAll(),
+      beforeBatch: () => this.mem.forgetIfChangedElsewhere(),
       // The disk refused an fsync: nothing written since can be promised durable.
       ...(o.onFatal ? { onFatal: o.onFatal } : {}),
       settleBeforeSync: o.settleBeforeSync === true,
     });
     this.checkpointer = new Checkpointer(db);
     // The queue index is read at start (one scan of the queue) rather than by the first send.
-    this.queues.load();
-  }
-
-  /**
-   * Another process (the admin command: purge, invites) committed to the file since we last
-   * looked: what this process remembers about rows may be out of date, so it forgets it all.
-   * PRAGMA data_version changes exactly then (not for our own commits, nor for checkpoints).
-   */
-  private forgetIfChangedElsewhere(): void {
-    const v = this.dataVersion.get() as number;
-    if (v !== this.seenVersion) {
-      this.seenVersion = v;
-      this.forgetAll();
-    }
-  }
-
-  /** After any rollback: what was read inside the rolled-back write may never have been committed. */
-  private forgetAll(): void {
-    for (const c of [this.sessions, this.owners, this.liveAccounts, this.contacts, this.deviceLists, this.queues]) c.clear();
+    this.mem.queues.load();
   }
 
   /**
@@ -162,20 +124,20 @@ export class SqliteStore implements Store {
   }
 
   async getSession(id: string): Promise<SessionRecord | null> {
-    const s = this.sessions.get(id, () => accounts.loadSession(this.q, id));
+    const s = this.mem.sessions.get(id, () => accounts.loadSession(this.q, id));
     return s ? { ...s } : null;
   }
 
   async touchSession(id: string, now: number): Promise<void> {
     await this.write(() => {
-      this.sessions.forget(id);
+      this.mem.sessions.forget(id);
       accounts.touchSession(this.q, id, now);
     });
   }
 
   async deleteSession(id: string): Promise<void> {
     await this.write(() => {
-      this.sessions.forget(id);
+      this.mem.sessions.forget(id);
       accounts.deleteSession(this.q, id);
     });
   }
@@ -183,7 +145,7 @@ export class SqliteStore implements Store {
   async changePassword(nick: string, p: { authKeyHash: Uint8Array; kdf: Kdf; encryptedKey: EncryptedKey }, keepSession: string): Promise<string[]> {
     return this.write(() => {
       const ended = accounts.changePassword(this.q, nick, p, keepSession);
-      this.sessions.forget(ended);
+      this.mem.sessions.forget(ended);
       return ended;
     });
   }
@@ -191,12 +153,12 @@ export class SqliteStore implements Store {
   async deleteAccount(nick: string, now: number): Promise<DeleteAccountResult> {
     return this.write(() => {
       const r = accounts.deleteAccount(this.q, nick, now, (d) => this.dropQueue(d));
-      this.sessions.forget(r.sessions);
-      this.owners.forget(r.devices);
-      this.liveAccounts.forget(nick);
+      this.mem.sessions.forget(r.sessions);
+      this.mem.owners.forget(r.devices);
+      this.mem.liveAccounts.forget(nick);
       // Rows of both directions went; forgetting them one by one would need them listed first.
-      this.contacts.clear();
-      this.deviceLists.clear();
+      this.mem.contacts.clear();
+      this.mem.deviceLists.clear();
       return r;
     });
   }
@@ -204,7 +166,7 @@ export class SqliteStore implements Store {
   async addDevice(nick: string, id: string, now: number) {
     return this.write(() => {
       const r = devices.addDevice(this.q, nick, id, now);
-      if ('status' in r && r.status === 'created') this.deviceLists.clear();
+      if ('status' in r && r.status === 'created') this.mem.deviceLists.clear();
       return r;
     });
   }
@@ -214,13 +176,13 @@ export class SqliteStore implements Store {
   }
 
   async deviceOwner(id: string): Promise<string | null> {
-    return this.owners.get(id, () => devices.deviceOwner(this.q, id));
+    return this.mem.owners.get(id, () => devices.deviceOwner(this.q, id));
   }
 
   async deleteDevice(nick: string, id: string): Promise<boolean> {
     return this.write(() => {
-      this.owners.forget(id);
-      this.deviceLists.clear();
+      this.mem.owners.forget(id);
+      this.mem.deviceLists.clear();
       if (!devices.deleteDevice(this.q, nick, id)) return false;
       this.dropQueue(id);
       return true;
@@ -258,7 +220,7 @@ export class SqliteStore implements Store {
 
   async deleteContact(nick: string, peer: string): Promise<void> {
     await this.write(() => {
-      this.contacts.forget(`${nick} ${peer}`);
+      this.mem.contacts.forget(`${nick} ${peer}`);
       contacts.deleteContact(this.q, nick, peer);
     });
   }
@@ -286,31 +248,31 @@ export class SqliteStore implements Store {
   async sendMessage(m: SendInput, admit?: Admit): Promise<SendResult> {
     // The caller's checks come first, on facts read outside the write: the write itself cannot
     // wait for them. The rules are applied again inside it, on what it reads.
-    if (admit) await admit(messages.targetFacts(this.q, this.known, m.from, m.to, m.keyId));
-    return this.write(() => messages.sendMessage(this.q, this.known, this.queues, m));
+    if (admit) await admit(messages.targetFacts(this.q, this.mem.known, m.from, m.to, m.keyId));
+    return this.write(() => messages.sendMessage(this.q, this.mem.known, this.mem.queues, m));
   }
 
   async ack(deviceId: string, ids: string[]): Promise<void> {
-    await this.write(() => messages.ack(this.q, this.queues, deviceId, ids));
+    await this.write(() => messages.ack(this.q, this.mem.queues, deviceId, ids));
   }
 
   async readQueue(deviceId: string, afterSeq: number, limit: number): Promise<QueuedEntry[]> {
-    return messages.readQueue(this.q, this.queues, deviceId, afterSeq, limit);
+    return messages.readQueue(this.q, this.mem.queues, deviceId, afterSeq, limit);
   }
 
   async purge(now: number): Promise<PurgeResult> {
     return this.write(() => {
       const cutoff = now - LIMITS.sessionIdleMs;
       const sessionIds = this.q.all<{ id: string }>('SELECT id FROM sessions WHERE last_used_at < ?', cutoff).map((r) => r.id);
-      this.sessions.forget(sessionIds);
+      this.mem.sessions.forget(sessionIds);
       this.q.run('DELETE FROM sessions WHERE last_used_at < ?', cutoff);
-      const envelopes = messages.purgeEnvelopes(this.q, this.queues, now);
+      const envelopes = messages.purgeEnvelopes(this.q, this.mem.queues, now);
       return { sessionIds, envelopes };
     });
   }
 
   async stats(): Promise<StoreStats> {
-    if (!this.db.inTransaction) this.forgetIfChangedElsewhere();
+    if (!this.db.inTransaction) this.mem.forgetIfChangedElsewhere();
     // The queue total is kept in memory by every queue change (queue-index.ts).
     const s = this.q.one<Omit<StoreStats, 'queuedEnvelopes'>>(
       `SELECT (SELECT COUNT(*) FROM accounts WHERE deleted_at IS NULL) AS accounts,
@@ -318,20 +280,26 @@ export class SqliteStore implements Store {
               (SELECT COUNT(*) FROM rooms) AS rooms,
               (SELECT COUNT(*) FROM devices WHERE push_endpoint IS NOT NULL) AS pushSubscriptions`,
     )!;
-    return { accounts: s.accounts, devices: s.devices, rooms: s.rooms, queuedEnvelopes: this.queues.all(), pushSubscriptions: s.pushSubscriptions };
+    return {
+      accounts: s.accounts,
+      devices: s.devices,
+      rooms: s.rooms,
+      queuedEnvelopes: this.mem.queues.all(),
+      pushSubscriptions: s.pushSubscriptions,
+    };
   }
 
   /** Before a statement that changes a device's push state: whether it can be pushed is part of the cached device lists. */
   private pushChanged(): Statements {
-    this.deviceLists.clear();
+    this.mem.deviceLists.clear();
     return this.q;
   }
 
   /** Deletes a device's queue, found through the index in memory (the file has none by device). */
   private dropQueue(deviceId: string): void {
-    const seqs = this.queues.oldest(deviceId, Infinity);
+    const seqs = this.mem.queues.oldest(deviceId, Infinity);
     messages.deleteSeqs(this.q, seqs);
-    this.queues.removed(deviceId, seqs);
+    this.mem.queues.removed(deviceId, seqs);
   }
 
   lossMark(): number {
