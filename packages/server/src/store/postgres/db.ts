@@ -154,7 +154,7 @@ async function checkout(pool: pg.Pool): Promise<{ client: pg.PoolClient; release
  * A deadlock or serialization failure runs it again, up to `attempts` times in all.
  */
 export async function transaction<T>(pool: pg.Pool, fn: (q: Sql) => Promise<T>, attempts = ATTEMPTS): Promise<T> {
-  return attemptTransaction(
+  return scriptedTransaction(
     pool,
     async (q) => {
       await q.run('BEGIN');
@@ -171,11 +171,7 @@ export async function transaction<T>(pool: pg.Pool, fn: (q: Sql) => Promise<T>, 
  * (`Sql.script`), two round trips fewer. Whatever fails, what is open is rolled back, and a
  * deadlock or serialization failure runs the function again, up to `attempts` times in all.
  */
-export async function scriptedTransaction<T>(pool: pg.Pool, fn: (q: Sql) => Promise<T>, attempts = ATTEMPTS): Promise<T> {
-  return attemptTransaction(pool, fn, attempts);
-}
-
-async function attemptTransaction<T>(pool: pg.Pool, body: (q: Sql) => Promise<T>, attempts: number): Promise<T> {
+export async function scriptedTransaction<T>(pool: pg.Pool, body: (q: Sql) => Promise<T>, attempts = ATTEMPTS): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     const { client, release } = await checkout(pool);
     let broken: Error | undefined;
