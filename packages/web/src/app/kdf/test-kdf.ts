@@ -8,13 +8,10 @@
  * Nothing the service sends can set it: it is read from the page's own global, never from an
  * answer, a URL or storage, and the SDK still refuses parameters outside KDF_BOUNDS whatever it says.
  */
-import { KDF_DEFAULTS, KDF_MIN } from '@svc/sdk';
+import { KDF_DEFAULTS, KDF_MIN, type Kdf } from '@svc/sdk';
 
-export interface KdfWork {
-  m: number;
-  t: number;
-  p: number;
-}
+/** The work an account's key derivation costs (its salt comes with the account). */
+export type KdfWork = Pick<Kdf, 'm' | 't' | 'p'>;
 
 function testMin(): boolean {
   return (globalThis as { __svcTestKdf?: unknown }).__svcTestKdf === 'min';
