@@ -36,15 +36,26 @@ end
 return 0
 `;
 
+/** The script as a command of its own: ioredis sends EVALSHA (the script's hash, not its text) and loads the script once when Redis lacks it. */
+const HIT_COMMAND = 'svcRateLimitHit';
+type HitCommand = (numKeys: number, ...keysAndArgs: (string | number)[]) => Promise<unknown>;
+
 export class RedisLimiter implements RateLimiter {
   private readonly unique = randomBytes(6).toString('hex');
   private counter = 0;
+  private readonly hitCommand: HitCommand;
 
   constructor(
     private readonly redis: Redis,
     private readonly prefix: string,
     private readonly secret: string,
-  ) {}
+  ) {
+    // Each hit would otherwise write the whole script (about 700 bytes) to the socket and make
+    // Redis hash it again: the hit rides on every message and login.
+    redis.defineCommand(HIT_COMMAND, { lua: HIT_SCRIPT });
+    const command = (redis as unknown as Record<string, HitCommand>)[HIT_COMMAND]!;
+    this.hitCommand = command.bind(redis);
+  }
 
   hit(key: string, limit: number, windowMs: number): Promise<number> {
     return this.hitAll([{ key, limit, windowMs }]);
@@ -54,7 +65,7 @@ export class RedisLimiter implements RateLimiter {
     const member = `${this.unique}:${++this.counter}`;
     const keys = buckets.map((b) => `${this.prefix}rl:${createHmac('sha256', this.secret).update(b.key).digest('base64url').slice(0, 32)}`);
     const args = buckets.flatMap((b) => [b.limit, b.windowMs]);
-    const waitMs = Number(await this.redis.eval(HIT_SCRIPT, keys.length, ...keys, member, ...args));
+    const waitMs = Number(await this.hitCommand(keys.length, ...keys, member, ...args));
     return waitMs <= 0 ? 0 : Math.max(1, Math.ceil(waitMs / 1000));
   }
 

@@ -60,3 +60,21 @@ test('Redis limiter: an attempt refused by one bucket is counted in none, and th
     await dropRedisPrefix(prefix);
   }
 });
+
+test('Redis limiter: when Redis has forgotten the script (a restart, SCRIPT FLUSH), the next hit loads it again and still counts and refuses', async () => {
+  const prefix = `test:${randomBytes(6).toString('hex')}:`;
+  const l = new RedisLimiter(new Redis(testRedisUrl), prefix, 'secret');
+  const admin = new Redis(testRedisUrl);
+  try {
+    assert.equal(await l.hit('k', 2, 60_000), 0);
+    await admin.script('FLUSH');
+    assert.equal(await l.hit('k', 2, 60_000), 0, 'the second hit counts after the flush');
+    const wait = await l.hit('k', 2, 60_000);
+    assert.ok(wait >= 59 && wait <= 60, `the third is refused, got ${wait}`);
+    assert.equal(await keysUnder(prefix), 1);
+  } finally {
+    await admin.quit();
+    await l.close();
+    await dropRedisPrefix(prefix);
+  }
+});
