@@ -30,4 +30,9 @@ export interface Caller {
   sessionId: string;
   /** The X-Device header as sent (unchecked); undefined when absent. */
   device: string | undefined;
+  /**
+   * The owner of `device`, read together with the session (one lookup for both on PostgreSQL);
+   * undefined when there is no well-formed X-Device. requireOwnDevice uses it for `device`.
+   */
+  deviceOwner?: Promise<string | null>;
 }

@@ -8,8 +8,14 @@ import type { Caller, Deps } from './deps.js';
  * some characters, U+0000, in text outright, and that must not become a 500).
  */
 export async function requireOwnDevice(deps: Deps, caller: Caller, id: string | undefined = caller.device): Promise<string> {
-  if (id === undefined || !isDeviceId(id) || (await deps.store.deviceOwner(id)) !== caller.nick) throw new ApiError('unknown_device');
+  if (id === undefined || !isDeviceId(id)) throw new ApiError('unknown_device');
+  if ((await ownerOf(deps, caller, id)) !== caller.nick) throw new ApiError('unknown_device');
   return id;
+}
+
+/** The owner of a device id: for the caller's own X-Device, the one read with the session. */
+export function ownerOf(deps: Deps, caller: Caller, id: string): Promise<string | null> {
+  return id === caller.device && caller.deviceOwner ? caller.deviceOwner : deps.store.deviceOwner(id);
 }
 
 /** An optional X-Device header: absent is fine, present must be an own device. */

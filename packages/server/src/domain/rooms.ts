@@ -2,7 +2,7 @@
 import { ApiError, isId16, type CreateRoomRequest, type MembersRequest, type Room } from '@svc/protocol';
 import type { Caller, Deps } from './deps.js';
 import { fanoutDeliveries, publishLeave, roomDelivery, roomLeftDelivery } from './fanout.js';
-import { optionalOwnDevice } from './devices.js';
+import { optionalOwnDevice, ownerOf } from './devices.js';
 
 export function listRooms(deps: Deps, caller: Caller): Promise<Room[]> {
   return deps.store.listRooms(caller.nick);
@@ -77,5 +77,5 @@ export async function deleteRoom(deps: Deps, caller: Caller, roomId: string): Pr
  */
 async function skipDevice(deps: Deps, caller: Caller): Promise<string | undefined> {
   if (caller.device === undefined) return undefined;
-  return (await deps.store.deviceOwner(caller.device)) === caller.nick ? caller.device : undefined;
+  return (await ownerOf(deps, caller, caller.device)) === caller.nick ? caller.device : undefined;
 }

@@ -1,5 +1,5 @@
 /** The session check of every non-public route: cookie → SHA-256 → stored session, not expired. */
-import { ApiError, LIMITS } from '@svc/protocol';
+import { ApiError, LIMITS, isDeviceId } from '@svc/protocol';
 import { sessionId } from '../crypto.js';
 import type { Caller, Deps } from '../domain/deps.js';
 import { readSessionToken } from './cookies.js';
@@ -11,6 +11,12 @@ export async function authenticate(deps: Deps, cookieHeader: string | undefined,
   const token = readSessionToken(cookieHeader);
   if (!token) throw new ApiError('unauthenticated');
   const id = sessionId(token);
+  const device = typeof deviceHeader === 'string' ? deviceHeader : undefined;
+  // The device's owner is asked for in the same round as the session, so the store answers both
+  // with one statement; the X-Device check itself (requireOwnDevice) still runs at its own step.
+  const deviceOwner = device !== undefined && isDeviceId(device) ? deps.store.deviceOwner(device) : undefined;
+  // A request refused here never awaits it: its failure must not become an unhandled rejection.
+  deviceOwner?.catch(() => undefined);
   const s = await deps.store.getSession(id);
   const now = deps.now();
   if (!s) throw new ApiError('unauthenticated');
@@ -19,5 +25,5 @@ export async function authenticate(deps: Deps, cookieHeader: string | undefined,
     throw new ApiError('unauthenticated');
   }
   if (now - s.lastUsedAt >= TOUCH_EVERY_MS) await deps.store.touchSession(id, now);
-  return { nick: s.nick, sessionId: id, device: typeof deviceHeader === 'string' ? deviceHeader : undefined };
+  return { nick: s.nick, sessionId: id, device, ...(deviceOwner ? { deviceOwner } : {}) };
 }

@@ -88,6 +88,33 @@ export function storeSuite(name: string, factory: StoreFactory): void {
       assert.deepEqual([...(await store.getAccount('alice'))!.authKeyHash], new Array(32).fill(9));
     });
 
+    test('sessions and device owners asked for at the same time each get their own answer, an unknown one null', async () => {
+      await store.registerAccount(account('alice'));
+      const b = account('bob');
+      await store.registerAccount(b);
+      await store.addDevice('alice', 'device-a1', NOW);
+      await store.addDevice('bob', 'device-b1', NOW);
+      await store.createSession({ id: 'device-a1', nick: 'bob', now: NOW + 5 }); // a session id equal to a device id
+      // Asked in one turn of the event loop, as the session check asks (http/session.ts): on
+      // PostgreSQL one statement answers them all (store/postgres/lookups.ts).
+      const [s1, o1, s2, o2, s3, o3, o4] = await Promise.all([
+        store.getSession(b.sessionId),
+        store.deviceOwner('device-a1'),
+        store.getSession('device-a1'),
+        store.deviceOwner('device-b1'),
+        store.getSession('no-such-session'),
+        store.deviceOwner('no-such-device'),
+        store.deviceOwner(b.sessionId),
+      ]);
+      assert.equal(s1?.nick, 'bob');
+      assert.equal(o1, 'alice');
+      assert.deepEqual(s2, { id: 'device-a1', nick: 'bob', createdAt: NOW + 5, lastUsedAt: NOW + 5 });
+      assert.equal(o2, 'bob');
+      assert.equal(s3, null);
+      assert.equal(o3, null);
+      assert.equal(o4, null, 'a session id is not a device');
+    });
+
     test('devices: created, existing, conflict and the per-account limit', async () => {
       await store.registerAccount(account('alice'));
       await store.registerAccount(account('bob'));

@@ -114,7 +114,7 @@ export class PostgresStore implements Store {
   }
 
   async getSession(id: string): Promise<SessionRecord | null> {
-    return this.lookups.sessions.get(id);
+    return this.lookups.session(id);
   }
 
   async touchSession(id: string, now: number): Promise<void> {
@@ -142,7 +142,7 @@ export class PostgresStore implements Store {
   }
 
   async deviceOwner(id: string): Promise<string | null> {
-    return this.lookups.deviceOwners.get(id);
+    return this.lookups.deviceOwner(id);
   }
 
   async deleteDevice(nick: string, id: string): Promise<boolean> {
