@@ -85,6 +85,15 @@ export class Sql {
     return (await this.c.query(text, params)).rows as T[];
   }
 
+  /**
+   * A statement of the hot path as a named prepared statement: each connection parses and plans it
+   * once and then only binds and executes it, where an unnamed statement is parsed and planned
+   * again on every call (measured in docs/BENCHMARKS.md). `name` must be unique per text.
+   */
+  async prepared<T>(name: string, text: string, params: unknown[]): Promise<T[]> {
+    return (await this.c.query({ name, text, values: params })).rows as T[];
+  }
+
   async one<T>(text: string, params: unknown[] = []): Promise<T | undefined> {
     return (await this.c.query(text, params)).rows[0] as T | undefined;
   }

@@ -29,7 +29,8 @@ export class Lookups {
 
   constructor(q: Sql) {
     this.reads = new Coalescer((keys) =>
-      q.all<LookupRow>(
+      q.prepared<LookupRow>(
+        'svc_lookups',
         `SELECT s.id AS session_id, COALESCE(s.nick, d.nick) AS nick, s.created_at, s.last_used_at
            FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t(kind, id, i)
            LEFT JOIN sessions s ON s.id = CASE WHEN t.kind = 's' THEN t.id END
