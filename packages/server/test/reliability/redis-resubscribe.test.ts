@@ -12,7 +12,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { FastifyBaseLogger } from 'fastify';
 import { eventData, type EnvelopeJson } from '@svc/protocol';
-import { redisClient } from '../../src/backends.js';
+import { redisClient } from '../../src/redis-client.js';
 import { RedisBus } from '../../src/bus/redis.js';
 import { LocalStreams, StreamConn, type StreamSink } from '../../src/bus/streams.js';
 import { frameOf } from '../../src/http/sse.js';

@@ -1,0 +1,31 @@
+/** A connection to REDIS_URL with the service's settings (timeouts, pipelining, reconnects). */
+import { Redis } from 'ioredis';
+import type { FastifyBaseLogger } from 'fastify';
+
+/** A command Redis does not answer within this time fails (a hung or unreachable server). */
+const COMMAND_TIMEOUT_MS = 2_000;
+
+/**
+ * `queueWhileDown` false: while the connection is down a command fails at once instead of
+ * waiting for a reconnect, so requests fail fast (or fall back) rather than hang. Only the
+ * subscriber keeps the offline queue: its one command is SUBSCRIBE, which the bus sends again
+ * each time the connection is back.
+ */
+export function redisClient(url: string, log: FastifyBaseLogger, role: string, queueWhileDown: boolean): Redis {
+  const client = new Redis(url, {
+    // A request waiting on Redis fails after a few reconnect attempts instead of hanging.
+    maxRetriesPerRequest: 2,
+    connectTimeout: 5_000,
+    lazyConnect: true,
+    enableOfflineQueue: queueWhileDown,
+    // Commands issued in the same tick (limiter hits, publishes, presence reads of concurrent
+    // requests) leave in one write and come back in one read. The subscriber issues none.
+    enableAutoPipelining: !queueWhileDown,
+    // The bus subscribes again by itself, so that it knows when Redis has the subscription (bus/redis.ts).
+    autoResubscribe: false,
+    ...(queueWhileDown ? {} : { commandTimeout: COMMAND_TIMEOUT_MS }),
+  });
+  // ioredis reconnects by itself; without a listener an error event would crash the process.
+  client.on('error', (err: Error) => log.warn({ err: { message: err.message }, role }, 'redis connection error'));
+  return client;
+}
