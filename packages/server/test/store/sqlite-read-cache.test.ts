@@ -8,6 +8,7 @@ import type { TargetFacts } from '../../src/rules/send.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { SqliteStore } from '../../src/store/sqlite/index.js';
 import { account, NOW } from './suite.js';
 import { ulid } from '@svc/testkit/harness';
@@ -193,4 +194,47 @@ test("a DM's targets follow every change to the devices: added, removed, subscri
     await s.deleteDevice('bob', 'b-device-1');
     assert.deepEqual(await targets(), ['b-device-2', 'a-device-2']);
   });
+});
+
+test("another process's commit (the admin command) is seen by the next write: nothing it changed is served from memory", async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-cache-'));
+  const file = join(dir, 'svc.db');
+  const s = SqliteStore.open(file);
+  try {
+    await s.registerAccount(account('alice', { sessionId: 'alice-1' }));
+    await s.registerAccount(account('bob'));
+    await s.addDevice('alice', 'a-device-1', NOW);
+    await s.addDevice('bob', 'b-device-1', NOW);
+    await s.addDevice('bob', 'b-device-2', NOW);
+    const dm = (id: string) =>
+      s.sendMessage({
+        id,
+        from: 'alice',
+        to: { dm: 'bob' },
+        keyId: 'dm',
+        iv: 'AAAAAAAAAAAAAAAA',
+        ct: 'A'.repeat(40),
+        senderDevice: 'a-device-1',
+        now: NOW,
+      });
+    const first = await dm('01J0000000000000000000000B');
+    assert.ok('status' in first && first.status === 'queued');
+    assert.deepEqual(first.targets.map((t) => t.deviceId).sort(), ['b-device-1', 'b-device-2'], 'both devices remembered as targets');
+    // Another connection to the file, as the admin command holds one, removes a device.
+    const other = new Database(file);
+    other.prepare('DELETE FROM queue WHERE device_id = ?').run('b-device-2');
+    other.prepare('DELETE FROM devices WHERE id = ?').run('b-device-2');
+    other.close();
+    const second = await dm('01J0000000000000000000000C');
+    assert.ok('status' in second && second.status === 'queued');
+    assert.deepEqual(
+      second.targets.map((t) => t.deviceId),
+      ['b-device-1'],
+      'the next write sees the change',
+    );
+    assert.equal(await s.deviceOwner('b-device-2'), null);
+  } finally {
+    await s.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -69,8 +69,13 @@ const RESOLVED = Promise.resolve();
 export interface GroupCommitHooks {
   /** Called whenever any write is rolled back, so that what was read inside it can be forgotten. */
   onRollback?: () => void;
-  /** Called before each batch, outside any transaction: the store checks for other processes' commits. */
-  beforeBatch?: () => void;
+  /**
+   * Called at the start of each transaction, right after BEGIN: the store checks for other
+   * processes' commits. Inside the transaction (which holds the write lock, so no other commit
+   * can come until it ends) the check reads the snapshot already taken: 0.2 µs, against 7 µs
+   * for a read transaction of its own before BEGIN.
+   */
+  afterBegin?: () => void;
   /** Called once when a sync fails: the store can no longer promise durability. */
   onFatal?: (err: unknown) => void;
   /** Settle each write when its statements are done, not when it is synced; see `durable()`. */
@@ -89,7 +94,7 @@ export class GroupCommit {
   private syncGen: Generation | null = null;
   private readonly early: boolean;
   private readonly onRollback: () => void;
-  private readonly beforeBatch: () => void;
+  private readonly afterBegin: () => void;
   private readonly onFatal: (err: unknown) => void;
   private readonly begin: Database.Statement;
   private readonly commitStmt: Database.Statement;
@@ -118,7 +123,7 @@ export class GroupCommit {
     hooks: GroupCommitHooks = {},
   ) {
     this.onRollback = hooks.onRollback ?? (() => {});
-    this.beforeBatch = hooks.beforeBatch ?? (() => {});
+    this.afterBegin = hooks.afterBegin ?? (() => {});
     this.onFatal = hooks.onFatal ?? (() => {});
     this.early = hooks.settleBeforeSync === true;
     this.begin = db.prepare('BEGIN IMMEDIATE');
@@ -150,7 +155,6 @@ export class GroupCommit {
     this.scheduled = false;
     const jobs = this.queue;
     this.queue = [];
-    if (!this.db.inTransaction) this.beforeBatch();
     for (let i = 0; i < jobs.length; i++) {
       if (!this.runJob(jobs[i]!)) {
         // BEGIN failed (another process holds the write lock past the busy timeout, which
@@ -179,6 +183,13 @@ export class GroupCommit {
       } catch (err) {
         job.reject(err);
         return false;
+      }
+      try {
+        this.afterBegin();
+      } catch (err) {
+        job.reject(err);
+        this.rollbackQuietly();
+        return true;
       }
     }
     try {

@@ -57,7 +57,7 @@ export class SqliteStore implements Store {
     this.durability = walDurability(db.name);
     this.group = new GroupCommit(db, this.durability, {
       onRollback: () => this.mem.forgetAll(),
-      beforeBatch: () => this.mem.forgetIfChangedElsewhere(),
+      afterBegin: () => this.mem.forgetIfChangedElsewhere(),
       // The disk refused an fsync: nothing written since can be promised durable.
       ...(o.onFatal ? { onFatal: o.onFatal } : {}),
       settleBeforeSync: o.settleBeforeSync === true,
