@@ -46,6 +46,7 @@ export interface RedisBusOptions {
 
 export class RedisBus implements Bus {
   readonly instanceId = randomBytes(8).toString('hex');
+  private readonly ownFrom = `"from":"${this.instanceId}"`;
   private readonly channel: string;
   /** The presence value each local connection wrote, so that only its owner removes it. */
   private readonly tokens = new WeakMap<StreamConn, string>();
@@ -123,6 +124,10 @@ export class RedisBus implements Bus {
   }
 
   private receive(text: string): void {
+    // What this instance published itself was applied when it was published: it is dropped
+    // without parsing it (on one instance, every message). `"from":"<id>"` with bare quotes can
+    // only be the top-level field: inside the event data, a string, every quote is escaped.
+    if (text.includes(this.ownFrom)) return;
     let m: Wire;
     try {
       m = JSON.parse(text) as Wire;

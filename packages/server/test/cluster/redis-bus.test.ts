@@ -1,6 +1,7 @@
 /**
  * The Redis bus on its own, two buses on one channel (two instances): a revocation that could not
- * be published is still carried out on the other instances once the connection is back.
+ * be published is still carried out on the other instances once the connection is back; each
+ * delivery is applied once on each instance.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -9,6 +10,7 @@ import { Redis } from 'ioredis';
 import { RedisBus } from '../../src/bus/redis.js';
 import { LocalStreams, StreamConn, type StreamSink } from '../../src/bus/streams.js';
 import { dropRedisPrefix, testRedisUrl } from '@svc/testkit/modes';
+import { eventData, type EnvelopeJson } from '@svc/protocol';
 
 function sink(): StreamSink & { ended: boolean } {
   return {
@@ -51,6 +53,51 @@ test('a stream closing that could not be published is sent once Redis answers ag
     const deadline = Date.now() + 3000;
     while (!s.ended && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     assert.equal(s.ended, true, 'the stream on the other instance was closed');
+  } finally {
+    await a.close();
+    await b.close();
+    localA.closeAll();
+    localB.closeAll();
+    await dropRedisPrefix(prefix);
+  }
+});
+
+test("each instance applies a delivery once: its own at once (the echo from Redis dropped), another's when it arrives, whatever the event's data holds", async () => {
+  const prefix = `test:${randomBytes(6).toString('hex')}:`;
+  const localA = new LocalStreams(60_000);
+  const localB = new LocalStreams(60_000);
+  const a = await bus(localA, prefix);
+  const b = await bus(localB, prefix);
+  const got = new Map<string, string[]>();
+  const recording = (device: string): StreamSink => ({
+    ...sink(),
+    send: (ev) => {
+      got.set(device, [...(got.get(device) ?? []), ev.data]);
+      return true;
+    },
+  });
+  try {
+    for (const [instance, device] of [
+      [a, 'device-on-a'],
+      [b, 'device-on-b'],
+    ] as const) {
+      const conn = new StreamConn(device, 'alice', 'session-1', recording(device));
+      await instance.attach(conn);
+      conn.finishReplay(new Set(), { event: 'ready', data: eventData('ready', {}) });
+    }
+    got.clear(); // the ready events
+    // Data that spells out each instance's own marker, as a message's text could.
+    const fromA = JSON.stringify({ text: `"from":"${a.instanceId}"` }) as EnvelopeJson;
+    const fromB = JSON.stringify({ text: `"from":"${b.instanceId}"` }) as EnvelopeJson;
+    await a.deliver([{ devices: ['device-on-a', 'device-on-b'], event: 'msg', data: fromB, id: '01J0000000000000000000000A' }]);
+    await b.deliver([{ devices: ['device-on-a', 'device-on-b'], event: 'msg', data: fromA, id: '01J0000000000000000000000B' }]);
+    const deadline = Date.now() + 3000;
+    while ((got.get('device-on-a')?.length ?? 0) + (got.get('device-on-b')?.length ?? 0) < 4 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await new Promise((r) => setTimeout(r, 200)); // room for a second copy to arrive
+    assert.deepEqual(got.get('device-on-a')?.sort(), [fromA, fromB].sort());
+    assert.deepEqual(got.get('device-on-b')?.sort(), [fromA, fromB].sort());
   } finally {
     await a.close();
     await b.close();
