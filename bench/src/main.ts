@@ -171,7 +171,9 @@ async function main(): Promise<void> {
       );
     }
     if (o.workloads.has('dm')) {
-      process.stderr.write(`dm: ${o.pairs} pairs\n`);
+      process.stderr.write(
+        `dm: ${o.pairs} pairs, ${o.recipientDevices} recipient device(s) each${o.ackBatch > 0 ? `, acks of ${o.ackBatch}` : ''}\n`,
+      );
       await sideBySide(
         o,
         targets,

@@ -23,6 +23,10 @@ export interface Options {
   instances: number;
   /** The fixed rate of the first paced DM run (messages per second). */
   pacedRate: number;
+  /** Devices (open streams) of each DM recipient: the deliveries of one DM. */
+  recipientDevices: number;
+  /** DM recipients acknowledge what they receive in batches of this many ids (0: they do not ack). */
+  ackBatch: number;
 }
 
 export const WORKLOADS = ['idle', 'dm', 'rooms', 'replay'] as const;
@@ -40,6 +44,8 @@ export const USAGE = `npm run bench -- [options]
   --replay N                  envelopes queued for the replay workload (default 10000, quick 2000)
   --offline N                 envelopes stored for an offline device, timed, in the replay workload (default 5000, quick 1000)
   --instances N               service processes on one PostgreSQL schema and Redis prefix (default 1; --backend postgres only)
+  --devices N                 devices (event streams) of each DM recipient (default 2)
+  --ack N                     DM recipients acknowledge in batches of N ids while the phases run (default 0: no acks)
   --profile                   start the service with --cpu-prof into bench/results/profiles and list its top functions
   --help`;
 
@@ -67,6 +73,8 @@ export function parseOptions(argv: string[]): Options | 'help' {
     offlineCount: quick ? 1000 : 5000,
     instances: 1,
     pacedRate: 2000,
+    ackBatch: 0,
+    recipientDevices: 2,
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
@@ -86,6 +94,8 @@ export function parseOptions(argv: string[]): Options | 'help' {
     else if (a === '--replay') o.replayCount = int(v(), '--replay', 1, 10_000);
     else if (a === '--offline') o.offlineCount = int(v(), '--offline', 1, 10_000);
     else if (a === '--instances') o.instances = int(v(), '--instances', 1, 16);
+    else if (a === '--ack') o.ackBatch = int(v(), '--ack', 0, 500);
+    else if (a === '--devices') o.recipientDevices = int(v(), '--devices', 1, 10);
     else if (a === '--only') {
       const list = (v() ?? '').split(',').filter(Boolean);
       for (const w of list) if (!(WORKLOADS as readonly string[]).includes(w)) throw new Error(`--only: unknown workload ${w}`);
