@@ -44,6 +44,7 @@ export const USAGE = `npm run bench -- [options]
   --replay N                  envelopes queued for the replay workload (default 10000, quick 2000)
   --offline N                 envelopes stored for an offline device, timed, in the replay workload (default 5000, quick 1000)
   --instances N               service processes on one PostgreSQL schema and Redis prefix (default 1; --backend postgres only)
+  --rate N                    the fixed rate of the first paced DM phase, messages/s (default 2000)
   --devices N                 devices (event streams) of each DM recipient (default 2)
   --ack N                     DM recipients acknowledge in batches of N ids while the phases run (default 0: no acks)
   --profile                   start the service with --cpu-prof into bench/results/profiles and list its top functions
@@ -95,6 +96,7 @@ export function parseOptions(argv: string[]): Options | 'help' {
     else if (a === '--offline') o.offlineCount = int(v(), '--offline', 1, 10_000);
     else if (a === '--instances') o.instances = int(v(), '--instances', 1, 16);
     else if (a === '--ack') o.ackBatch = int(v(), '--ack', 0, 500);
+    else if (a === '--rate') o.pacedRate = int(v(), '--rate', 1, 100_000);
     else if (a === '--devices') o.recipientDevices = int(v(), '--devices', 1, 10);
     else if (a === '--only') {
       const list = (v() ?? '').split(',').filter(Boolean);
