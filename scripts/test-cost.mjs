@@ -5,27 +5,14 @@
 // the CPU column is the least wall time a run of them can take per core. Arguments filter files by
 // substring, TEST_MODES limits the modes, as for scripts/test.mjs.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { makeTestCa } from './test-ca.mjs';
+import { modal, modesFromEnv, testFiles } from './test-files.mjs';
 
-function find(dir, out) {
-  if (!existsSync(dir)) return out;
-  for (const name of readdirSync(dir)) {
-    const p = join(dir, name);
-    if (statSync(p).isDirectory()) find(p, out);
-    else if (name.endsWith('.test.js')) out.push(p);
-  }
-  return out;
-}
-
-const modes = (process.env.TEST_MODES || 'sqlite,postgres,postgres-2').split(',').filter(Boolean);
-const only = process.argv.slice(2);
-const files = [];
-for (const pkg of readdirSync('packages')) find(join('packages', pkg, 'dist', 'test'), files);
-const selected = (only.length ? files.filter((f) => only.some((o) => f.includes(o))) : files).sort();
-const modal = (f) => /packages[\\/]server[\\/]dist[\\/]test[\\/](api|push)[\\/]/.test(f);
+const modes = modesFromEnv();
+const selected = testFiles(process.argv.slice(2));
 
 const tlsDir = makeTestCa();
 const timeFile = join(tmpdir(), `svc-test-cost-${process.pid}`);

@@ -4,49 +4,26 @@
 // Arguments filter files by substring; TEST_MODES=sqlite,postgres limits the modes; TEST_LANES=1
 // runs the suites one after another; TEST_CONCURRENCY and TEST_WEB_CONCURRENCY set how many files
 // of a run go at a time. At the end it prints the tests and assertions of each run.
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { spawn } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { makeTestCa } from './test-ca.mjs';
+import { browser, modal, modesFromEnv, testFiles } from './test-files.mjs';
 
-function find(dir, out) {
-  if (!existsSync(dir)) return out;
-  for (const name of readdirSync(dir)) {
-    const p = join(dir, name);
-    if (statSync(p).isDirectory()) find(p, out);
-    else if (name.endsWith('.test.js')) out.push(p);
-  }
-  return out;
-}
-
-const ALL_MODES = ['sqlite', 'postgres', 'postgres-2'];
-const modes = (process.env.TEST_MODES || ALL_MODES.join(',')).split(',').filter(Boolean);
-for (const m of modes) {
-  if (!ALL_MODES.includes(m)) {
-    console.error(`TEST_MODES: unknown mode ${m} (known: ${ALL_MODES.join(', ')})`);
-    process.exit(2);
-  }
-}
-
-const only = process.argv.slice(2);
-const files = [];
-for (const pkg of readdirSync('packages')) find(join('packages', pkg, 'dist', 'test'), files);
-const selected = (only.length ? files.filter((f) => only.some((o) => f.includes(o))) : files).sort();
+const modes = modesFromEnv();
+const selected = testFiles(process.argv.slice(2));
 if (selected.length === 0) {
   console.error('no test files found');
   process.exit(1);
 }
-// Suites that talk to the service through HTTP and so depend on the backend mode.
-const modal = (f) => /packages[\\/]server[\\/]dist[\\/]test[\\/](api|push)[\\/]/.test(f);
 
 const tlsDir = makeTestCa();
 const countDir = mkdtempSync(join(tmpdir(), 'svc-test-count-'));
 const baseEnv = { ...process.env, TEST_TLS_DIR: tlsDir, NODE_EXTRA_CA_CERTS: join(tlsDir, 'ca.pem') };
 // The browser suites spend most of their time waiting (for the other browser, for the message
 // budget of a minute), each on its own server and browser: they run several files at a time.
-const browser = (f) => /packages[\\/]web[\\/]dist[\\/]test[\\/]/.test(f);
 const webConcurrency = Math.max(1, Number(process.env.TEST_WEB_CONCURRENCY || 3));
 // The other files are independent too (each starts its own servers on its own store) and wait much
 // of the time for fsync, PostgreSQL or Redis: TEST_CONCURRENCY of them at a time (default 2).
