@@ -8,11 +8,7 @@
  *
  *   npm run bench:store-lookup -- [rounds (5000)] [concurrent (1)] [checkout (this one)]
  */
-import { randomBytes } from 'node:crypto';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import pg from 'pg';
-import { StoreCpu } from './store-cpu.js';
+import { benchAccount, checkoutOf, storeCpu, withBenchStore } from './store-bench.js';
 
 /** The little of the store this loop uses (the server package is loaded at run time, from the checkout given). */
 interface LookupStore {
@@ -25,32 +21,11 @@ interface LookupStore {
 
 const ACCOUNTS = 500;
 const [rounds = 5000, concurrent = 1] = process.argv.slice(2, 4).map(Number);
-const checkout = resolve(process.argv[4] ?? join(dirname(fileURLToPath(import.meta.url)), '..', '..'));
-const url = process.env.BENCH_DATABASE_URL || 'postgres://127.0.0.1:5432/test';
-const redisUrl = process.env.BENCH_REDIS_URL || 'redis://127.0.0.1:6379';
 
-const { PostgresStore } = (await import(join(checkout, 'packages/server/dist/src/store/postgres/index.js'))) as {
-  PostgresStore: { open(url: string, o: { schema: string }): Promise<LookupStore> };
-};
-const schema = `bench_${randomBytes(4).toString('hex')}`;
-const admin = new pg.Client({ connectionString: url });
-await admin.connect();
-await admin.query(`CREATE SCHEMA ${schema}`);
-const store = await PostgresStore.open(url, { schema });
-try {
+await withBenchStore<LookupStore>(checkoutOf(process.argv[4]), async (store) => {
   const now = Date.now();
   for (let i = 0; i < ACCOUNTS; i++) {
-    await store.registerAccount({
-      nick: `u${i}`,
-      authKeyHash: new Uint8Array(32),
-      kdf: { alg: 'argon2id', m: 19456, t: 2, p: 1, salt: 'AAAAAAAAAAAAAAAAAAAAAA' },
-      publicKey: 'pk',
-      encryptedKey: { iv: 'iv', ct: 'ct' },
-      invite: null,
-      requireInvite: false,
-      sessionId: `session-${i}`,
-      now,
-    });
+    await store.registerAccount(benchAccount(`u${i}`, `session-${i}`, now));
     await store.addDevice(`u${i}`, `device-${i}`, now);
   }
   const request = async (i: number) => {
@@ -61,7 +36,7 @@ try {
   // Warm-up: every pooled connection has run the statements once.
   for (let i = 0; i < 200; i++) await Promise.all(Array.from({ length: concurrent }, (_, j) => request(i * concurrent + j)));
 
-  const cpu = await StoreCpu.find(url, redisUrl);
+  const cpu = await storeCpu();
   const before = cpu.read().postgres;
   const self = process.cpuUsage();
   const t0 = performance.now();
@@ -72,8 +47,4 @@ try {
   console.log(`${rounds} rounds of ${concurrent} requests in ${ms.toFixed(0)} ms: ${((rounds / ms) * 1000).toFixed(0)} rounds/s`);
   console.log(`PostgreSQL CPU per round: ${((pgMs * 1000) / rounds).toFixed(0)} µs (${cpu.describe()})`);
   console.log(`this process's CPU per round: ${((own.user + own.system) / rounds).toFixed(0)} µs`);
-} finally {
-  await store.close();
-  await admin.query(`DROP SCHEMA ${schema} CASCADE`);
-  await admin.end();
-}
+});

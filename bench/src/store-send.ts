@@ -10,11 +10,8 @@
  *   npm run bench:store-send -- [sends (4000)] [senders (200)] [further devices in the table (3200)] [checkout (this one)]
  */
 import { randomBytes } from 'node:crypto';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import pg from 'pg';
 import { ulid } from './fixtures.js';
-import { StoreCpu } from './store-cpu.js';
+import { benchAccount, checkoutOf, storeCpu, withBenchStore } from './store-bench.js';
 
 /** The little of the store this loop uses (the server package is loaded at run time, from the checkout given). */
 interface SendStore {
@@ -25,45 +22,23 @@ interface SendStore {
 }
 
 const [sends = 4000, senders = 200, extra = 3200] = process.argv.slice(2, 5).map(Number);
-const checkout = resolve(process.argv[5] ?? join(dirname(fileURLToPath(import.meta.url)), '..', '..'));
-const url = process.env.BENCH_DATABASE_URL || 'postgres://127.0.0.1:5432/test';
-const redisUrl = process.env.BENCH_REDIS_URL || 'redis://127.0.0.1:6379';
 
-const { PostgresStore } = (await import(join(checkout, 'packages/server/dist/src/store/postgres/index.js'))) as {
-  PostgresStore: { open(url: string, o: { schema: string }): Promise<SendStore> };
-};
-const schema = `bench_${randomBytes(4).toString('hex')}`;
-const admin = new pg.Client({ connectionString: url });
-await admin.connect();
-await admin.query(`CREATE SCHEMA ${schema}`);
-const store = await PostgresStore.open(url, { schema });
-try {
+await withBenchStore<SendStore>(checkoutOf(process.argv[5]), async (store) => {
   const now = Date.now();
-  const account = (nick: string) => ({
-    nick,
-    authKeyHash: new Uint8Array(32),
-    kdf: { alg: 'argon2id', m: 19456, t: 2, p: 1, salt: 'AAAAAAAAAAAAAAAAAAAAAA' },
-    publicKey: 'pk',
-    encryptedKey: { iv: 'iv', ct: 'ct' },
-    invite: null,
-    requireInvite: false,
-    sessionId: `session-${nick}`,
-    now,
-  });
   for (let i = 0; i < senders; i++) {
-    await store.registerAccount(account(`s${i}`));
-    await store.registerAccount(account(`r${i}`));
+    await store.registerAccount(benchAccount(`s${i}`, `session-s${i}`, now));
+    await store.registerAccount(benchAccount(`r${i}`, `session-r${i}`, now));
     await store.addDevice(`s${i}`, `sender-${i}`, now);
     await store.addDevice(`r${i}`, `recipient-${i}-a`, now);
     await store.addDevice(`r${i}`, `recipient-${i}-b`, now);
   }
   // Further devices, as the idle-stream workload leaves in the table before the DM workload.
   for (let i = 0; i < extra; i += 32) {
-    await store.registerAccount(account(`x${i}`));
+    await store.registerAccount(benchAccount(`x${i}`, `session-x${i}`, now));
     for (let k = 0; k < 32 && i + k < extra; k++) await store.addDevice(`x${i}`, `extra-${i}-${k}`, now);
   }
 
-  const cpu = await StoreCpu.find(url, redisUrl);
+  const cpu = await storeCpu();
   const before = cpu.read().postgres;
   const self = process.cpuUsage();
   const t0 = performance.now();
@@ -92,8 +67,4 @@ try {
   console.log(`${sends} sends by ${senders} senders (${extra} further devices) in ${ms.toFixed(0)} ms: ${((sends / ms) * 1000).toFixed(0)} sends/s`);
   console.log(`PostgreSQL CPU per send: ${((pgMs * 1000) / sends).toFixed(0)} µs (${cpu.describe()})`);
   console.log(`this process's CPU per send: ${((own.user + own.system) / sends).toFixed(0)} µs`);
-} finally {
-  await store.close();
-  await admin.query(`DROP SCHEMA ${schema} CASCADE`);
-  await admin.end();
-}
+});
