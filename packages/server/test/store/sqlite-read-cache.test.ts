@@ -10,12 +10,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { SqliteStore } from '../../src/store/sqlite/index.js';
+import type { Admit } from '../../src/store/types.js';
 import { account, NOW } from './suite.js';
 import { ulid } from '@svc/testkit/harness';
 
-async function withStore(fn: (s: SqliteStore) => Promise<void>): Promise<void> {
+/** A store on a fresh file (its path is passed too) with alice, two sessions and a device, all read once. */
+async function withStore(fn: (s: SqliteStore, file: string) => Promise<void>): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-cache-'));
-  const store = SqliteStore.open(join(dir, 'svc.db'));
+  const file = join(dir, 'svc.db');
+  const store = SqliteStore.open(file);
   try {
     await store.registerAccount(account('alice', { sessionId: 'alice-1' }));
     await store.createSession({ id: 'alice-2', nick: 'alice', now: NOW });
@@ -24,11 +27,19 @@ async function withStore(fn: (s: SqliteStore) => Promise<void>): Promise<void> {
     assert.equal((await store.getSession('alice-1'))?.nick, 'alice');
     assert.equal((await store.getSession('alice-2'))?.nick, 'alice');
     assert.equal(await store.deviceOwner('a-device-1'), 'alice');
-    await fn(store);
+    await fn(store, file);
   } finally {
     await store.close();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** A DM from alice's device to bob, with the given id. */
+function aliceToBob(s: SqliteStore, id: string, admit?: Admit) {
+  return s.sendMessage(
+    { id, from: 'alice', to: { dm: 'bob' }, keyId: 'dm', iv: 'AAAAAAAAAAAAAAAA', ct: 'A'.repeat(40), senderDevice: 'a-device-1', now: NOW },
+    admit,
+  );
 }
 
 test('a signed-out session is gone for the very next read', async () => {
@@ -115,11 +126,7 @@ test('a deleted account is no longer live as a DM recipient at the very next sen
     const admit = async (facts: TargetFacts): Promise<void> => {
       seen.push(facts);
     };
-    const dm = (id: string) =>
-      s.sendMessage(
-        { id, from: 'alice', to: { dm: 'bob' }, keyId: 'dm', iv: 'AAAAAAAAAAAAAAAA', ct: 'A'.repeat(40), senderDevice: 'a-device-1', now: NOW },
-        admit,
-      );
+    const dm = (id: string) => aliceToBob(s, id, admit);
     assert.ok('status' in (await dm('01J0000000000000000000000B')));
     await s.deleteAccount('bob', NOW);
     assert.deepEqual(await dm('01J0000000000000000000000C'), { error: 'unknown_user' });
@@ -166,16 +173,7 @@ test("a DM's targets follow every change to the devices: added, removed, subscri
     await s.addDevice('bob', 'b-device-1', NOW);
     let n = 0;
     const targets = async () => {
-      const r = await s.sendMessage({
-        id: ulid(NOW + n++),
-        from: 'alice',
-        to: { dm: 'bob' },
-        keyId: 'dm',
-        iv: 'AAAAAAAAAAAAAAAA',
-        ct: 'A'.repeat(40),
-        senderDevice: 'a-device-1',
-        now: NOW,
-      });
+      const r = await aliceToBob(s, ulid(NOW + n++));
       assert.ok('targets' in r);
       return r.targets.map((t) => `${t.deviceId}${t.pushable ? '+push' : ''}`);
     };
@@ -197,27 +195,11 @@ test("a DM's targets follow every change to the devices: added, removed, subscri
 });
 
 test("another process's commit (the admin command) is seen by the next write: nothing it changed is served from memory", async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'svc-cache-'));
-  const file = join(dir, 'svc.db');
-  const s = SqliteStore.open(file);
-  try {
-    await s.registerAccount(account('alice', { sessionId: 'alice-1' }));
+  await withStore(async (s, file) => {
     await s.registerAccount(account('bob'));
-    await s.addDevice('alice', 'a-device-1', NOW);
     await s.addDevice('bob', 'b-device-1', NOW);
     await s.addDevice('bob', 'b-device-2', NOW);
-    const dm = (id: string) =>
-      s.sendMessage({
-        id,
-        from: 'alice',
-        to: { dm: 'bob' },
-        keyId: 'dm',
-        iv: 'AAAAAAAAAAAAAAAA',
-        ct: 'A'.repeat(40),
-        senderDevice: 'a-device-1',
-        now: NOW,
-      });
-    const first = await dm('01J0000000000000000000000B');
+    const first = await aliceToBob(s, '01J0000000000000000000000B');
     assert.ok('status' in first && first.status === 'queued');
     assert.deepEqual(first.targets.map((t) => t.deviceId).sort(), ['b-device-1', 'b-device-2'], 'both devices remembered as targets');
     // Another connection to the file, as the admin command holds one, removes a device.
@@ -225,7 +207,7 @@ test("another process's commit (the admin command) is seen by the next write: no
     other.prepare('DELETE FROM queue WHERE device_id = ?').run('b-device-2');
     other.prepare('DELETE FROM devices WHERE id = ?').run('b-device-2');
     other.close();
-    const second = await dm('01J0000000000000000000000C');
+    const second = await aliceToBob(s, '01J0000000000000000000000C');
     assert.ok('status' in second && second.status === 'queued');
     assert.deepEqual(
       second.targets.map((t) => t.deviceId),
@@ -233,8 +215,5 @@ test("another process's commit (the admin command) is seen by the next write: no
       'the next write sees the change',
     );
     assert.equal(await s.deviceOwner('b-device-2'), null);
-  } finally {
-    await s.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
