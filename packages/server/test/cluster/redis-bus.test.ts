@@ -31,13 +31,26 @@ async function bus(local: LocalStreams, prefix: string): Promise<RedisBus> {
   return RedisBus.start(local, { pub, sub, prefix, onError: () => {} });
 }
 
-test('a stream closing that could not be published is sent once Redis answers again, and the request still fails meanwhile', async () => {
+/** Two instances' buses on one fresh Redis prefix, each with its own local streams; all closed and dropped afterwards. */
+async function withTwoBuses(fn: (a: RedisBus, b: RedisBus) => Promise<void>): Promise<void> {
   const prefix = `test:${randomBytes(6).toString('hex')}:`;
   const localA = new LocalStreams(60_000);
   const localB = new LocalStreams(60_000);
   const a = await bus(localA, prefix);
   const b = await bus(localB, prefix);
   try {
+    await fn(a, b);
+  } finally {
+    await a.close();
+    await b.close();
+    localA.closeAll();
+    localB.closeAll();
+    await dropRedisPrefix(prefix);
+  }
+}
+
+test('a stream closing that could not be published is sent once Redis answers again, and the request still fails meanwhile', async () => {
+  await withTwoBuses(async (a, b) => {
     const s = sink();
     const conn = new StreamConn('device-on-b-1', 'alice', 'session-1', s);
     await b.attach(conn);
@@ -53,30 +66,19 @@ test('a stream closing that could not be published is sent once Redis answers ag
     const deadline = Date.now() + 3000;
     while (!s.ended && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     assert.equal(s.ended, true, 'the stream on the other instance was closed');
-  } finally {
-    await a.close();
-    await b.close();
-    localA.closeAll();
-    localB.closeAll();
-    await dropRedisPrefix(prefix);
-  }
+  });
 });
 
 test("each instance applies a delivery once: its own at once (the echo from Redis dropped), another's when it arrives, whatever the event's data holds", async () => {
-  const prefix = `test:${randomBytes(6).toString('hex')}:`;
-  const localA = new LocalStreams(60_000);
-  const localB = new LocalStreams(60_000);
-  const a = await bus(localA, prefix);
-  const b = await bus(localB, prefix);
-  const got = new Map<string, string[]>();
-  const recording = (device: string): StreamSink => ({
-    ...sink(),
-    send: (ev) => {
-      got.set(device, [...(got.get(device) ?? []), ev.data]);
-      return true;
-    },
-  });
-  try {
+  await withTwoBuses(async (a, b) => {
+    const got = new Map<string, string[]>();
+    const recording = (device: string): StreamSink => ({
+      ...sink(),
+      send: (ev) => {
+        got.set(device, [...(got.get(device) ?? []), ev.data]);
+        return true;
+      },
+    });
     for (const [instance, device] of [
       [a, 'device-on-a'],
       [b, 'device-on-b'],
@@ -98,11 +100,5 @@ test("each instance applies a delivery once: its own at once (the echo from Redi
     await new Promise((r) => setTimeout(r, 200)); // room for a second copy to arrive
     assert.deepEqual(got.get('device-on-a')?.sort(), [fromA, fromB].sort());
     assert.deepEqual(got.get('device-on-b')?.sort(), [fromA, fromB].sort());
-  } finally {
-    await a.close();
-    await b.close();
-    localA.closeAll();
-    localB.closeAll();
-    await dropRedisPrefix(prefix);
-  }
+  });
 });
