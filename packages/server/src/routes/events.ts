@@ -7,7 +7,9 @@ import type { ServerResponse } from 'node:http';
 import { requireOwnDevice } from '../domain/devices.js';
 import { closeStream, openStream } from '../domain/streams.js';
 import { JSON_CONTENT_TYPE, SECURITY_HEADERS, STREAM_HEADERS } from '../http/headers.js';
-import { responseSink } from '../http/sse.js';
+import { ResponseSink } from '../http/sse.js';
+import type { StreamConn } from '../bus/streams.js';
+import type { Deps } from '../domain/deps.js';
 import { callerOf, query, type RouteHandlers } from './context.js';
 import { ok } from '../http/reply.js';
 
@@ -16,9 +18,27 @@ import { ok } from '../http/reply.js';
  * answers an ordinary 500 `internal`, as any other route would, so the client retries later.
  */
 function refuseStream(res: ServerResponse): void {
-  for (const k of Object.keys(STREAM_HEADERS)) res.removeHeader(k);
   res.writeHead(500, { ...SECURITY_HEADERS, 'content-type': JSON_CONTENT_TYPE, 'cache-control': 'no-store', connection: 'close' });
   res.end(JSON.stringify(new ApiError('internal').toBody()));
+}
+
+/** The request log line of a stream: a taken-over response skips the framework's response hook. */
+function logStream(deps: Deps, status: number, started: number): void {
+  deps.log.info({ method: 'GET', status, ms: Math.round(performance.now() - started), route: '/api/events' }, 'request');
+}
+
+/**
+ * Serves an open stream until its client goes. Apart from the route's context on purpose: what
+ * the close handler holds lives as long as the stream, and the context (the framework's request
+ * and reply with it) is not needed after the stream opened.
+ */
+function untilClosed(deps: Deps, res: ServerResponse, conn: StreamConn, started: number): void {
+  const finish = () => {
+    closeStream(deps, conn);
+    logStream(deps, 200, started);
+  };
+  if (res.destroyed) finish();
+  else res.once('close', finish);
 }
 
 export const eventRoutes: Pick<RouteHandlers, 'openEvents'> = {
@@ -34,34 +54,22 @@ export const eventRoutes: Pick<RouteHandlers, 'openEvents'> = {
       return ok(undefined);
     }
 
+    const { deps } = ctx;
     const started = performance.now();
     ctx.reply.hijack();
     const res = ctx.reply.raw;
-    // The 200 and its headers leave with the first frame (a replayed `msg` or `ready`), so that a
-    // failure before it can still be answered as a 500.
-    res.statusCode = 200;
-    for (const [k, v] of Object.entries({ ...STREAM_HEADERS, connection: 'close' })) res.setHeader(k, v);
-    let conn;
+    let conn: StreamConn;
     try {
-      conn = await openStream(ctx.deps, caller, device, responseSink(res));
+      conn = await openStream(deps, caller, device, new ResponseSink(res));
     } catch (err) {
-      ctx.deps.log.error({ err }, 'event stream failed to open');
+      deps.log.error({ err }, 'event stream failed to open');
       const answered = !res.headersSent;
       if (answered) refuseStream(res);
       else res.destroy();
-      ctx.deps.log.info(
-        { method: 'GET', status: answered ? 500 : 200, ms: Math.round(performance.now() - started), route: '/api/events' },
-        'request',
-      );
+      logStream(deps, answered ? 500 : 200, started);
       return undefined;
     }
-    const finish = () => {
-      closeStream(ctx.deps, conn);
-      // A taken-over response skips the framework's response hook, so the request log line is written here.
-      ctx.deps.log.info({ method: 'GET', status: 200, ms: Math.round(performance.now() - started), route: '/api/events' }, 'request');
-    };
-    if (res.destroyed) finish();
-    else res.once('close', finish);
+    untilClosed(deps, res, conn, started);
     return undefined;
   },
 };
