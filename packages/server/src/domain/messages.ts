@@ -32,23 +32,32 @@ export async function sendMessage(deps: Deps, caller: Caller, req: SendMessageRe
 
   const devices = r.targets.map((t) => t.deviceId);
   if (devices.length > 0) await deps.bus.deliver([{ devices, event: 'msg', data: r.json, id: r.envelope.id }]);
-  const payload: PushPayload =
-    r.roomName !== null
-      ? { title: `#${r.roomName}`, body: PUSH_BODY, chat: `room:${(r.envelope.to as { room: string }).room}` }
-      : { title: `@${caller.nick}`, body: PUSH_BODY, chat: `dm:${caller.nick}` };
-  // The push (docs/API.md §6) runs after the answer is decided and never delays it.
-  void pushOffline(deps, caller.nick, r.targets, payload).catch((err: unknown) => deps.log.error({ err }, 'push scheduling failed'));
+  // The push (docs/API.md §6) runs after the answer is decided and never delays it. Most sends
+  // have no target that could be pushed: they build no push at all.
+  const candidates = pushCandidates(caller.nick, r.targets);
+  if (candidates.length > 0) {
+    const payload: PushPayload =
+      r.roomName !== null
+        ? { title: `#${r.roomName}`, body: PUSH_BODY, chat: `room:${(r.envelope.to as { room: string }).room}` }
+        : { title: `@${caller.nick}`, body: PUSH_BODY, chat: `dm:${caller.nick}` };
+    void pushOffline(deps, candidates, payload).catch((err: unknown) => deps.log.error({ err }, 'push scheduling failed'));
+  }
   return { id: r.envelope.id, ts: r.envelope.ts };
 }
 
+/** The targets a push could reach: another account's devices with a subscription and no push pending. */
+function pushCandidates(sender: string, targets: readonly SendTarget[]): string[] {
+  const out: string[] = [];
+  for (const t of targets) if (t.pushable && t.nick !== sender) out.push(t.deviceId);
+  return out;
+}
+
 /**
- * Claims push-pending for offline targets of other accounts and hands those to the pusher. Only
+ * Claims push-pending for the offline ones of the candidates and hands those to the pusher. Only
  * targets that could be claimed at all are looked up (presence may cost a Redis round trip);
  * the claim itself re-checks subscription and pending flag atomically.
  */
-async function pushOffline(deps: Deps, sender: string, targets: SendTarget[], payload: PushPayload): Promise<void> {
-  const candidates = targets.filter((t) => t.pushable && t.nick !== sender).map((t) => t.deviceId);
-  if (candidates.length === 0) return;
+async function pushOffline(deps: Deps, candidates: string[], payload: PushPayload): Promise<void> {
   const online = await deps.bus.onlineDevices(candidates);
   const offline = candidates.filter((d) => !online.has(d));
   if (offline.length === 0) return;

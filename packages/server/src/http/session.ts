@@ -25,5 +25,7 @@ export async function authenticate(deps: Deps, cookieHeader: string | undefined,
     throw new ApiError('unauthenticated');
   }
   if (now - s.lastUsedAt >= TOUCH_EVERY_MS) await deps.store.touchSession(id, now);
-  return { nick: s.nick, sessionId: id, device, ...(deviceOwner ? { deviceOwner } : {}) };
+  const caller: Caller = { nick: s.nick, sessionId: id, device };
+  if (deviceOwner) caller.deviceOwner = deviceOwner;
+  return caller;
 }
