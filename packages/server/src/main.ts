@@ -1,4 +1,6 @@
 /** Entry point: environment → config → createApp → listen; graceful shutdown on SIGTERM and SIGINT. */
+// First: V8 settings that must hold before the service allocates anything (v8-flags.ts).
+import './v8-flags.js';
 import { createApp } from './app.js';
 import { ConfigError, parseConfig } from './config.js';
 import { readBuildInfo } from './build-info.js';
