@@ -13,12 +13,12 @@
  * (getMeta/putMeta, transfer-types.ts), so a reload or a dropped connection on either side resumes.
  */
 import { isDeviceId } from '@svc/protocol';
-import { b64, randomBytes, unb64 } from '../bytes.js';
+import { b64, randomBytes } from '../bytes.js';
 import { SdkError } from '../errors.js';
 import type { HistoryMessage } from './conversations.js';
-import { checkRecord, isSettled } from './history-codec.js';
+import { isSettled } from './history-codec.js';
 import { mergeRecords } from './merge.js';
-import type { ChatMessage, OutboxItem } from './model.js';
+import type { OutboxItem } from './model.js';
 import type { HistoryChunkPlain, HistoryDonePlain, HistoryPlain } from './plaintext.js';
 import {
   ACK_AGAIN_MS,
@@ -34,7 +34,9 @@ import {
   type TransferProgress,
   type TransferRequest,
 } from './transfer-types.js';
-import { buildTransfer, chainNext, chainStart, checkTag, chunkAad, decodePayload, makeTag, openData, tagAad } from './transfer-wire.js';
+import { openChunk, receiveProgress } from './transfer-receive.js';
+import { dropQueued, queueChunks, sendProgress } from './transfer-send.js';
+import { buildTransfer, chainStart, checkTag, makeTag, tagAad } from './transfer-wire.js';
 
 export class HistoryTransfer {
   private sends: SendState[] = [];
@@ -91,8 +93,8 @@ export class HistoryTransfer {
 
   /** Where every transfer on this device stands. */
   progress(): TransferProgress[] {
-    const out = this.sends.map((s) => this.sendProgress(s));
-    if (this.recv) out.push(this.recvProgress(this.recv));
+    const out = this.sends.map((s) => sendProgress(s));
+    if (this.recv) out.push(receiveProgress(this.recv, this.l.deviceId));
     return out;
   }
 
@@ -141,8 +143,8 @@ export class HistoryTransfer {
       await this.dropRequest(device);
       const offer = { type: 'history-offer' as const, transfer, device, total: built.total, records: records.length };
       await this.l.enqueue(chat, { ...offer, tag: await makeTag(this.l.key, tagAad(this.l.me, offer)), sentAt: 0 });
-      await this.queueChunks(s, 0);
-      const p = this.sendProgress(s);
+      await queueChunks(this.l, s, 0);
+      const p = sendProgress(s);
       this.emit({ type: 'progress', progress: p });
       return p;
     });
@@ -174,7 +176,7 @@ export class HistoryTransfer {
       if (!s || p.seq < s.sent) return;
       s.sent = p.seq + 1;
       await this.saveSends();
-      this.emit({ type: 'progress', progress: this.sendProgress(s) });
+      this.emit({ type: 'progress', progress: sendProgress(s) });
     });
   }
 
@@ -240,30 +242,12 @@ export class HistoryTransfer {
       this.refuse(p, 'out of order');
       return this.ack(r);
     }
-    const sealed = unb64(p.data);
-    const prev = unb64(r.hash);
-    const bytes = await openData(this.l.key, chunkAad(this.l.me, p.transfer, this.l.deviceId, p.seq, p.total, prev), sealed);
-    if (!bytes) return this.refuse(p, 'forged or damaged');
-    const payload = decodePayload(bytes);
-    if (!payload) return this.refuse(p, 'damaged');
-    let records: ChatMessage[] = [];
-    let carry = r.carry;
-    if ('records' in payload) records = payload.records;
-    else {
-      const piece = payload.piece;
-      if (piece.rec ? carry : !carry) return this.refuse(p, 'damaged');
-      carry = piece.rec ? { rec: piece.rec, text: piece.text } : { rec: carry!.rec, text: carry!.text + piece.text };
-      if (piece.end) {
-        const whole = checkRecord({ ...carry.rec, body: carry.text });
-        if (!whole) return this.refuse(p, 'damaged');
-        records = [whole];
-        carry = undefined;
-      }
-    }
-    const merged = await mergeRecords(this.l.store, this.l.me, records);
+    const opened = await openChunk(this.l, r, p);
+    if (typeof opened === 'string') return this.refuse(p, opened);
+    const merged = await mergeRecords(this.l.store, this.l.me, opened.records);
     this.l.notify({ changed: merged.changed, imported: merged.added });
-    const next: ReceiveState = { ...r, next: r.next + 1, hash: b64(await chainNext(prev, sealed)), recordsDone: r.recordsDone + records.length };
-    if (carry) next.carry = carry;
+    const next: ReceiveState = { ...r, next: r.next + 1, hash: opened.hash, recordsDone: r.recordsDone + opened.records.length };
+    if (opened.carry) next.carry = opened.carry;
     else delete next.carry;
     await this.saveRecv(next);
   }
@@ -286,18 +270,18 @@ export class HistoryTransfer {
     const now = this.l.now();
     if (next >= s.total) {
       s.confirmed = true;
-      await this.dropQueued(s);
+      await dropQueued(this.l, s);
       await this.l.store.removeMeta(K_CHUNKS + transfer);
       await this.saveSends();
-      this.emit({ type: 'progress', progress: this.sendProgress(s) });
+      this.emit({ type: 'progress', progress: sendProgress(s) });
       return;
     }
     if (s.confirmed || (s.lastAck?.next === next && now - s.lastAck.at < ACK_AGAIN_MS)) return;
     s.lastAck = { next, at: now };
     await this.saveSends();
     // What still waits in the outbox goes again in order, after the chunk the receiver lacks.
-    await this.dropQueued(s);
-    await this.queueChunks(s, next);
+    await dropQueued(this.l, s);
+    await queueChunks(this.l, s, next);
   }
 
   /** Acknowledges the next chunk `r` expects (not the same one twice within ACK_AGAIN_MS, unless `force`). */
@@ -312,30 +296,8 @@ export class HistoryTransfer {
 
   // ---- state ----
 
-  private async queueChunks(s: SendState, from: number): Promise<void> {
-    const chunks = (await this.l.store.getMeta(K_CHUNKS + s.transfer)) as string[] | undefined;
-    if (!chunks) return;
-    for (let seq = from; seq < s.total; seq++) {
-      await this.l.enqueue(s.chat, {
-        type: 'history-chunk',
-        transfer: s.transfer,
-        device: s.device,
-        seq,
-        total: s.total,
-        data: chunks[seq]!,
-        sentAt: 0,
-      });
-    }
-    const done = { type: 'history-done' as const, transfer: s.transfer, device: s.device, total: s.total, digest: s.digest };
-    await this.l.enqueue(s.chat, { ...done, tag: await makeTag(this.l.key, tagAad(this.l.me, done)), sentAt: 0 });
-  }
-
-  private async dropQueued(s: SendState): Promise<void> {
-    for (const i of [...this.l.pending()]) if ('transfer' in i.plain && i.plain.transfer === s.transfer) await this.l.drop(i.id);
-  }
-
   private async forget(s: SendState): Promise<void> {
-    await this.dropQueued(s);
+    await dropQueued(this.l, s);
     await this.l.store.removeMeta(K_CHUNKS + s.transfer);
     this.sends = this.sends.filter((x) => x !== s);
     await this.saveSends();
@@ -353,30 +315,6 @@ export class HistoryTransfer {
   private async saveRecv(r: ReceiveState, tell = true): Promise<void> {
     await this.l.store.putMeta(K_RECEIVE, r);
     this.recv = r;
-    if (tell) this.emit({ type: 'progress', progress: this.recvProgress(r) });
-  }
-
-  private sendProgress(s: SendState): TransferProgress {
-    const records = s.counts.reduce((a, b) => a + b, 0);
-    const done = s.counts.slice(0, s.sent).reduce((a, b) => a + b, 0);
-    return {
-      role: 'send',
-      transfer: s.transfer,
-      device: s.device,
-      chunks: { done: s.sent, total: s.total },
-      records: { done, total: records },
-      state: s.confirmed ? 'done' : 'active',
-    };
-  }
-
-  private recvProgress(r: ReceiveState): TransferProgress {
-    return {
-      role: 'receive',
-      transfer: r.transfer,
-      device: this.l.deviceId,
-      chunks: { done: r.next, total: r.total },
-      records: { done: r.recordsDone, total: r.records },
-      state: r.done ? 'done' : 'active',
-    };
+    if (tell) this.emit({ type: 'progress', progress: receiveProgress(r, this.l.deviceId) });
   }
 }
