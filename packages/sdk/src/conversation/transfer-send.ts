@@ -2,8 +2,7 @@
  * The sending side's use of the outbox (transfer.ts keeps the state and decides when): queue a
  * transfer's chunks from one on, then its closing `history-done`, or take them back out.
  */
-import type { SendState, TransferLink, TransferProgress } from './transfer-types.js';
-import { K_CHUNKS } from './transfer-types.js';
+import { K_CHUNKS, type SendState, type TransferLink, type TransferProgress } from './transfer-types.js';
 import { makeTag, tagAad } from './transfer-wire.js';
 
 /** Queues chunks `from` to the last of `s` (kept in the store since the offer), then `history-done`. */

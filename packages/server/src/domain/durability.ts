@@ -5,15 +5,10 @@
  */
 import type { Store } from '../store/types.js';
 
-/**
- * Runs `action` (given `arg`, so that a request's handler needs no closure made for it) and settles
- * with its result once everything it wrote is durable; rejects if any of it was lost.
- */
-export async function whenDurable<A, T>(store: Store, action: (arg: A) => Promise<T>, arg: A): Promise<T>;
-export async function whenDurable<T>(store: Store, action: () => Promise<T>): Promise<T>;
-export async function whenDurable<A, T>(store: Store, action: (arg?: A) => Promise<T>, arg?: A): Promise<T> {
+/** Runs `action` and settles with its result once everything it wrote is durable; rejects if any of it was lost. */
+export async function whenDurable<T>(store: Store, action: () => Promise<T>): Promise<T> {
   const mark = store.lossMark();
-  const result = await action(arg);
+  const result = await action();
   await store.durable(mark);
   return result;
 }

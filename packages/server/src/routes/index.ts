@@ -29,9 +29,9 @@ declare module 'fastify' {
 }
 
 /**
- * A request's context. A class rather than an object literal: a request then costs one small
- * object, with the address getter and the body check on the prototype instead of two closures
- * and a getter made for each request (the send path allocates less, so it collects less).
+ * A request's context. A class rather than an object literal, so that the address getter and the
+ * body check live on the prototype instead of being made for each request (a saving within the
+ * benchmark's noise: docs/BENCHMARKS.md, "Tried and dropped").
  */
 class Context implements RouteContext<RouteName> {
   readonly caller: Caller | null;
@@ -96,7 +96,7 @@ export function registerRoutes(app: FastifyInstance, deps: Deps): void {
       onRequest,
       handler: async (req: FastifyRequest, reply: FastifyReply) => {
         const ctx = new Context(deps, req, reply, spec.name, check);
-        const result = writes ? await whenDurable(deps.store, handler, ctx) : await handler(ctx);
+        const result = writes ? await whenDurable(deps.store, () => handler(ctx)) : await handler(ctx);
         if (result === undefined) return reply;
         if (result.setCookie) reply.header('set-cookie', result.setCookie);
         reply.code(result.status);
