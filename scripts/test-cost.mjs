@@ -9,7 +9,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { makeTestCa } from './test-ca.mjs';
-import { modal, modesFromEnv, testFiles } from './test-files.mjs';
+import { modal, modesFromEnv, testFiles, testNodeOptions } from './test-files.mjs';
 
 const modes = modesFromEnv();
 const selected = testFiles(process.argv.slice(2));
@@ -19,7 +19,13 @@ const timeFile = join(tmpdir(), `svc-test-cost-${process.pid}`);
 const rows = [];
 for (const mode of modes) {
   for (const file of mode === modes[0] ? selected : selected.filter(modal)) {
-    const env = { ...process.env, TEST_MODE: mode, TEST_TLS_DIR: tlsDir, NODE_EXTRA_CA_CERTS: join(tlsDir, 'ca.pem') };
+    const env = {
+      ...process.env,
+      TEST_MODE: mode,
+      TEST_TLS_DIR: tlsDir,
+      NODE_EXTRA_CA_CERTS: join(tlsDir, 'ca.pem'),
+      NODE_OPTIONS: testNodeOptions('lean-test-hook.mjs'),
+    };
     const r = spawnSync('/usr/bin/time', ['-f', '%e %U %S', '-o', timeFile, process.execPath, '--test', '--test-reporter=dot', file], {
       env,
       stdio: ['ignore', 'ignore', 'ignore'],

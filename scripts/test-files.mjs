@@ -1,7 +1,8 @@
 // Which compiled test files a run takes, and in which modes: shared by scripts/test.mjs (the
 // runner) and scripts/test-cost.mjs (the cost of each file).
 import { existsSync, readdirSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 /** The backend modes (packages/testkit/src/modes.ts): SQLite; PostgreSQL + Redis; two instances on them. */
 export const ALL_MODES = ['sqlite', 'postgres', 'postgres-2'];
@@ -40,3 +41,12 @@ export const modal = (f) => /packages[\\/]server[\\/]dist[\\/]test[\\/](api|push
 
 /** The browser suites. */
 export const browser = (f) => /packages[\\/]web[\\/]dist[\\/]test[\\/]/.test(f);
+
+/**
+ * NODE_OPTIONS for a test process: the caller's, then each of these scripts/ modules loaded first
+ * (--import), e.g. lean-test-hook.mjs, which every run of the tests loads.
+ */
+export function testNodeOptions(...modules) {
+  const here = dirname(fileURLToPath(import.meta.url));
+  return [process.env.NODE_OPTIONS ?? '', ...modules.map((m) => `--import=${pathToFileURL(join(here, m)).href}`)].join(' ').trim();
+}

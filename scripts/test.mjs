@@ -6,11 +6,10 @@
 // of a run go at a time. At the end it prints the tests and assertions of each run.
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { spawn } from 'node:child_process';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import { makeTestCa } from './test-ca.mjs';
-import { browser, modal, modesFromEnv, testFiles } from './test-files.mjs';
+import { browser, modal, modesFromEnv, testFiles, testNodeOptions } from './test-files.mjs';
 
 const modes = modesFromEnv();
 const selected = testFiles(process.argv.slice(2));
@@ -49,8 +48,7 @@ function runOne(run, index) {
     ...baseEnv,
     TEST_MODE: run.mode,
     TEST_ASSERT_LOG: assertLog,
-    NODE_OPTIONS:
-      `${process.env.NODE_OPTIONS ?? ''} --import=${pathToFileURL(join(dirname(fileURLToPath(import.meta.url)), 'count-asserts.mjs')).href}`.trim(),
+    NODE_OPTIONS: testNodeOptions('lean-test-hook.mjs', 'count-asserts.mjs'),
   };
   const args = ['--enable-source-maps', '--test', ...run.flags, '--test-reporter=spec', ...run.batch];
   return new Promise((resolve) => {
