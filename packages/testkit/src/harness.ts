@@ -17,6 +17,7 @@ import { defaultWebRoot } from '@svc/server/paths';
 import Database from 'better-sqlite3';
 import { startRoundRobin } from './round-robin.js';
 import { openBackend, TEST_MODE, type TestMode } from './modes.js';
+import { httpRequest } from './http.js';
 import { SseReader } from './sse.js';
 
 export type { SseEvent } from './sse.js';
@@ -160,13 +161,13 @@ export class Client {
       headers['content-type'] = 'application/json';
     }
     Object.assign(headers, o.headers ?? {});
-    const r = await fetch(this.server.url + path, { method, headers, ...(body !== undefined ? { body } : {}) });
+    const r = await httpRequest(this.server.url + path, method, headers, body);
     const setCookie = r.headers.get('set-cookie');
     if (setCookie) {
       const m = /svc_session=([^;]*)/.exec(setCookie);
       if (m) this.cookie = m[1] ? `svc_session=${m[1]}` : null;
     }
-    const text = await r.text();
+    const text = r.text;
     let json: unknown;
     try {
       json = text ? JSON.parse(text) : undefined;
