@@ -17,7 +17,7 @@ import { defaultWebRoot } from '@svc/server/paths';
 import Database from 'better-sqlite3';
 import { startRoundRobin } from './round-robin.js';
 import { openBackend, TEST_MODE, type TestMode } from './modes.js';
-import { httpRequest } from './http.js';
+import { httpRequest, httpStream } from './http.js';
 import { SseReader } from './sse.js';
 
 export type { SseEvent } from './sse.js';
@@ -269,17 +269,23 @@ export function dmBody(to: string, id = ulid()) {
 export class Stream extends SseReader {
   status = 0;
   headers: Headers | null = null;
-  private controller = new AbortController();
+  private stop: () => void = () => {};
 
   static async open(c: Client, device: string, extraHeaders: Record<string, string> = {}): Promise<Stream> {
     const s = new Stream();
     const headers: Record<string, string> = { ...(c.cookie ? { cookie: c.cookie } : {}), ...extraHeaders };
-    const r = await fetch(`${c.server.url}/api/events?device=${encodeURIComponent(device)}`, { headers, signal: s.controller.signal });
+    const r = await httpStream(`${c.server.url}/api/events?device=${encodeURIComponent(device)}`, headers);
     s.status = r.status;
     s.headers = r.headers;
-    if (r.status !== 200 || !r.body) {
+    s.stop = r.close;
+    if (r.status !== 200) {
       s.ended = true;
-      await r.text().catch(() => '');
+      // The error body is read to its end, so that the connection is free again.
+      try {
+        for await (const _ of r.body);
+      } catch {
+        // reset: nothing more to read
+      }
       return s;
     }
     void s.read(r.body);
@@ -302,6 +308,6 @@ export class Stream extends SseReader {
   }
 
   close(): void {
-    this.controller.abort();
+    this.stop();
   }
 }

@@ -18,15 +18,12 @@ export class SseReader {
   ended = false;
   private waiters: (() => void)[] = [];
 
-  /** Reads `body` to its end, or until it is aborted or reset; `ended` is set then. */
-  async read(body: ReadableStream<Uint8Array>): Promise<void> {
-    const reader = body.getReader();
+  /** Reads `body` to its end, or until it is closed or reset; `ended` is set then. */
+  async read(body: AsyncIterable<Uint8Array>): Promise<void> {
     const dec = new TextDecoder();
     let buf = '';
     try {
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
+      for await (const value of body) {
         buf += dec.decode(value, { stream: true });
         let i: number;
         while ((i = buf.indexOf('\n\n')) >= 0) {
@@ -36,7 +33,7 @@ export class SseReader {
         this.wake();
       }
     } catch {
-      // aborted or reset
+      // closed or reset
     }
     this.ended = true;
     this.wake();
