@@ -10,18 +10,15 @@ import { after, before, describe, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { missingBrowser } from './harness/browser.js';
 import { nick, openScene, type Scene } from './harness/scene.js';
-import { button, chatEntry, messageBox, messageLog, openChat, signUp, startChat } from './harness/ui.js';
+import { button, chatEntry, messageBox, messageItem, messageLog, openChat, signUp, startChat } from './harness/ui.js';
 import { until } from './harness/wait.js';
 
 const DONE = /^(Sent|Delivered|Read)$/;
 const COUNTDOWN = /^Waiting to send, (\d+) s$/;
 
-function row(page: Page, text: string) {
-  return messageLog(page).getByRole('listitem').filter({ hasText: text });
-}
-
+/** The status of the message holding `text` (each text of this test is unique). */
 function rowStatus(page: Page, text: string, name: RegExp | string) {
-  return row(page, text).getByRole('status', { name, exact: true });
+  return messageItem(page, text).getByRole('status', { name, exact: true });
 }
 
 describe('web client: pacing under the message limit', { skip: missingBrowser() }, () => {
@@ -58,7 +55,7 @@ describe('web client: pacing under the message limit', { skip: missingBrowser() 
           await messageBox(c).fill(t);
           await messageBox(c).press('Enter');
         }
-        await row(c, texts.at(-1)!).first().waitFor();
+        await messageItem(c, texts.at(-1)!).waitFor();
         assert.ok(Date.now() - started < 60_000, 'the 40 messages were typed within a minute');
 
         // The last one waits for the budget, and its countdown runs every second.
