@@ -3,6 +3,10 @@
  * instance publishes is applied to its own streams at once and, on arrival, by every other
  * instance to its local streams only, never relayed again (so no event loops or doubles).
  *
+ * The deliveries of one event-loop round go out as one PUBLISH (see deliver()): under load a
+ * round holds the sends of many requests, and Redis, the subscribers and this process then handle
+ * one message instead of one per send.
+ *
  * Presence: a key per device with an open stream, holding the instance and connection that own
  * it, with a TTL refreshed while the stream is open. A crashed instance stops refreshing, so its
  * devices count as offline once the TTL runs out (within PRESENCE_TTL_S), and get pushes again.
@@ -17,6 +21,8 @@ export const PRESENCE_TTL_S = 60;
 /** At most this many devices are remembered as having missed an event during an outage. */
 const MAX_MISSED = 100_000;
 const MAX_PENDING_CLOSES = 10_000;
+/** Most deliveries in one PUBLISH: a larger round is split, so that no one message grows without bound. */
+const MAX_DELIVERIES_PER_PUBLISH = 500;
 
 /** `at`: the publisher's clock when sent, for the bus-lag metric. */
 type Wire = (
@@ -64,6 +70,9 @@ export class RedisBus implements Bus {
   private readonly missed = new Set<string>();
   /** Stream closings (revocations) that could not be published yet: sent once Redis is back. */
   private readonly pendingCloses: CloseSelector[] = [];
+  /** Deliveries of this round not yet published, and the promise their callers wait on. */
+  private unpublished: Delivery[] = [];
+  private published: { promise: Promise<void>; resolve: () => void } | null = null;
   /** Told how long each message from another instance took to arrive, in ms (metrics). */
   onLag: ((ms: number) => void) | null = null;
 
@@ -143,6 +152,9 @@ export class RedisBus implements Bus {
   }
 
   private async publish(m: Wire): Promise<void> {
+    // Deliveries still waiting for the end of the round go first: every message of this
+    // instance reaches the others in the order it was asked for (one connection keeps order).
+    if (m.t !== 'deliver') this.publishDeliveries();
     await this.o.pub.publish(this.channel, JSON.stringify({ ...m, at: Date.now() }));
   }
 
@@ -182,14 +194,45 @@ export class RedisBus implements Bus {
       .catch((err: unknown) => this.o.onError(err, 'presence release failed'));
   }
 
-  async deliver(deliveries: Delivery[]): Promise<void> {
+  /**
+   * Applies the deliveries here at once and publishes them at the end of this event-loop round,
+   * together with every other delivery asked for in the round, in the order asked (a `deliver`
+   * message has always carried a list, so instances of an older version read it as before).
+   * Resolves once the publish is done or has failed.
+   */
+  deliver(deliveries: Delivery[]): Promise<void> {
     this.local.deliver(deliveries);
-    // The envelope is already committed to the queues: a device that misses the live event gets
-    // it on its next replay, so a failed publish is logged rather than failing the request.
-    await this.publish({ t: 'deliver', from: this.instanceId, d: deliveries }).catch((err: unknown) => {
-      this.o.onError(err, 'bus publish failed');
-      this.unannounced(deliveries);
-    });
+    for (const d of deliveries) this.unpublished.push(d);
+    if (this.published === null) {
+      let resolve!: () => void;
+      const promise = new Promise<void>((r) => (resolve = r));
+      this.published = { promise, resolve };
+      // After the poll phase, so that the sends answered in this round have all asked.
+      setImmediate(() => this.publishDeliveries());
+    }
+    return this.published.promise;
+  }
+
+  /** Publishes the round's deliveries now (also before any other message, to keep the order). */
+  private publishDeliveries(): void {
+    const round = this.published;
+    if (round === null) return;
+    const all = this.unpublished;
+    this.unpublished = [];
+    this.published = null;
+    const parts: Promise<void>[] = [];
+    for (let i = 0; i < all.length; i += MAX_DELIVERIES_PER_PUBLISH) {
+      const d = all.slice(i, i + MAX_DELIVERIES_PER_PUBLISH);
+      // The envelopes are already committed to the queues: a device that misses the live event
+      // gets it on its next replay, so a failed publish is logged rather than failing the request.
+      parts.push(
+        this.publish({ t: 'deliver', from: this.instanceId, d }).catch((err: unknown) => {
+          this.o.onError(err, 'bus publish failed');
+          this.unannounced(d);
+        }),
+      );
+    }
+    void Promise.all(parts).then(round.resolve);
   }
 
   /**
@@ -276,9 +319,10 @@ export class RedisBus implements Bus {
     this.o.sub.disconnect();
   }
 
-  /** Releases the presence of any stream still open here, then disconnects. */
+  /** Publishes what this round delivered, releases the presence of any stream still open here, then disconnects. */
   async close(): Promise<void> {
     if (this.closed) return;
+    this.publishDeliveries();
     this.closed = true;
     clearInterval(this.refresher);
     const batch = this.o.pub.pipeline();

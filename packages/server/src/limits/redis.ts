@@ -10,35 +10,58 @@ import { createHmac, randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Bucket, RateLimiter } from './types.js';
 
-// KEYS the logs of one attempt's buckets; ARGV a unique member suffix, then limit and window ms
-// per key. Returns 0 when the hit was counted in every log, else the milliseconds until each full
-// log would allow one (the longest), and then counts nothing: a refused flood creates no keys.
+// KEYS the logs of every bucket of every attempt, in order; ARGV[1] a unique member prefix, ARGV[2]
+// the number of attempts, then for each attempt its number of buckets and each bucket's limit
+// and window ms. The attempts are judged one after the other, each seeing what the earlier ones
+// counted, exactly as separate calls in this order would be. Returns one number per attempt: 0
+// when the hit was counted in every one of its logs, else the milliseconds until each full log
+// would allow one (the longest), and then it counted nothing: a refused flood creates no keys.
 const HIT_SCRIPT = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local wait = 0
-for i = 1, #KEYS do
-  local limit = tonumber(ARGV[2 * i])
-  local window = tonumber(ARGV[2 * i + 1])
-  redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now - window)
-  local n = redis.call('ZCARD', KEYS[i])
-  if n >= limit then
-    local oldest = redis.call('ZRANGE', KEYS[i], n - limit, n - limit, 'WITHSCORES')
-    local w = tonumber(oldest[2]) + window - now
-    if w > wait then wait = w end
+local waits = {}
+local k = 0
+local a = 3
+for h = 1, tonumber(ARGV[2]) do
+  local n = tonumber(ARGV[a])
+  local wait = 0
+  for i = 1, n do
+    local limit = tonumber(ARGV[a + 2 * i - 1])
+    local window = tonumber(ARGV[a + 2 * i])
+    local key = KEYS[k + i]
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+    local c = redis.call('ZCARD', key)
+    if c >= limit then
+      local oldest = redis.call('ZRANGE', key, c - limit, c - limit, 'WITHSCORES')
+      local w = tonumber(oldest[2]) + window - now
+      if w > wait then wait = w end
+    end
   end
+  if wait == 0 then
+    for i = 1, n do
+      redis.call('ZADD', KEYS[k + i], now, now .. ':' .. ARGV[1] .. ':' .. h)
+      redis.call('PEXPIRE', KEYS[k + i], tonumber(ARGV[a + 2 * i]))
+    end
+  end
+  waits[h] = wait
+  k = k + n
+  a = a + 1 + 2 * n
 end
-if wait > 0 then return wait end
-for i = 1, #KEYS do
-  redis.call('ZADD', KEYS[i], now, now .. ':' .. ARGV[1])
-  redis.call('PEXPIRE', KEYS[i], tonumber(ARGV[2 * i + 1]))
-end
-return 0
+return waits
 `;
 
 /** The script as a command of its own: ioredis sends EVALSHA (the script's hash, not its text) and loads the script once when Redis lacks it. */
 const HIT_COMMAND = 'svcRateLimitHit';
 type HitCommand = (numKeys: number, ...keysAndArgs: (string | number)[]) => Promise<unknown>;
+
+/** Most attempts in one script call: a larger batch is split, so that no call holds Redis long. */
+const MAX_ATTEMPTS_PER_CALL = 200;
+
+interface QueuedHit {
+  buckets: readonly Bucket[];
+  resolve: (waitSeconds: number) => void;
+  reject: (err: unknown) => void;
+}
 
 /** Past this many bucket keys the cache of their Redis keys starts again: a bound on memory, not an eviction policy. */
 const KEY_CACHE_MAX = 10_000;
@@ -53,6 +76,8 @@ export class RedisLimiter implements RateLimiter {
    * cost 1.3 % of the main thread in a profile of the PostgreSQL path's DM maximum.
    */
   private readonly redisKeys = new Map<string, string>();
+  /** Attempts asked for since the last call went out. */
+  private queued: QueuedHit[] = [];
 
   constructor(
     private readonly redis: Redis,
@@ -70,12 +95,47 @@ export class RedisLimiter implements RateLimiter {
     return this.hitAll([{ key, limit, windowMs }]);
   }
 
-  async hitAll(buckets: readonly Bucket[]): Promise<number> {
-    const member = `${this.unique}:${++this.counter}`;
-    const keys = buckets.map((b) => this.redisKey(b.key));
-    const args = buckets.flatMap((b) => [b.limit, b.windowMs]);
-    const waitMs = Number(await this.hitCommand(keys.length, ...keys, member, ...args));
-    return waitMs <= 0 ? 0 : Math.max(1, Math.ceil(waitMs / 1000));
+  /**
+   * Queued, and sent with every other attempt made in the same synchronous stretch of code as one
+   * script call: a batch of sends asks for all its hits at once (store/postgres/messages.ts), and
+   * each script call costs Redis about 14 µs beyond the work on the logs (measured with INFO
+   * commandstats: 21.7 µs per call, the limiter then nine tenths of Redis's CPU on the DM path).
+   */
+  hitAll(buckets: readonly Bucket[]): Promise<number> {
+    return new Promise<number>((resolve, reject) => {
+      this.queued.push({ buckets, resolve, reject });
+      if (this.queued.length === 1) queueMicrotask(() => this.flush());
+    });
+  }
+
+  private flush(): void {
+    const all = this.queued;
+    this.queued = [];
+    for (let i = 0; i < all.length; i += MAX_ATTEMPTS_PER_CALL) void this.send(all.slice(i, i + MAX_ATTEMPTS_PER_CALL));
+  }
+
+  private async send(attempts: QueuedHit[]): Promise<void> {
+    const keys: string[] = [];
+    const args: (string | number)[] = [`${this.unique}:${++this.counter}`, attempts.length];
+    for (const { buckets } of attempts) {
+      args.push(buckets.length);
+      for (const b of buckets) {
+        keys.push(this.redisKey(b.key));
+        args.push(b.limit, b.windowMs);
+      }
+    }
+    let waits: unknown;
+    try {
+      waits = await this.hitCommand(keys.length, ...keys, ...args);
+      if (!Array.isArray(waits) || waits.length !== attempts.length) throw new Error(`rate limit script answered ${String(waits)}`);
+    } catch (err) {
+      for (const a of attempts) a.reject(err);
+      return;
+    }
+    attempts.forEach((a, i) => {
+      const waitMs = Number(waits[i]);
+      a.resolve(waitMs <= 0 ? 0 : Math.max(1, Math.ceil(waitMs / 1000)));
+    });
   }
 
   private redisKey(key: string): string {

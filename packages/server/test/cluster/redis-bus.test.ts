@@ -102,3 +102,67 @@ test("each instance applies a delivery once: its own at once (the echo from Redi
     assert.deepEqual(got.get('device-on-b')?.sort(), [fromA, fromB].sort());
   });
 });
+
+test('the deliveries of one round go out as one publish, in the order asked, and a closing asked after them arrives after them', async () => {
+  await withTwoBuses(async (a, b) => {
+    const got: string[] = [];
+    const s = { ...sink(), send: (ev: { data: string }) => (got.push(ev.data), true) };
+    const conn = new StreamConn('device-on-b', 'alice', 'session-1', s);
+    await b.attach(conn);
+    conn.finishReplay(new Set(), { event: 'ready', data: eventData('ready', {}) });
+    got.length = 0;
+    const pub = (a as unknown as { o: { pub: Redis } }).o.pub;
+    const published: string[] = [];
+    const realPublish = pub.publish.bind(pub);
+    (pub as unknown as { publish: (c: string, m: string) => Promise<number> }).publish = (c, m) => {
+      published.push(m);
+      return realPublish(c, m);
+    };
+    const data = (i: number) => JSON.stringify({ n: i }) as EnvelopeJson;
+    const sends = [1, 2, 3].map((i) => a.deliver([{ devices: ['device-on-b'], event: 'msg', data: data(i), id: `01J000000000000000000000${i}A` }]));
+    // Asked in the same round, after the deliveries: it must not overtake them.
+    const closing = a.closeStreams({ devices: ['device-on-b'] });
+    await Promise.all([...sends, closing]);
+    assert.equal(published.length, 2, 'one publish for the three deliveries, one for the closing');
+    assert.equal((JSON.parse(published[0]!) as { d: unknown[] }).d.length, 3);
+    const deadline = Date.now() + 3000;
+    while (!s.ended && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(s.ended, true, 'the closing arrived');
+    assert.deepEqual(got, [data(1), data(2), data(3)], 'each delivery once, in order, before the closing');
+  });
+});
+
+test('a round whose publish fails still answers its callers, logs once, and has the devices it missed closed once Redis is back', async () => {
+  const prefix = `test:${randomBytes(6).toString('hex')}:`;
+  const errors: string[] = [];
+  const local = new LocalStreams(60_000);
+  const pub = new Redis(testRedisUrl);
+  const sub = new Redis(testRedisUrl);
+  const a = await RedisBus.start(local, { pub, sub, prefix, onError: (_e, what) => errors.push(what) });
+  const localB = new LocalStreams(60_000);
+  const b = await bus(localB, prefix);
+  try {
+    const s = sink();
+    await b.attach(new StreamConn('device-on-b', 'alice', 'session-1', s));
+    const realPublish = pub.publish.bind(pub);
+    (pub as unknown as { publish: () => Promise<never> }).publish = () => Promise.reject(new Error('connection lost'));
+    const data = JSON.stringify({ n: 1 }) as EnvelopeJson;
+    await Promise.all([
+      a.deliver([{ devices: ['device-on-b'], event: 'msg', data, id: '01J0000000000000000000001A' }]),
+      a.deliver([{ devices: ['device-on-b'], event: 'msg', data, id: '01J0000000000000000000002A' }]),
+    ]);
+    assert.deepEqual(errors, ['bus publish failed'], 'one publish for the round, so one failure');
+    assert.equal(s.ended, false);
+    (pub as unknown as { publish: typeof realPublish }).publish = realPublish;
+    pub.emit('ready');
+    const deadline = Date.now() + 3000;
+    while (!s.ended && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(s.ended, true, 'the stream that missed the event was closed, so its client replays the queue');
+  } finally {
+    await a.close();
+    await b.close();
+    local.closeAll();
+    localB.closeAll();
+    await dropRedisPrefix(prefix);
+  }
+});

@@ -78,3 +78,53 @@ test('Redis limiter: when Redis has forgotten the script (a restart, SCRIPT FLUS
     await dropRedisPrefix(prefix);
   }
 });
+
+test('Redis limiter: attempts made together go out as one script call and are judged in order, each seeing the ones before it, as separate calls would be', async () => {
+  const prefix = `test:${randomBytes(6).toString('hex')}:`;
+  const l = new RedisLimiter(new Redis(testRedisUrl), prefix, 'secret');
+  const spied = l as unknown as { hitCommand: (...a: unknown[]) => Promise<unknown> };
+  const real = spied.hitCommand;
+  let calls = 0;
+  spied.hitCommand = (...a) => {
+    calls++;
+    return real(...a);
+  };
+  try {
+    const a: Bucket = { key: 'a', limit: 3, windowMs: 60_000 };
+    const b: Bucket = { key: 'b', limit: 1, windowMs: 10_000 };
+    const waits = await Promise.all([l.hit('a', 3, 60_000), l.hitAll([a, b]), l.hitAll([a, b]), l.hit('a', 3, 60_000), l.hit('a', 3, 60_000)]);
+    assert.equal(calls, 1, 'one script call for the five attempts');
+    assert.deepEqual(waits.slice(0, 2), [0, 0], 'the first two fit');
+    assert.ok(waits[2] >= 9 && waits[2] <= 10, `the third finds b full (about 10 s) and counts nowhere, got ${waits[2]}`);
+    assert.equal(waits[3], 0, 'so the fourth is the third hit of a, and fits');
+    assert.ok(waits[4] >= 59 && waits[4] <= 60, `the fifth finds a full, got ${waits[4]}`);
+    assert.equal(await keysUnder(prefix), 2);
+  } finally {
+    spied.hitCommand = real;
+    await l.close();
+    await dropRedisPrefix(prefix);
+  }
+});
+
+test('Redis limiter: when the script call fails, every attempt in it fails, and the next attempts go out again', async () => {
+  const prefix = `test:${randomBytes(6).toString('hex')}:`;
+  const l = new RedisLimiter(new Redis(testRedisUrl), prefix, 'secret');
+  const spied = l as unknown as { hitCommand: (...a: unknown[]) => Promise<unknown> };
+  const real = spied.hitCommand;
+  try {
+    spied.hitCommand = () => Promise.reject(new Error('connection lost'));
+    const failed = await Promise.allSettled([l.hit('k', 2, 60_000), l.hit('k', 2, 60_000)]);
+    assert.deepEqual(
+      failed.map((r) => r.status),
+      ['rejected', 'rejected'],
+    );
+    spied.hitCommand = real;
+    assert.deepEqual(await Promise.all([l.hit('k', 2, 60_000), l.hit('k', 2, 60_000)]), [0, 0], 'the failed attempts counted nothing');
+    const wait = await l.hit('k', 2, 60_000);
+    assert.ok(wait >= 59 && wait <= 60, `the third is refused, got ${wait}`);
+  } finally {
+    spied.hitCommand = real;
+    await l.close();
+    await dropRedisPrefix(prefix);
+  }
+});
