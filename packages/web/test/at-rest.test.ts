@@ -378,7 +378,11 @@ describe('web client: nothing about chats, nicks or times in the browser’s sto
         outbox: [{ id: outboxItem.id, sealed: await sealAtRest(key, outboxItem, `outbox|${outboxItem.id}`) }],
         kv: [{ key: 'meta:probe', value: await sealAtRest(key, { kept: true }, 'meta|probe') }],
       };
-      const deviceId = `legacy_${randomBytes(6).toString('hex')}`;
+      // Letters only: twelve hex digits hold ten decimal digits in a row about once in sixty, and
+      // the storage scan below rightly reads those as a time in the clear.
+      const deviceId = `legacy_${randomBytes(6)
+        .toString('hex')
+        .replace(/\d/g, (d) => 'ghijklmnop'.charAt(Number(d)))}`;
       const legacyLocal = {
         'svc.account': names.carol,
         [`svc.device.${names.carol}`]: deviceId,
