@@ -97,9 +97,10 @@ export class RedisLimiter implements RateLimiter {
 
   /**
    * Queued, and sent with every other attempt made in the same synchronous stretch of code as one
-   * script call: a batch of sends asks for all its hits at once (store/postgres/messages.ts), and
-   * each script call costs Redis about 14 µs beyond the work on the logs (measured with INFO
-   * commandstats: 21.7 µs per call, the limiter then nine tenths of Redis's CPU on the DM path).
+   * script call: a batch of sends asks for all its hits at once (store/postgres/messages.ts), so
+   * this process builds, writes and reads back one command instead of one per send. Redis's own
+   * work per attempt stays the same (about 21 µs, in INFO commandstats); the saving is the
+   * service's (docs/BENCHMARKS.md, row 26).
    */
   hitAll(buckets: readonly Bucket[]): Promise<number> {
     return new Promise<number>((resolve, reject) => {
