@@ -193,7 +193,7 @@ describe('web client: replies, reactions, edits, deletion, receipts and search',
     })();
   });
 
-  test('receipts: one\'s own message goes from "Sent" to "Delivered" and "Read" once the peer opens the chat', async () => {
+  test('receipts: one\'s own message goes from "Sent" to "Delivered" and "Read" once the peer opens the chat, its row updated in place', async () => {
     await scene.step(async () => {
       // Bob is away: no page of his is open to report anything.
       const bobDevice = bob.deviceIds.at(-1);
@@ -206,6 +206,10 @@ describe('web client: replies, reactions, edits, deletion, receipts and search',
       // The service holds it for Bob's devices; nothing can say more until one of them is back.
       await until("the message queued for bob's laptop", () => (queueLength(scene.server.dbPath, bobDevice) > 0 ? true : undefined));
       assert.equal(await messageStatus(alice.page, ping).innerText(), 'Sent');
+      // The row itself stays while its status changes: a click on its buttons as a receipt
+      // arrives must not fall on a button that is being replaced.
+      const actions = await messageItem(alice.page, ping).getByRole('button', { name: 'Message actions' }).elementHandle();
+      assert.ok(actions);
 
       // Bob's app opens on its chat list: the message is delivered, not yet read.
       const page = await bob.reopen();
@@ -214,6 +218,7 @@ describe('web client: replies, reactions, edits, deletion, receipts and search',
       await openChat(page, people.alice);
       await seeMessage(page, ping);
       await statusShows(alice.page, ping, 'Read');
+      assert.equal(await actions.evaluate((b) => b.isConnected), true, 'the row was updated in place, not drawn anew');
     })();
   });
 

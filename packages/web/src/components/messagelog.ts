@@ -1,8 +1,9 @@
 /**
  * The message log of the open chat (role `log`, a list of `listitem`s), rendered incrementally and
  * keyed by record id: opening a chat reads and decrypts one page of the newest records; a new
- * record appends its row; a changed record replaces only its own row (and the rows quoting it); an
- * older page is read when asked for. Nothing else is rendered or decrypted again.
+ * record appends its row; a changed record replaces only its own row (and the rows quoting it), or
+ * only the row's status when nothing else changed; an older page is read when asked for. Nothing
+ * else is rendered or decrypted again.
  */
 import type { ChatId, ChatMessage } from '@svc/sdk';
 import { byTime } from '@svc/sdk';
@@ -33,6 +34,20 @@ export interface MessageLog {
   destroy(): void;
 }
 
+const STATUS = '[role="status"]';
+
+/** Gives `row` the status of `drawn` when that is all that differs between them; false otherwise. */
+function patchedInPlace(row: HTMLLIElement, drawn: HTMLLIElement): boolean {
+  const now = row.querySelector(STATUS);
+  const next = drawn.querySelector(STATUS);
+  if (!now || !next) return row.isEqualNode(drawn);
+  const probe = row.cloneNode(true) as HTMLLIElement;
+  probe.querySelector(STATUS)!.replaceWith(next.cloneNode(true));
+  if (!probe.isEqualNode(drawn)) return false;
+  if (!now.isEqualNode(next)) now.replaceWith(next);
+  return true;
+}
+
 export function messageLog(o: {
   chat: ChatId;
   label: string;
@@ -54,9 +69,15 @@ export function messageLog(o: {
   const rows = new Map<string, HTMLLIElement>();
   /** Quoted records that are not on screen, read once. */
   const quotes = new Map<string, ChatMessage | null>();
+  // The row's buttons act on the newest record of its id, not on the one it was drawn from: a row
+  // whose status words alone changed is kept (replaceRow), so it may be older than its record.
+  const latest = (m: ChatMessage) => recs.get(m.id) ?? m;
   const ctx: ItemContext = {
     ...o.item,
     quoted: (id) => recs.get(id) ?? quotes.get(id) ?? undefined,
+    onActions: (m, button) => o.item.onActions(latest(m), button),
+    onReact: (m, emoji) => o.item.onReact(latest(m), emoji),
+    onRetry: (m) => o.item.onRetry(latest(m)),
   };
 
   function atBottom(): boolean {
@@ -115,6 +136,12 @@ export function messageLog(o: {
     }
   });
 
+  /**
+   * Draws the row of `m` again. When nothing but its status words changed (a receipt, the outbox's
+   * countdown: the most frequent changes) the row stays and only its status element is swapped:
+   * a button replaced between the press and the release of a click loses the click, for a person
+   * as for a test, and a receipt may arrive at any moment.
+   */
   function replaceRow(m: ChatMessage): void {
     const old = rows.get(m.id);
     if (old?.isConnected && popupIn(old)) {
@@ -122,6 +149,7 @@ export function messageLog(o: {
       return;
     }
     const li = render(m);
+    if (old?.isConnected && patchedInPlace(old, li)) return;
     rows.set(m.id, li);
     if (old?.isConnected) old.replaceWith(li);
   }
