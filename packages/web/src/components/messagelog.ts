@@ -217,6 +217,7 @@ export function messageLog(o: {
       const byId = new Map(order.map((m) => [m.id, m]));
       for (const m of mine) {
         byId.set(m.id, m);
+        recs.set(m.id, m);
         rows.set(m.id, render(m));
         if (quotes.has(m.id)) quotes.set(m.id, m);
       }
