@@ -31,6 +31,12 @@ async function bus(local: LocalStreams, prefix: string): Promise<RedisBus> {
   return RedisBus.start(local, { pub, sub, prefix, onError: () => {} });
 }
 
+/** Waits until `done()` holds, or 3 s have passed (the assertions after it then say what is missing). */
+async function eventually(done: () => boolean): Promise<void> {
+  const deadline = Date.now() + 3000;
+  while (!done() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+}
+
 /** Two instances' buses on one fresh Redis prefix, each with its own local streams; all closed and dropped afterwards. */
 async function withTwoBuses(fn: (a: RedisBus, b: RedisBus) => Promise<void>): Promise<void> {
   const prefix = `test:${randomBytes(6).toString('hex')}:`;
@@ -63,8 +69,7 @@ test('a stream closing that could not be published is sent once Redis answers ag
     // The connection is back: the pending closing goes out and B closes the stream.
     (pub as unknown as { publish: typeof realPublish }).publish = realPublish;
     pub.emit('ready');
-    const deadline = Date.now() + 3000;
-    while (!s.ended && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    await eventually(() => s.ended);
     assert.equal(s.ended, true, 'the stream on the other instance was closed');
   });
 });
@@ -93,10 +98,7 @@ test("each instance applies a delivery once: its own at once (the echo from Redi
     const fromB = JSON.stringify({ text: `"from":"${b.instanceId}"` }) as EnvelopeJson;
     await a.deliver([{ devices: ['device-on-a', 'device-on-b'], event: 'msg', data: fromB, id: '01J0000000000000000000000A' }]);
     await b.deliver([{ devices: ['device-on-a', 'device-on-b'], event: 'msg', data: fromA, id: '01J0000000000000000000000B' }]);
-    const deadline = Date.now() + 3000;
-    while ((got.get('device-on-a')?.length ?? 0) + (got.get('device-on-b')?.length ?? 0) < 4 && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await eventually(() => (got.get('device-on-a')?.length ?? 0) + (got.get('device-on-b')?.length ?? 0) >= 4);
     await new Promise((r) => setTimeout(r, 200)); // room for a second copy to arrive
     assert.deepEqual(got.get('device-on-a')?.sort(), [fromA, fromB].sort());
     assert.deepEqual(got.get('device-on-b')?.sort(), [fromA, fromB].sort());
@@ -125,8 +127,7 @@ test('the deliveries of one round go out as one publish, in the order asked, and
     await Promise.all([...sends, closing]);
     assert.equal(published.length, 2, 'one publish for the three deliveries, one for the closing');
     assert.equal((JSON.parse(published[0]!) as { d: unknown[] }).d.length, 3);
-    const deadline = Date.now() + 3000;
-    while (!s.ended && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    await eventually(() => s.ended);
     assert.equal(s.ended, true, 'the closing arrived');
     assert.deepEqual(got, [data(1), data(2), data(3)], 'each delivery once, in order, before the closing');
   });
@@ -155,8 +156,7 @@ test('a round whose publish fails still answers its callers, logs once, and has 
     assert.equal(s.ended, false);
     (pub as unknown as { publish: typeof realPublish }).publish = realPublish;
     pub.emit('ready');
-    const deadline = Date.now() + 3000;
-    while (!s.ended && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    await eventually(() => s.ended);
     assert.equal(s.ended, true, 'the stream that missed the event was closed, so its client replays the queue');
   } finally {
     await a.close();
