@@ -61,3 +61,45 @@ test('a database written by a newer build is refused with a clear message', () =
     t.cleanup();
   }
 });
+
+test('migration 5 keys kept envelopes by their time in the order they came, and keeps every queue entry and its seq', () => {
+  const t = tempDb();
+  try {
+    const v4 = openDatabase(
+      t.path,
+      SQLITE_MIGRATIONS.filter((m) => m.version <= 4),
+    );
+    const env = v4.prepare('INSERT INTO envelopes (id, sender, ts, json) VALUES (?, ?, ?, ?)');
+    // Two envelopes of one millisecond, inserted out of time order with a third.
+    env.run('E2', 'alice', 2000, '{"n":2}');
+    env.run('E1', 'alice', 1000, '{"n":1}');
+    env.run('E3', 'bob', 2000, '{"n":3}');
+    const q = v4.prepare('INSERT INTO queue (device_id, envelope_id, ts) VALUES (?, ?, ?)');
+    q.run('d1', 'E2', 2000);
+    q.run('d2', 'E2', 2000);
+    q.run('d1', 'E1', 1000);
+    v4.prepare('DELETE FROM queue WHERE seq = 1').run();
+    v4.close();
+
+    const db = openDatabase(t.path);
+    assert.deepEqual(db.prepare('SELECT rowid AS key, id, sender, ts, json FROM envelopes ORDER BY rowid').all(), [
+      { key: 1000 * 1024, id: 'E1', sender: 'alice', ts: 1000, json: '{"n":1}' },
+      { key: 2000 * 1024, id: 'E2', sender: 'alice', ts: 2000, json: '{"n":2}' },
+      { key: 2000 * 1024 + 1, id: 'E3', sender: 'bob', ts: 2000, json: '{"n":3}' },
+    ]);
+    assert.deepEqual(db.prepare('SELECT seq, device_id AS d, envelope_id AS e, ts FROM queue ORDER BY seq').all(), [
+      { seq: 2, d: 'd2', e: 'E2', ts: 2000 },
+      { seq: 3, d: 'd1', e: 'E1', ts: 1000 },
+    ]);
+    assert.deepEqual(
+      db.prepare("SELECT name FROM sqlite_schema WHERE name = 'envelopes_ts' OR (name = 'queue' AND sql LIKE '%AUTOINCREMENT%')").all(),
+      [],
+    );
+    assert.throws(() => db.prepare("INSERT INTO queue (device_id, envelope_id, ts) VALUES ('d2', 'E2', 1)").run(), /UNIQUE/);
+    // A new entry is placed after every kept one.
+    assert.equal(db.prepare("INSERT INTO queue (device_id, envelope_id, ts) VALUES ('d3', 'E3', 2000)").run().lastInsertRowid, 4);
+    db.close();
+  } finally {
+    t.cleanup();
+  }
+});

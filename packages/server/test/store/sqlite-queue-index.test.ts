@@ -194,3 +194,32 @@ test('the file keeps no index by device; replay pages through each device in seq
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("a seq used again after the newest entry is gone never reaches another device's entry, even from a stale index", async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-counts-'));
+  const s = SqliteStore.open(join(dir, 'svc.db'));
+  try {
+    await setup(s);
+    await s.registerAccount(account('carol'));
+    await s.addDevice('carol', 'c-device-1', NOW);
+    await dm(s, 2);
+    // The newest entry (b-device-2's) deleted behind the store's back, on its own connection:
+    // the index in memory still holds its seq, as a bug in a delete path would leave it.
+    const stale = (s.db.prepare('SELECT MAX(seq) AS seq FROM queue').get() as { seq: number }).seq;
+    s.db.prepare('DELETE FROM queue WHERE seq = ?').run(stale);
+    const id = ulid(NOW + 50);
+    await s.sendMessage({ id, from: 'alice', to: { dm: 'carol' }, keyId: 'dm', iv: iv(), ct: ct(), senderDevice: 'a-device-1', now: NOW + 50 });
+    const carols = s.db.prepare("SELECT seq FROM queue WHERE device_id = 'c-device-1'").get() as { seq: number };
+    assert.equal(carols.seq, stale, 'the seq was used again, for another device');
+    assert.ok(!(await s.readQueue('b-device-2', 0, 10)).some((e) => e.id === id), 'no replay of it to the stale device');
+    await s.deleteDevice('bob', 'b-device-2');
+    assert.deepEqual(
+      (await s.readQueue('c-device-1', 0, 10)).map((e) => e.id),
+      [id],
+      "dropping the stale device's queue leaves it",
+    );
+  } finally {
+    await s.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

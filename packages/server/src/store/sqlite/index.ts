@@ -30,6 +30,7 @@ import { GroupCommit } from './group-commit.js';
 import { walDurability, type Durability } from './wal-sync.js';
 import { Checkpointer } from './checkpointer.js';
 import { Remembered } from './remembered.js';
+import { TimeKeys } from './time-keys.js';
 import * as accounts from './accounts.js';
 import * as devices from './devices.js';
 import * as contacts from './contacts.js';
@@ -45,6 +46,8 @@ export class SqliteStore implements Store {
   private readonly checkpointer: Checkpointer;
   /** Rows read on every request or send, kept in memory (remembered.ts). */
   private readonly mem: Remembered;
+  /** The next rowid of an envelope, from its time (time-keys.ts). */
+  private readonly keys = new TimeKeys();
 
   constructor(
     readonly db: Db,
@@ -249,7 +252,7 @@ export class SqliteStore implements Store {
     // The caller's checks come first, on facts read outside the write: the write itself cannot
     // wait for them. The rules are applied again inside it, on what it reads.
     if (admit) await admit(messages.targetFacts(this.q, this.mem.known, m.from, m.to, m.keyId));
-    return this.write(() => messages.sendMessage(this.q, this.mem.known, this.mem.queues, m));
+    return this.write(() => messages.sendMessage(this.q, this.mem.known, this.mem.queues, this.keys, m));
   }
 
   async ack(deviceId: string, ids: string[]): Promise<void> {
@@ -298,7 +301,7 @@ export class SqliteStore implements Store {
   /** Deletes a device's queue, found through the index in memory (the file has none by device). */
   private dropQueue(deviceId: string): void {
     const seqs = this.mem.queues.oldest(deviceId, Infinity);
-    messages.deleteSeqs(this.q, seqs);
+    messages.deleteSeqs(this.q, deviceId, seqs);
     this.mem.queues.removed(deviceId, seqs);
   }
 

@@ -16,6 +16,7 @@ import {
 import { isMember } from './rooms.js';
 import { placeholders, type Statements } from './statements.js';
 import type { QueueIndex } from './queue-index.js';
+import { keysBefore, type TimeKeys } from './time-keys.js';
 
 /** Facts the send path asks about on every DM, answered from memory when known (read-cache.ts). */
 export interface Known {
@@ -81,7 +82,7 @@ function enqueue(q: Statements, index: QueueIndex, targets: readonly SendTarget[
     const over = queueOverflow(index.of(t.deviceId), 1);
     if (over === 0) continue;
     const drop = index.oldest(t.deviceId, over);
-    deleteSeqs(q, drop);
+    deleteSeqs(q, t.deviceId, drop);
     index.removed(t.deviceId, drop);
   }
   // Rows in fan-out order, so a device's entries get their seq in that order. A VALUES list per
@@ -104,15 +105,22 @@ const ENQUEUE_SQL = Array.from(
   (_, n) => `INSERT INTO queue (device_id, envelope_id, ts) VALUES ${new Array(n).fill('(?, ?, ?)').join(', ')}`,
 );
 
-/** Deletes queue entries by seq (the table's rowid), in statements of at most 500. */
-export function deleteSeqs(q: Statements, seqs: readonly number[]): void {
+/**
+ * Deletes a device's queue entries by seq (the table's rowid), in statements of at most 500.
+ * The device is checked too: a seq is used again once the newest entry is gone (migration 5),
+ * so one left stale in memory by a bug must not reach another device's entry.
+ */
+export function deleteSeqs(q: Statements, deviceId: string, seqs: readonly number[]): void {
   for (let i = 0; i < seqs.length; i += 500) {
     const part = seqs.slice(i, i + 500);
-    q.run(`DELETE FROM queue WHERE seq IN (${placeholders(part.length)})`, ...part);
+    q.run(`DELETE FROM queue WHERE device_id = ? AND seq IN (${placeholders(part.length)})`, deviceId, ...part);
   }
 }
 
-export function sendMessage(q: Statements, known: Known, index: QueueIndex, m: SendInput): SendResult {
+/** The rowid is the envelope's time key (time-keys.ts); a taken id or a taken key inserts nothing. */
+const INSERT_ENVELOPE = 'INSERT INTO envelopes (rowid, id, sender, ts, json) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING';
+
+export function sendMessage(q: Statements, known: Known, index: QueueIndex, keys: TimeKeys, m: SendInput): SendResult {
   // The rules are applied again inside the transaction: rights may have changed since step 5.
   const facts = targetFacts(q, known, m.from, m.to, m.keyId);
   // A used id is looked up only when the answer depends on it: after a refusal (the rules answer
@@ -121,9 +129,15 @@ export function sendMessage(q: Statements, known: Known, index: QueueIndex, m: S
 
   const envelope: Envelope = { id: m.id, to: m.to, from: m.from, keyId: m.keyId, iv: m.iv, ct: m.ct, ts: m.now };
   const json = envelopeJson(envelope);
-  // The primary key finds a used id: nothing is inserted, and the rules answer it.
-  const inserted = q.run('INSERT INTO envelopes (id, sender, ts, json) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING', m.id, m.from, m.now, json);
-  if (inserted.changes === 0) return decideSend(m, priorSend(q, m.id), facts)!;
+  // The primary key finds a used id: nothing is inserted, and the rules answer it. Nothing is
+  // inserted either when the time key is taken, which only the next key mends.
+  let key = keys.first(m.now);
+  while (q.run(INSERT_ENVELOPE, key, m.id, m.from, m.now, json).changes === 0) {
+    const prior = priorSend(q, m.id);
+    if (prior !== null) return decideSend(m, prior, facts)!;
+    if (key === null) throw new Error('the envelope could not be stored');
+    key = keys.after(m.now, key);
+  }
 
   let targets: DeviceTarget[];
   let roomName: string | null = null;
@@ -176,7 +190,8 @@ export function readQueue(q: Statements, index: QueueIndex, deviceId: string, af
     out.push(
       ...q.all<QueuedEntry>(
         `SELECT q.seq AS seq, q.envelope_id AS id, e.json AS json FROM queue q JOIN envelopes e ON e.id = q.envelope_id
-         WHERE q.seq IN (${placeholders(seqs.length)}) ORDER BY q.seq`,
+         WHERE q.device_id = ? AND q.seq IN (${placeholders(seqs.length)}) ORDER BY q.seq`,
+        deviceId,
         ...seqs,
       ),
     );
@@ -191,10 +206,11 @@ export function readQueue(q: Statements, index: QueueIndex, deviceId: string, af
  * its ULID time is at most 5 minutes after its ts, so 10 minutes after ts is safe).
  */
 export function purgeEnvelopes(q: Statements, index: QueueIndex, now: number): number {
-  // A queue entry's ts is its envelope's: old entries are found through envelopes_ts.
+  // A queue entry's ts is its envelope's, and old envelopes are a range of rowids (time-keys.ts).
   const cutoff = now - LIMITS.queueRetentionMs;
   const expired = q.all<{ device_id: string; seq: number }>(
-    'DELETE FROM queue WHERE envelope_id IN (SELECT id FROM envelopes WHERE ts < ?) RETURNING device_id, seq',
+    'DELETE FROM queue WHERE envelope_id IN (SELECT id FROM envelopes WHERE rowid < ? AND ts < ?) RETURNING device_id, seq',
+    keysBefore(cutoff),
     cutoff,
   );
   const byDevice = new Map<string, number[]>();
@@ -204,9 +220,11 @@ export function purgeEnvelopes(q: Statements, index: QueueIndex, now: number): n
     else byDevice.set(e.device_id, [e.seq]);
   }
   for (const [deviceId, seqs] of byDevice) index.removed(deviceId, seqs);
+  const unused = now - 2 * LIMITS.clockWindowMs;
   const r = q.run(
-    'DELETE FROM envelopes WHERE ts < ? AND NOT EXISTS (SELECT 1 FROM queue WHERE queue.envelope_id = envelopes.id)',
-    now - 2 * LIMITS.clockWindowMs,
+    'DELETE FROM envelopes WHERE rowid < ? AND ts < ? AND NOT EXISTS (SELECT 1 FROM queue WHERE queue.envelope_id = envelopes.id)',
+    keysBefore(unused),
+    unused,
   );
   return r.changes;
 }

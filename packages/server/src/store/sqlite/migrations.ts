@@ -146,4 +146,42 @@ CREATE INDEX queue_ts ON queue (ts);
     // (envelope_id, device_id).
     sql: 'DROP INDEX queue_device;',
   },
+  {
+    version: 5,
+    name: 'envelopes keyed by time, queue seqs without sqlite_sequence',
+    // Two b-trees less written at every commit (a quarter of the WAL of a small commit):
+    // - envelopes_ts: an envelope's rowid is now its time, ts × 1024 + n (time-keys.ts), so old
+    //   envelopes are a range of the table. Envelopes kept from before get their key here, in
+    //   the order they came; past 1,024 in one millisecond (none in practice) SQLite picks one
+    //   after every row (purged late, never early).
+    // - AUTOINCREMENT on queue.seq, which updated sqlite_sequence at every send. A seq only
+    //   orders the entries that exist (a replay always starts from the oldest), and a new rowid
+    //   is above every existing one without it. A seq can now be used again after the newest
+    //   entry is gone, so every statement that names entries by seq names their device too.
+    sql: `
+CREATE TABLE envelopes_v5 (
+  id TEXT PRIMARY KEY,
+  sender TEXT NOT NULL,
+  ts INTEGER NOT NULL,
+  json TEXT NOT NULL
+);
+INSERT INTO envelopes_v5 (rowid, id, sender, ts, json)
+  SELECT CASE WHEN n < 1024 THEN ts * 1024 + n END, id, sender, ts, json
+  FROM (SELECT ROW_NUMBER() OVER (PARTITION BY ts ORDER BY rowid) - 1 AS n, rowid AS r, id, sender, ts, json FROM envelopes)
+  ORDER BY n >= 1024, r;
+DROP TABLE envelopes;
+ALTER TABLE envelopes_v5 RENAME TO envelopes;
+
+CREATE TABLE queue_v5 (
+  seq INTEGER PRIMARY KEY,
+  device_id TEXT NOT NULL,
+  envelope_id TEXT NOT NULL,
+  ts INTEGER NOT NULL,
+  UNIQUE (envelope_id, device_id)
+);
+INSERT INTO queue_v5 (seq, device_id, envelope_id, ts) SELECT seq, device_id, envelope_id, ts FROM queue;
+DROP TABLE queue;
+ALTER TABLE queue_v5 RENAME TO queue;
+`,
+  },
 ];
