@@ -181,6 +181,12 @@ function replayRows(s: ReplayRun[], g: Goals, o: SummaryOptions): Row[] {
       null,
       msAtMost(g.offlineMs, ' for 5,000', o.offlineCount === 5000),
     ),
+    row(
+      '… service CPU during it, all threads (ms)',
+      0,
+      med(s, (r) => r.offlineCpuMs),
+      null,
+    ),
   ];
 }
 

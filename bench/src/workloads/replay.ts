@@ -19,6 +19,8 @@ export interface ReplayRun {
   /** Envelopes stored for the offline device, and the time from the first send to the last answer. */
   offlineQueued: number;
   offlineMs: number;
+  /** The service's CPU time (user + system, all instances) during the offline fill, in ms. */
+  offlineCpuMs: number;
   queued: number;
   fillMs: number;
   /** From the start of the stream request to the `ready` event. */
@@ -51,13 +53,16 @@ export class ReplayWorkload {
 
   async run(o: Options): Promise<ReplayRun> {
     this.t.sizeFor(this.toOffline);
+    const cpu0 = this.t.cpu();
     const offline = await this.fill(this.toOffline, o.offlineCount);
+    const cpu1 = this.t.cpu();
     await this.drain(this.offline);
     const fill = await this.fill(this.toReplay, o.replayCount);
     const d = await this.drain(this.recipient);
     const run = {
       offlineQueued: offline.accepted,
       offlineMs: offline.elapsedMs,
+      offlineCpuMs: cpu1.user + cpu1.system - cpu0.user - cpu0.system,
       queued: fill.accepted,
       fillMs: fill.elapsedMs,
       toReadyMs: d.toReadyMs,
@@ -66,7 +71,7 @@ export class ReplayWorkload {
       ackBatches: d.batches,
     };
     process.stderr.write(
-      `  ${this.t.name.padEnd(7)} replay         ${run.replayed}/${run.queued} to ready ${run.toReadyMs.toFixed(0)} ms, ack ${run.ackMs.toFixed(0)} ms in ${run.ackBatches} batches (fill ${run.fillMs.toFixed(0)} ms); ${run.offlineQueued} offline stored in ${run.offlineMs.toFixed(0)} ms\n`,
+      `  ${this.t.name.padEnd(7)} replay         ${run.replayed}/${run.queued} to ready ${run.toReadyMs.toFixed(0)} ms, ack ${run.ackMs.toFixed(0)} ms in ${run.ackBatches} batches (fill ${run.fillMs.toFixed(0)} ms); ${run.offlineQueued} offline stored in ${run.offlineMs.toFixed(0)} ms (service CPU ${run.offlineCpuMs.toFixed(0)} ms)\n`,
     );
     return run;
   }
