@@ -1,13 +1,13 @@
 /**
  * The rowid of an envelope is its time: `ts × 1024 + n`, n counting the envelopes of that
- * millisecond (migration 5). Envelopes older than a cutoff are then exactly the rows below
- * `cutoff × 1024`, a range of the table itself, so the purge needs no index on ts and no send
- * writes one: every commit used to rewrite that index's last page in the WAL.
+ * millisecond (migration 5). Envelopes older than a cutoff are then a range of the table itself
+ * (rowids below `keysBefore(cutoff)`, their ts checked as well), so the purge needs no index on ts
+ * and no send writes one: every commit used to rewrite that index's last page in the WAL.
  *
  * A key may already be taken (the clock went back, or the process restarted within the same
  * millisecond): the insert then does nothing and the send tries the next key of the same
  * millisecond. Past the 1,024th envelope of one millisecond (a rate no instance comes near),
- * SQLite picks the key: after every row, so that envelope is purged late, never early.
+ * SQLite picks the key, above every row: that envelope is purged late, never early.
  */
 export const SLOTS_PER_MS = 1024;
 
