@@ -15,6 +15,7 @@
  * streaming until it ends; the parser reads nothing more meanwhile, so nothing piles up.
  */
 import type { Socket } from 'node:net';
+import type { FastifyInstance } from 'fastify';
 import type { ServerResponse } from 'node:http';
 import { ApiError, type ErrorCode } from '@svc/protocol';
 import { JSON_CONTENT_TYPE, SECURITY_HEADERS } from './headers.js';
@@ -73,10 +74,18 @@ function answerInOrder(socket: Socket, code: ErrorCode): void {
   res.on('finish', next).on('close', next);
 }
 
-export function clientErrorHandler(err: Error & { code?: unknown }, socket: Socket): void {
+export function clientErrorHandler(this: FastifyInstance, err: Error & { code?: unknown }, socket: Socket): void {
   // A reset connection has nobody left to answer.
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
   if (handled.has(socket)) return;
   handled.add(socket);
-  answerInOrder(socket, codeFor(err));
+  const code = codeFor(err);
+  // Node's own code only (a parse error, a request timeout): such an answer gets no request line,
+  // and a valid request answered this way (a client's request read as too slow) is otherwise
+  // invisible in the log.
+  this.log.warn(
+    { cause: typeof err.code === 'string' ? err.code : 'unknown', answer: code, pending: inFlight(socket) !== null },
+    'client error answered',
+  );
+  answerInOrder(socket, code);
 }

@@ -6,6 +6,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
+import { connect } from 'node:net';
 import { assertError, signup, startServer, type Client, type TestServer } from '@svc/testkit/harness';
 import { TEST_MODE } from '@svc/testkit/modes';
 
@@ -97,4 +98,27 @@ test('a 500 whose error message quotes a value logs the message with the value r
   assert.equal(err.message, 'invalid input syntax for type integer: "…"');
   assert.match(String(err.stack), /^\w+: invalid input syntax for type integer: "…"\n\s+at /);
   assert.ok(!JSON.stringify(line).includes(alice.nick));
+});
+
+test('a request answered before routing (bytes that are not HTTP) logs one warning with the parser code, and nothing it sent', async () => {
+  const before = server.logs.length;
+  const secret = `nick_${Date.now()}`;
+  const { hostname, port } = new URL(server.urls[0]!);
+  const answer = await new Promise<string>((resolve, reject) => {
+    const s = connect(Number(port), hostname, () => s.write(`NOT-HTTP /api/users/${secret} \r\nX: ${secret}\r\n\r\n`));
+    let got = '';
+    s.on('data', (d) => (got += d.toString()));
+    s.on('close', () => resolve(got));
+    s.on('error', reject);
+  });
+  assert.match(answer, /^HTTP\/1\.1 400 /);
+  await new Promise((r) => setTimeout(r, 50));
+  const lines = server.logs.slice(before).filter((l) => l.msg === 'client error answered');
+  assert.equal(lines.length, 1, JSON.stringify(server.logs.slice(before)));
+  const line = lines[0]!;
+  assert.equal(line.level, 40);
+  assert.equal(line.answer, 'bad_json');
+  assert.match(String(line.cause), /^HPE_/);
+  assert.equal(line.pending, false);
+  assert.ok(!JSON.stringify(line).includes(secret), JSON.stringify(line));
 });

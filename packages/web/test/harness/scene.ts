@@ -69,18 +69,24 @@ export async function openScene(options: SceneOptions = {}): Promise<Scene> {
     },
     assertNoPageErrors() {
       const errors = scene.devices.flatMap((d) => d.takeErrors());
-      assert.deepEqual(errors, [], `the pages reported errors:\n${errors.join('\n')}`);
       const logged = server.takeErrors();
-      assert.deepEqual(logged, [], `the server logged errors:\n${logged.join('\n')}`);
+      const warned = server.takeWarnings();
+      const context = warned.length > 0 ? `\n\nthe server warned meanwhile:\n${warned.join('\n')}` : '';
+      assert.deepEqual(errors, [], `the pages reported errors:\n${errors.join('\n')}${context}`);
+      assert.deepEqual(logged, [], `the server logged errors:\n${logged.join('\n')}${context}`);
     },
     step(body) {
       return async () => {
         try {
           await body();
         } catch (err) {
-          const errors = [...scene.devices.flatMap((d) => d.takeErrors()), ...server.takeErrors().map((l) => `[server] ${l}`)];
+          const errors = [
+            ...scene.devices.flatMap((d) => d.takeErrors()),
+            ...server.takeErrors().map((l) => `[server] ${l}`),
+            ...server.takeWarnings().map((l) => `[server warning] ${l}`),
+          ];
           if (errors.length === 0 || !(err instanceof Error)) throw err;
-          err.message += `\n\npage errors meanwhile:\n${errors.join('\n')}`;
+          err.message += `\n\npage errors and server errors or warnings meanwhile:\n${errors.join('\n')}`;
           throw err;
         }
         scene.assertNoPageErrors();

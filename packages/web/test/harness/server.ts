@@ -20,6 +20,8 @@ export interface RunningServer {
   output(): string;
   /** Log lines at level error or above written since the last call (a 500's cause, a crash). */
   takeErrors(): string[];
+  /** The warnings logged since the last call (a request answered before routing, …): context for a failure, not one. */
+  takeWarnings(): string[];
   stop(): Promise<void>;
 }
 
@@ -67,25 +69,42 @@ export async function startServer(o: ServerOptions = {}): Promise<RunningServer>
   }
   const output = () => child.output();
   let seen = 0;
-  const takeErrors = () => {
+  let errors: string[] = [];
+  let warnings: string[] = [];
+  const levelOf = (l: string): number => {
+    try {
+      return (JSON.parse(l) as { level?: number }).level ?? 0;
+    } catch {
+      return 60; // not a log line: a crash or a stack trace
+    }
+  };
+  /** Sorts the lines written since the last look into errors and warnings. */
+  const read = () => {
     const out = output();
     const end = out.lastIndexOf('\n') + 1;
-    const lines = out
-      .slice(seen, end)
-      .split('\n')
-      .filter((l) => l.trim());
+    for (const l of out.slice(seen, end).split('\n')) {
+      if (!l.trim()) continue;
+      const level = levelOf(l);
+      if (level >= 50) errors.push(l);
+      else if (level === 40) warnings.push(l);
+    }
     seen = end;
-    return lines.filter((l) => {
-      try {
-        return ((JSON.parse(l) as { level?: number }).level ?? 0) >= 50;
-      } catch {
-        return true; // not a log line: a crash or a stack trace
-      }
-    });
+  };
+  const takeErrors = () => {
+    read();
+    const e = errors;
+    errors = [];
+    return e;
+  };
+  const takeWarnings = () => {
+    read();
+    const w = warnings;
+    warnings = [];
+    return w;
   };
   const stop = async () => {
     await child.stop();
     rmSync(dir, { recursive: true, force: true });
   };
-  return { origin, dir, dbPath, output, takeErrors, stop };
+  return { origin, dir, dbPath, output, takeErrors, takeWarnings, stop };
 }
