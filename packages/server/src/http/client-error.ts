@@ -79,6 +79,14 @@ export function clientErrorHandler(this: FastifyInstance, err: Error & { code?: 
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
   if (handled.has(socket)) return;
   handled.add(socket);
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT' && socket.bytesRead === 0) {
+    // Nothing was ever sent on this connection: a browser's preconnect, opened ahead of the
+    // requests it may carry. There is no request to answer, and an answer written now would be
+    // read as the answer to whatever request the browser sends on it next (a valid GET came back
+    // "400 bad_json" that way). Closing it is what a browser retries on another connection.
+    socket.destroy();
+    return;
+  }
   const code = codeFor(err);
   // Node's own code only (a parse error, a request timeout): such an answer gets no request line,
   // and a valid request answered this way (a client's request read as too slow) is otherwise

@@ -180,6 +180,13 @@ describe('raw input over sockets (sqlite)', () => {
     for (const r of x.responses) checkRaw(r, 'trickled body');
   });
 
+  test('a connection on which nothing is sent is closed without an answer once the header time runs out (a browser preconnect)', async () => {
+    const x = await rawExchange(port, [{ pause: TIMEOUTS.headersMs + 2000 }], { deadlineMs: TIMEOUTS.headersMs + 3000 });
+    assert.ok(x.closedByServer, 'the server closed the connection');
+    assert.ok(x.elapsedMs < TIMEOUTS.headersMs + 1200, `closed after ${x.elapsedMs} ms`);
+    assert.equal(x.raw.length, 0, `no answer to a request nobody made: ${x.raw.toString('latin1')}`);
+  });
+
   test('the server keeps serving while slow clients are being cut', async () => {
     const slow = Array.from({ length: 20 }, () => rawExchange(port, ['GET /api/config HTTP/1.1\r\n', { pause: 5000 }], { deadlineMs: 6000 }));
     const r = await fetch(`${server.url}/api/config`);
