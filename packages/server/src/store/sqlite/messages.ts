@@ -136,7 +136,7 @@ export function sendMessage(q: Statements, known: Known, index: QueueIndex, keys
     const prior = priorSend(q, m.id);
     if (prior !== null) return decideSend(m, prior, facts)!;
     if (key === null) throw new Error('the envelope could not be stored');
-    key = keys.after(m.now, key);
+    key = keys.after(key);
   }
 
   let targets: DeviceTarget[];

@@ -22,23 +22,18 @@ export class TimeKeys {
       this.ms = ms;
       this.next = 0;
     }
-    return this.take(ms);
+    return this.take();
   }
 
-  /** The key to try after `key` (of time `ts`) was found taken; null lets SQLite choose. */
-  after(ts: number, key: number): number | null {
-    const ms = Math.floor(ts);
-    if (ms === this.ms) this.next = Math.max(this.next, key - ms * SLOTS_PER_MS + 1);
-    else {
-      this.ms = ms;
-      this.next = key - ms * SLOTS_PER_MS + 1;
-    }
-    return this.take(ms);
+  /** The key to try after `key`, of the millisecond `first` last gave, was found taken; null lets SQLite choose. */
+  after(key: number): number | null {
+    this.next = Math.max(this.next, key - this.ms * SLOTS_PER_MS + 1);
+    return this.take();
   }
 
-  private take(ms: number): number | null {
+  private take(): number | null {
     if (this.next >= SLOTS_PER_MS) return null;
-    return ms * SLOTS_PER_MS + this.next++;
+    return this.ms * SLOTS_PER_MS + this.next++;
   }
 }
 
