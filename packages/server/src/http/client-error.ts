@@ -4,6 +4,8 @@
  * and clients too slow to send their headers or body in time (slowloris). Node hands these to one
  * callback with the raw socket; the answer keeps the service's form, `{error, message}` with a
  * code of the catalog and the headers every response carries, and the connection is closed.
+ * Each such answer is logged (its cause code only). A connection on which nothing at all was sent
+ * gets no answer when its header time runs out, only its closing (clientErrorHandler says why).
  *
  * Answers keep the order of the requests (RFC 9112 §9.3.2). Bytes that are not HTTP after a
  * request that was read whole (trailing garbage after a chunked body, the rest of a body longer
