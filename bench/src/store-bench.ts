@@ -1,5 +1,5 @@
 /**
- * What the store-only benchmarks (`bench:store-send`, `bench:store-lookup`) share: the PostgreSQL
+ * What the store-only benchmarks (`bench:store-send`, `bench:store-rooms`, `bench:store-lookup`) share: the PostgreSQL
  * store of a checkout (this one, or another given on the command line, to compare two commits),
  * opened on a fresh schema that is dropped afterwards, an account as those loops register it, and
  * the CPU meter of the PostgreSQL and Redis servers.
@@ -23,6 +23,15 @@ export function checkoutOf(arg: string | undefined): string {
  * schema. `S` is the little of the store the loop uses (the server package is loaded at run time).
  */
 export async function withBenchStore<S extends { close(): Promise<void> }>(checkout: string, fn: (store: S) => Promise<void>): Promise<void> {
+  await openBenchStore<S>(checkout, 1, (stores) => fn(stores[0]!));
+}
+
+/** withBenchStore with `instances` stores on the one schema, as several service processes share a database. */
+export async function openBenchStore<S extends { close(): Promise<void> }>(
+  checkout: string,
+  instances: number,
+  fn: (stores: S[]) => Promise<void>,
+): Promise<void> {
   const { PostgresStore } = (await import(join(checkout, 'packages/server/dist/src/store/postgres/index.js'))) as {
     PostgresStore: { open(url: string, o: { schema: string }): Promise<S> };
   };
@@ -30,11 +39,12 @@ export async function withBenchStore<S extends { close(): Promise<void> }>(check
   const admin = new pg.Client({ connectionString: PG_URL });
   await admin.connect();
   await admin.query(`CREATE SCHEMA ${schema}`);
-  const store = await PostgresStore.open(PG_URL, { schema });
+  const stores: S[] = [];
   try {
-    await fn(store);
+    for (let i = 0; i < instances; i++) stores.push(await PostgresStore.open(PG_URL, { schema }));
+    await fn(stores);
   } finally {
-    await store.close();
+    for (const s of stores) await s.close();
     await admin.query(`DROP SCHEMA ${schema} CASCADE`);
     await admin.end();
   }

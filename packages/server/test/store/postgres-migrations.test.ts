@@ -78,7 +78,7 @@ test('a later migration applies to a database holding data of the previous schem
     assert.deepEqual(await sqlIn(schema, "SELECT value, note FROM meta WHERE key = 'x'"), [{ value: 'kept', note: null }]);
   }));
 
-test('migrations 2 to 4 bring a database at version 1 holding queued envelopes to the current send and ack', () =>
+test('migrations 2 to 5 bring a database at version 1 holding queued envelopes to the current send, count and ack', () =>
   inSchema(async (schema) => {
     const pool = openPool(testPgUrl, { schema });
     try {
@@ -103,12 +103,12 @@ test('migrations 2 to 4 bring a database at version 1 holding queued envelopes t
     try {
       assert.deepEqual(
         (await sqlIn<{ proname: string }>(schema, fns, [schema])).map((f) => f.proname),
-        ['ack_envelopes', 'send_facts', 'send_write'],
+        ['ack_envelopes', 'device_connected', 'queue_counted', 'queue_trim', 'send_facts', 'send_write'],
       );
       const rows = await sqlIn<{ version: number }>(schema, 'SELECT version FROM schema_migrations ORDER BY version');
       assert.deepEqual(
         rows.map((r) => r.version),
-        [1, 2, 3, 4],
+        [1, 2, 3, 4, 5],
       );
       const now = Date.now();
       const id = '01' + 'J'.repeat(24);
@@ -121,6 +121,7 @@ test('migrations 2 to 4 bring a database at version 1 holding queued envelopes t
         'the new entry queues after the old one',
       );
       await store.ack('b-device-1', ['old']);
+      await store.flushQueueCounts();
       assert.deepEqual(await sqlIn(schema, "SELECT queue_len FROM devices WHERE id = 'b-device-1'"), [{ queue_len: 1 }]);
       assert.deepEqual(
         await store.sendMessage({ id, from: 'alice', to: { dm: 'bob' }, keyId: 'dm', iv: 'iv', ct: 'ct', senderDevice: 'a-device-1', now: now + 1 }),

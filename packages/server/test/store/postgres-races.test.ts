@@ -114,6 +114,7 @@ describe('store: postgres, instances racing on one database', () => {
     const retry = rs.find((r) => 'status' in r && r.status === 'retry');
     assert.deepEqual(retry, { status: 'retry', id, ts: NOW });
     assert.equal((await a.readQueue('b-device-1', 0, 10)).length, 1);
+    await Promise.all([a.flushQueueCounts(), b.flushQueueCounts()]);
     assert.deepEqual(await sqlIn(schema, 'SELECT queue_len FROM devices WHERE id = $1', ['b-device-1']), [{ queue_len: 1 }]);
   });
 
@@ -255,7 +256,7 @@ describe('store: postgres, instances racing on one database', () => {
     assert.equal((await a.readQueue('b-device-1', 0, 100)).length, 10);
   });
 
-  test('concurrent sends to one device: its queue pages by seq without gaps and its length stays exact', async () => {
+  test('concurrent sends and acks to one device: its queue pages by seq without gaps, and its length is exact once both instances have counted', async () => {
     for (const n of ['alice', 'bob', 'carol']) await a.registerAccount(account(n));
     for (const [n, d] of [
       ['alice', 'a-device-1'],
@@ -280,6 +281,7 @@ describe('store: postgres, instances racing on one database', () => {
       if (page.length < 7) break;
       after = page.at(-1)!.seq;
     }
+    await Promise.all([a.flushQueueCounts(), b.flushQueueCounts()]);
     const [row] = await sqlIn<{ queue_len: number; n: number }>(
       schema,
       "SELECT queue_len, (SELECT COUNT(*)::int FROM queue WHERE device_id = 'c-device-1') AS n FROM devices WHERE id = 'c-device-1'",

@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import pg from 'pg';
 import { LIMITS, type Target } from '@svc/protocol';
 import { PostgresStore } from '../../src/store/postgres/index.js';
+import { withDefaultUser } from '../../src/store/postgres/db.js';
 import type { SendInput } from '../../src/store/types.js';
 import { id16, iv, ct, ulid } from '@svc/testkit/harness';
 import { dropSchema, freshSchema, sqlIn, testPgUrl } from '@svc/testkit/postgres';
@@ -26,19 +27,26 @@ const send = (id: string, from: string, to: Target, keyId: string, senderDevice:
   now,
 });
 
-/** queue_len and the real row count of each device, to show they agree. */
-async function lengths(schema: string): Promise<{ id: string; queue_len: number; n: number }[]> {
+/** queue_len, once the store has written its counts, and the real row count of each device, to show they agree. */
+async function lengths(store: PostgresStore, schema: string): Promise<{ id: string; queue_len: number; n: number }[]> {
+  await store.flushQueueCounts();
   return sqlIn(schema, 'SELECT id, queue_len, (SELECT COUNT(*)::int FROM queue q WHERE q.device_id = d.id) AS n FROM devices d ORDER BY id');
 }
 
-/** Records the text of every statement sent while `fn` runs; `fail` may make one of them throw instead. */
-async function statements(fn: () => Promise<void>, fail?: (text: string) => boolean): Promise<string[]> {
+/** The queue counts a store writes in the background (queue-counts.ts), apart from its sends. */
+const COUNTING = /queue_counted|queue_trim/;
+
+/**
+ * Records the text of every statement sent while `fn` runs, but for the background counting
+ * unless `all`; `fail` may make one of them throw instead.
+ */
+async function statements(fn: () => Promise<void>, fail?: (text: string) => boolean, all = false): Promise<string[]> {
   const sent: string[] = [];
   const query = pg.Client.prototype.query;
   pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
     const q = args[0];
     const text = typeof q === 'string' ? q : (q as { text: string }).text;
-    sent.push(text);
+    if (all || !COUNTING.test(text)) sent.push(text);
     if (fail?.(text)) return Promise.reject(Object.assign(new Error('deadlock detected'), { code: '40P01' }));
     return (query as (...a: unknown[]) => unknown).apply(this, args);
   } as unknown as typeof query;
@@ -123,7 +131,7 @@ describe('store: postgres, the send transaction and the ack statement', () => {
       queued.map((q) => q.device_id),
       r.targets.map((t) => t.deviceId),
     );
-    for (const l of await lengths(schema)) assert.equal(l.queue_len, l.n, l.id);
+    for (const l of await lengths(store, schema)) assert.equal(l.queue_len, l.n, l.id);
     // An older room key id is still valid for sending.
     const [k1] = await sqlIn<{ key_id: string }>(schema, 'SELECT key_id FROM room_key_ids WHERE key_id <> $1 ORDER BY key_id LIMIT 1', [keyId]);
     const old = await store.sendMessage(send(ulid(NOW), 'bob', { room: roomId }, k1!.key_id, 'a-bob-2'));
@@ -187,29 +195,107 @@ describe('store: postgres, the send transaction and the ack statement', () => {
     assert.equal((await sqlIn(schema, "SELECT seq FROM contacts WHERE nick = 'alice'")).length, LIMITS.contactsPerAccount, 'never over the limit');
   });
 
-  test('a queue already past its cap is cut back to the cap, oldest first, and queue_len stays exact', async () => {
+  /** bob's device with `n` entries queued before any send of the test (no envelope rows needed): old1 is the oldest. */
+  async function queued(n: number, queueLen: number): Promise<void> {
     await store.registerAccount(account('alice'));
     await store.registerAccount(account('bob'));
     await store.addDevice('alice', 'a-device-1', NOW);
     await store.addDevice('bob', 'b-device-1', NOW);
-    const over = LIMITS.queuePerDevice + 4;
-    // Only the queue rows matter to the cap (no envelope rows needed): old1 is the oldest.
     await sqlIn(schema, "INSERT INTO queue (device_id, envelope_id, ts) SELECT 'b-device-1', 'old' || i, i FROM generate_series(1, $1::int) AS i", [
-      over,
+      n,
     ]);
-    await sqlIn(schema, "UPDATE devices SET queue_len = $1 WHERE id = 'b-device-1'", [over]);
-    const id = ulid(NOW);
-    const r = await store.sendMessage(send(id, 'alice', { dm: 'bob' }, 'dm', 'a-device-1'));
-    assert.ok('status' in r && r.status === 'queued');
-    const [row] = await sqlIn<{ n: number; first: string; last: string }>(
+    await sqlIn(schema, "UPDATE devices SET queue_len = $1 WHERE id = 'b-device-1'", [queueLen]);
+  }
+
+  async function bobsQueue(): Promise<{ n: number; first: string; last: string; queue_len: number }> {
+    const [row] = await sqlIn<{ n: number; first: string; last: string; queue_len: number }>(
       schema,
       `SELECT COUNT(*)::int AS n,
               (SELECT envelope_id FROM queue WHERE device_id = 'b-device-1' ORDER BY seq LIMIT 1) AS first,
-              (SELECT envelope_id FROM queue WHERE device_id = 'b-device-1' ORDER BY seq DESC LIMIT 1) AS last
+              (SELECT envelope_id FROM queue WHERE device_id = 'b-device-1' ORDER BY seq DESC LIMIT 1) AS last,
+              (SELECT queue_len FROM devices WHERE id = 'b-device-1') AS queue_len
        FROM queue WHERE device_id = 'b-device-1'`,
     );
-    assert.deepEqual(row, { n: LIMITS.queuePerDevice, first: 'old6', last: id });
-    for (const l of await lengths(schema)) assert.equal(l.queue_len, l.n, l.id);
+    return row!;
+  }
+
+  test('a queue past its cap is cut back to the cap, oldest first, once its sends are counted, and queue_len counts what is left', async () => {
+    await queued(LIMITS.queuePerDevice + 4, LIMITS.queuePerDevice + 4);
+    const id = ulid(NOW);
+    const r = await store.sendMessage(send(id, 'alice', { dm: 'bob' }, 'dm', 'a-device-1'));
+    assert.ok('status' in r && r.status === 'queued');
+    await store.flushQueueCounts();
+    assert.deepEqual(await bobsQueue(), { n: LIMITS.queuePerDevice, first: 'old6', last: id, queue_len: LIMITS.queuePerDevice });
+    for (const l of await lengths(store, schema)) assert.equal(l.queue_len, l.n, l.id);
+  });
+
+  test('a stream open trims the queue to the cap and counts it before the replay reads, also when its count was lost', async () => {
+    // A crash between a send's commit and its count leaves queue_len short, here by all of it.
+    await queued(LIMITS.queuePerDevice + 4, 0);
+    await store.deviceConnected('b-device-1', NOW);
+    assert.deepEqual(await bobsQueue(), {
+      n: LIMITS.queuePerDevice,
+      first: 'old5',
+      last: `old${LIMITS.queuePerDevice + 4}`,
+      queue_len: LIMITS.queuePerDevice,
+    });
+    // A count that is long (a recount met a send not yet counted) drops nothing under the cap.
+    await sqlIn(schema, "UPDATE devices SET queue_len = $1 WHERE id = 'b-device-1'", [LIMITS.queuePerDevice + 50]);
+    await sqlIn(schema, "DELETE FROM queue WHERE envelope_id IN ('old5', 'old6')");
+    await store.sendMessage(send(ulid(NOW), 'alice', { dm: 'bob' }, 'dm', 'a-device-1'));
+    await store.flushQueueCounts();
+    const after = await bobsQueue();
+    assert.deepEqual([after.n, after.first, after.queue_len], [LIMITS.queuePerDevice - 1, 'old7', LIMITS.queuePerDevice - 1]);
+  });
+
+  test('the counts of many sends are written after them, one statement for all, without waiting for its WAL flush', async () => {
+    const { roomId, keyId } = await room();
+    const sent = await statements(
+      async () => {
+        await Promise.all([
+          store.sendMessage(send(ulid(NOW), 'alice', { room: roomId }, keyId, 'k-alice-1')),
+          store.sendMessage(send(ulid(NOW), 'bob', { dm: 'carol' }, 'dm', 'a-bob-2')),
+        ]);
+        await store.sendMessage(send(ulid(NOW), 'carol', { room: roomId }, keyId, 'm-carol-1'));
+        await store.flushQueueCounts();
+      },
+      undefined,
+      true,
+    );
+    const counts = sent.filter((t) => COUNTING.test(t));
+    assert.equal(counts.length, 1);
+    assert.match(counts[0]!, /^BEGIN; SET LOCAL synchronous_commit TO off; SELECT queue_counted\(/);
+    const lastWrite = Math.max(...sent.map((t, i) => (WRITE.test(t) ? i : -1)));
+    assert.ok(sent.indexOf(counts[0]!) > lastWrite, 'counted after the last write');
+    for (const l of await lengths(store, schema)) assert.equal(l.queue_len, l.n, l.id);
+  });
+
+  test("sends to a room do not wait for another transaction's send to the same devices; that device's deletion does", async () => {
+    const { roomId, keyId } = await room();
+    // Another instance's send holds the room's devices, between its facts and its commit.
+    const other = new pg.Client({ connectionString: withDefaultUser(testPgUrl), options: `-c search_path=${schema}` });
+    await other.connect();
+    try {
+      await other.query('BEGIN');
+      await other.query(`SELECT * FROM send_facts(ARRAY[$1], ARRAY['bob'], ARRAY[NULL]::TEXT[], ARRAY[$2], ARRAY[$3], 2)`, [
+        ulid(NOW),
+        roomId,
+        keyId,
+      ]);
+      const late = Symbol('waited');
+      const wait = <T>(p: Promise<T>) => Promise.race([p, new Promise<typeof late>((r) => setTimeout(() => r(late), 500))]);
+      const r = await wait(store.sendMessage(send(ulid(NOW), 'alice', { room: roomId }, keyId, 'k-alice-1')));
+      assert.ok(r !== late && 'status' in r && r.status === 'queued', 'the send went through');
+      const deletion = store.deleteDevice('carol', 'm-carol-1');
+      assert.equal(await wait(deletion), late, 'the deletion waits for the other send');
+      // The other send queues for carol's device and commits; the deletion then removes it too.
+      await other.query("INSERT INTO queue (device_id, envelope_id, ts) VALUES ('m-carol-1', 'theirs', 1)");
+      await other.query('COMMIT');
+      assert.equal(await deletion, true);
+      assert.deepEqual(await sqlIn(schema, "SELECT envelope_id FROM queue WHERE device_id = 'm-carol-1'"), []);
+    } finally {
+      await other.end();
+    }
   });
 
   test('ack drops only the listed entries of that device; unknown ids are ignored', async () => {
@@ -231,7 +317,7 @@ describe('store: postgres, the send transaction and the ack statement', () => {
       [ids[1]],
     );
     assert.equal((await store.readQueue('a-device-2', 0, 10)).length, 3);
-    assert.deepEqual(await lengths(schema), [
+    assert.deepEqual(await lengths(store, schema), [
       { id: 'a-device-1', queue_len: 0, n: 0 },
       { id: 'a-device-2', queue_len: 3, n: 3 },
       { id: 'b-device-1', queue_len: 1, n: 1 },
@@ -273,7 +359,7 @@ describe('store: postgres, the send transaction and the ack statement', () => {
         { nick: 'bob', peer: 'alice' },
         { nick: 'bob', peer: 'carol' },
       ]);
-      for (const l of await lengths(schema)) assert.equal(l.queue_len, l.n, l.id);
+      for (const l of await lengths(store, schema)) assert.equal(l.queue_len, l.n, l.id);
     };
     return { sends, check };
   }
@@ -341,7 +427,7 @@ describe('store: postgres, the send transaction and the ack statement', () => {
     ]);
     assert.deepEqual(await sqlIn(schema, 'SELECT id FROM envelopes'), [{ id: other.id }]);
     assert.deepEqual(await sqlIn(schema, "SELECT nick FROM contacts WHERE nick IN ('alice', 'bob')"), [], 'the refused first DM added no contact');
-    for (const l of await lengths(schema)) assert.equal(l.queue_len, l.n, l.id);
+    for (const l of await lengths(store, schema)) assert.equal(l.queue_len, l.n, l.id);
   });
 
   test('a send costs two round trips (BEGIN with the facts, the write with COMMIT), a refused one too, an ack one statement', async () => {
@@ -359,7 +445,7 @@ describe('store: postgres, the send transaction and the ack statement', () => {
       sent.map((t) => (FACTS.test(t) ? 'facts' : WRITE.test(t) ? 'write' : /ack_envelopes/.test(t) ? 'ack' : t)),
       ['facts', 'write', 'facts', 'write', 'facts', 'COMMIT', 'ack'],
     );
-    for (const l of await lengths(schema)) assert.equal(l.queue_len, l.n, l.id);
+    for (const l of await lengths(store, schema)) assert.equal(l.queue_len, l.n, l.id);
   });
 
   test('an id another instance stores while a send runs makes the send run again and answer it as used', async () => {
@@ -395,6 +481,6 @@ describe('store: postgres, the send transaction and the ack statement', () => {
     assert.equal(sent.filter((t) => FACTS.test(t)).length, 2, 'the facts read again');
     assert.deepEqual(await sqlIn(schema, 'SELECT device_id FROM queue'), [], 'nothing of the first attempt stands');
     assert.deepEqual(await sqlIn(schema, 'SELECT nick FROM contacts'), []);
-    for (const l of await lengths(schema)) assert.equal(l.queue_len, l.n, l.id);
+    for (const l of await lengths(store, schema)) assert.equal(l.queue_len, l.n, l.id);
   });
 });

@@ -322,7 +322,7 @@ export function storeSuite(name: string, factory: StoreFactory): void {
       assert.equal(await queued(), 1, 'only the accepted send is queued');
     });
 
-    test('a device queue keeps the newest entries up to its cap', async () => {
+    test('a device queue keeps the newest entries up to its cap, as its replay reads it', async () => {
       await store.registerAccount(account('alice'));
       await store.registerAccount(account('bob'));
       await store.addDevice('alice', 'a-device-1', NOW);
@@ -333,6 +333,8 @@ export function storeSuite(name: string, factory: StoreFactory): void {
         ids.push(id);
         await store.sendMessage({ id, from: 'alice', to: { dm: 'bob' }, keyId: 'dm', iv: iv(), ct: ct(), senderDevice: 'a-device-1', now: NOW + i });
       }
+      // As a replay reads it: the stream opens first (domain/streams.ts).
+      await store.deviceConnected('b-device-1', NOW + LIMITS.queuePerDevice + 3);
       const first = await store.readQueue('b-device-1', 0, 1);
       assert.equal(first[0]?.id, ids[3]);
       let n = 0;

@@ -40,8 +40,9 @@ export async function listDevices(q: Sql, nick: string): Promise<DeviceRecord[]>
 }
 
 export async function deleteDevice(q: Sql, nick: string, id: string): Promise<boolean> {
-  // The DELETE locks the row: a send enqueueing for this device finishes first, and its queue
-  // rows are then visible to the queue DELETE (a new statement, a new snapshot).
+  // The DELETE waits for the sends that hold the row FOR KEY SHARE (migration 5): they finish
+  // first, and their queue rows are then visible to the queue DELETE (a new statement, a new
+  // snapshot); a send that comes later does not find the device.
   if ((await q.run('DELETE FROM devices WHERE id = $1 AND nick = $2', [id, nick])) === 0) return false;
   await q.run('DELETE FROM queue WHERE device_id = $1', [id]);
   return true;
@@ -49,10 +50,11 @@ export async function deleteDevice(q: Sql, nick: string, id: string): Promise<bo
 
 export async function claimPush(q: Sql, deviceIds: string[]): Promise<PushTarget[]> {
   // One UPDATE: a row another claim has just flagged is re-checked after its lock is released
-  // and no longer matches, so each device is claimed once. Rows are locked in id order.
+  // and no longer matches, so each device is claimed once. Rows are locked in id order, FOR NO
+  // KEY UPDATE, which does not wait for the sends that share them (migration 5).
   return q.all<PushTarget>(
     `UPDATE devices SET push_pending = TRUE
-     WHERE id IN (SELECT id FROM devices WHERE id = ANY($1) AND NOT push_pending AND push_endpoint IS NOT NULL ORDER BY id FOR UPDATE)
+     WHERE id IN (SELECT id FROM devices WHERE id = ANY($1) AND NOT push_pending AND push_endpoint IS NOT NULL ORDER BY id FOR NO KEY UPDATE)
        AND NOT push_pending AND push_endpoint IS NOT NULL
      RETURNING id AS "deviceId", push_endpoint AS endpoint, push_p256dh AS p256dh, push_auth AS auth`,
     [deviceIds],

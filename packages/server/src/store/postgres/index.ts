@@ -30,6 +30,7 @@ import * as rooms from './rooms.js';
 import * as messages from './messages.js';
 import { Lookups } from './lookups.js';
 import { SendBatcher } from './send-batch.js';
+import { QueueCounts } from './queue-counts.js';
 
 export interface PostgresOptions {
   /** Puts every table in this schema (created when missing); tests use one per test. */
@@ -45,17 +46,30 @@ export class PostgresStore implements Store {
   private readonly q: Sql;
   private readonly lookups: Lookups;
   private readonly sends: SendBatcher;
+  private readonly counts: QueueCounts;
   private closed = false;
 
   private constructor(readonly pool: pg.Pool) {
     this.q = new Sql(pool);
     this.lookups = new Lookups(this.q);
+    this.counts = new QueueCounts(pool);
     // A failed batch is not tried again as a batch: its sends go on the single path, which
     // retries a deadlock itself (send-batch.ts).
     this.sends = new SendBatcher(
-      (ms) => scriptedTransaction(this.pool, (q) => messages.sendMessages(q, ms), 1),
-      async (p) => (await scriptedTransaction(this.pool, (q) => messages.sendMessages(q, [p])))[0]!,
+      (ms) => this.sendAndCount(ms, 1),
+      async (p) => (await this.sendAndCount([p]))[0]!,
     );
+  }
+
+  private async sendAndCount(ms: messages.PendingSend[], attempts?: number): Promise<messages.SendOutcome[]> {
+    const { outcomes, added } = await scriptedTransaction(this.pool, (q) => messages.sendMessages(q, ms), attempts);
+    this.counts.add(added);
+    return outcomes;
+  }
+
+  /** Writes the queue counts this instance has gathered (queue-counts.ts); stats and close do it first. */
+  async flushQueueCounts(): Promise<void> {
+    await this.counts.flush();
   }
 
   /** Connects, applies missing migrations (refusing a newer schema) and returns the store. */
@@ -163,7 +177,8 @@ export class PostgresStore implements Store {
   }
 
   async deviceConnected(deviceId: string, now: number): Promise<void> {
-    await this.q.run('UPDATE devices SET push_pending = FALSE, last_seen_at = $2 WHERE id = $1', [deviceId, now]);
+    // Also trims and counts its queue before the replay reads it (migration 5).
+    await this.q.run('SELECT device_connected($1, $2, $3)', [deviceId, now, LIMITS.queuePerDevice]);
   }
 
   async claimPush(deviceIds: string[]): Promise<PushTarget[]> {
@@ -231,7 +246,9 @@ export class PostgresStore implements Store {
   }
 
   async stats(): Promise<StoreStats> {
-    // queue_len is kept exact under each device's row lock, so the queue itself is never scanned.
+    // queue_len may lag other instances' sends by a moment (queue-counts.ts); the queue itself is
+    // never scanned here.
+    await this.counts.flush();
     return (await this.q.one<StoreStats>(
       `SELECT (SELECT COUNT(*) FROM accounts WHERE deleted_at IS NULL) AS accounts,
               (SELECT COUNT(*) FROM devices) AS devices,
@@ -251,6 +268,7 @@ export class PostgresStore implements Store {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    await this.counts.flush();
     await this.pool.end();
   }
 }

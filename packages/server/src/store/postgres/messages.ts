@@ -1,9 +1,11 @@
 /**
  * Message operations of the PostgreSQL store: the send fan-out, acks, replay and retention.
  *
- * Every change to a device's queue (enqueue, cap drop, ack, purge, device deletion) holds that
- * device's row lock, taken in id order. So queue_len stays exact, and a device's entries commit
- * in the order of their seq: a replay that pages by seq never skips an entry committed later.
+ * A send shares its target devices (FOR KEY SHARE) with other sends, so sends to one room from
+ * two instances do not wait for each other's commit; only a device's deletion waits for them.
+ * queue_len is raised after the send's commit and is a count that may lag: it says when to trim,
+ * and the trim counts the queue itself (migration 5 says why this never drops an entry wrongly).
+ * Every other change to a queue (ack, trim, purge, device deletion) locks the device's row.
  */
 import { LIMITS, envelopeJson, type Envelope } from '@svc/protocol';
 import type { Admit, QueuedEntry, SendInput, SendResult } from '../types.js';
@@ -11,7 +13,6 @@ import {
   decideSend,
   dmTargets,
   firstDmContacts,
-  queueOverflow,
   roomTargets,
   type CandidateDevice,
   type ContactFacts,
@@ -21,20 +22,16 @@ import {
 } from '../../rules/send.js';
 import type { Sql } from './db.js';
 import { LOCK } from './locks.js';
-import { bigintArray, intArray, intLiteral, textArray } from './literals.js';
+import { bigintArray, intLiteral, textArray } from './literals.js';
 
-/** One fact of `send_facts` (migration 4); its columns mean what f_kind says there. */
+/** One fact of `send_facts` (migrations 4 and 5); its columns mean what f_kind says there. */
 interface FactRow {
-  f_kind: 'room' | 'live' | 'member' | 'key' | 'prior' | 'contact' | 'count' | 'device';
+  f_kind: 'room' | 'live' | 'members' | 'key' | 'prior' | 'contact' | 'count' | 'devices';
   f_a: string;
   f_b: string | null;
   f_n: number | null;
   f_m: number | null;
   f_flag: boolean | null;
-}
-
-interface LockedDevice extends CandidateDevice {
-  queueLen: number;
 }
 
 /** The facts of one batch, as `send_facts` read them under its locks. */
@@ -48,7 +45,7 @@ class BatchFacts {
   readonly contacts = new Set<string>();
   readonly contactCounts = new Map<string, number>();
   /** Per account, its devices in creation order. */
-  readonly devices = new Map<string, LockedDevice[]>();
+  readonly devices = new Map<string, CandidateDevice[]>();
   private readonly roomDevices = new Map<string, MemberDevice[]>();
 
   constructor(rows: FactRow[]) {
@@ -60,12 +57,9 @@ class BatchFacts {
         case 'live':
           this.live.add(r.f_a);
           break;
-        case 'member': {
-          let m = this.members.get(r.f_a);
-          if (!m) this.members.set(r.f_a, (m = new Map<string, number>()));
-          m.set(r.f_b!, r.f_n!);
+        case 'members':
+          this.members.set(r.f_a, new Map(JSON.parse(r.f_b!) as [string, number][]));
           break;
-        }
         case 'key':
           this.keys.add(`${r.f_a} ${r.f_b!}`);
           break;
@@ -78,12 +72,14 @@ class BatchFacts {
         case 'count':
           this.contactCounts.set(r.f_a, r.f_n!);
           break;
-        case 'device': {
-          let list = this.devices.get(r.f_a);
-          if (!list) this.devices.set(r.f_a, (list = []));
-          list.push({ deviceId: r.f_b!, nick: r.f_a, seq: r.f_n!, queueLen: r.f_m!, pushable: r.f_flag === true });
+        case 'devices':
+          // NULL when no owner has a device.
+          for (const [nick, deviceId, seq, pushable] of JSON.parse(r.f_b ?? '[]') as [string, string, number, boolean][]) {
+            let list = this.devices.get(nick);
+            if (!list) this.devices.set(nick, (list = []));
+            list.push({ deviceId, nick, seq, pushable });
+          }
           break;
-        }
       }
     }
     for (const list of this.devices.values()) list.sort((a, b) => a.seq - b.seq);
@@ -100,7 +96,7 @@ class BatchFacts {
     return { room: false, recipientIsLive: this.live.has(m.to.dm) };
   }
 
-  devicesOf(nick: string): LockedDevice[] {
+  devicesOf(nick: string): CandidateDevice[] {
     return this.devices.get(nick) ?? [];
   }
 
@@ -125,8 +121,8 @@ class BatchWrites {
   readonly contacts = { nick: [] as string[], peer: [] as string[], ts: [] as number[] };
 }
 
-/** The write and the commit, in one round trip (`send_write`, migration 4, says what each array holds). */
-function writeSends(w: BatchWrites, deltas: number[]): string {
+/** The write and the commit, in one round trip (`send_write`, migrations 4 and 5, says what each array holds). */
+function writeSends(w: BatchWrites): string {
   const args = [
     textArray(w.envelopes.id),
     textArray(w.envelopes.sender),
@@ -135,8 +131,6 @@ function writeSends(w: BatchWrites, deltas: number[]): string {
     textArray(w.queue.device),
     textArray(w.queue.envelope),
     bigintArray(w.queue.ts),
-    textArray([...w.added.keys()]),
-    intArray(deltas),
     textArray(w.contacts.nick),
     textArray(w.contacts.peer),
     bigintArray(w.contacts.ts),
@@ -144,8 +138,8 @@ function writeSends(w: BatchWrites, deltas: number[]): string {
   return `SELECT send_write(${args.join(', ')}); COMMIT`;
 }
 
-/** The cap drop of one device: its `n` oldest entries, found by the primary key (device_id, seq). */
-const DROP_OLDEST = 'DELETE FROM queue WHERE device_id = $1 AND seq IN (SELECT q.seq FROM queue q WHERE q.device_id = $1 ORDER BY q.seq LIMIT $2)';
+/** What a committed send transaction added to each device queue (queue-counts.ts counts it). */
+export type Added = Map<string, number>;
 
 /** A send and the caller's checks, which throw to refuse it (Store.sendMessage's `admit`). */
 export interface PendingSend {
@@ -164,10 +158,10 @@ export type SendOutcome = { result: SendResult } | { refused: unknown };
  * a used id, a contact row it added exists); one statement writes what they decided. Two round
  * trips whatever the batch's size: BEGIN with the facts, the write with COMMIT (as simple
  * queries, values as literals: literals.ts); a batch whose sends are all refused ends with a bare
- * COMMIT; a device at its cap costs one more. Run it in `scriptedTransaction`, which rolls back
- * whatever fails.
+ * COMMIT. Run it in `scriptedTransaction`, which rolls back whatever fails, then count what it
+ * added (queue-counts.ts) once it has committed.
  */
-export async function sendMessages(q: Sql, pending: PendingSend[]): Promise<SendOutcome[]> {
+export async function sendMessages(q: Sql, pending: PendingSend[]): Promise<{ outcomes: SendOutcome[]; added: Added }> {
   const ms = pending.map((p) => p.send);
   const [, rows] = await q.script(
     `BEGIN; SELECT * FROM send_facts(${textArray(ms.map((m) => m.id))}, ${textArray(ms.map((m) => m.from))}, ${textArray(
@@ -232,21 +226,14 @@ export async function sendMessages(q: Sql, pending: PendingSend[]): Promise<Send
   const results = ms.map((m, i): SendOutcome => refused[i] ?? { result: decide(m) });
   if (w.envelopes.id.length === 0) {
     await q.run('COMMIT');
-    return results;
+    return { outcomes: results, added: w.added };
   }
 
-  const lengths = new Map<string, number>();
-  for (const list of facts.devices.values()) for (const d of list) lengths.set(d.deviceId, d.queueLen);
-  const deltas: number[] = [];
-  for (const [deviceId, added] of w.added) {
-    const over = queueOverflow(lengths.get(deviceId)!, added);
-    deltas.push(added - (over > 0 ? await q.run(DROP_OLDEST, [deviceId, over]) : 0));
-  }
-  await q.script(writeSends(w, deltas));
-  return results;
+  await q.script(writeSends(w));
+  return { outcomes: results, added: w.added };
 }
 
-/** Drops acknowledged entries from a device queue in one statement (`ack_envelopes`, migration 2); run it in autocommit. */
+/** Drops acknowledged entries from a device queue in one statement (`ack_envelopes`, migrations 2 and 5); run it in autocommit. */
 export async function ack(q: Sql, deviceId: string, ids: string[]): Promise<void> {
   if (ids.length === 0) return;
   await q.run('SELECT ack_envelopes($1, $2)', [deviceId, ids]);
@@ -269,8 +256,11 @@ export async function purgeEnvelopes(q: Sql, now: number): Promise<number> {
   const cutoff = now - LIMITS.queueRetentionMs;
   // A queue entry's ts is its envelope's: old entries are found through envelopes_ts (migration 3).
   const old = 'SELECT id FROM envelopes WHERE ts < $1';
-  await q.run(`SELECT 1 FROM devices WHERE id IN (SELECT device_id FROM queue WHERE envelope_id IN (${old})) ORDER BY id FOR UPDATE`, [cutoff]);
-  // Counting what this very DELETE removed keeps queue_len exact whatever ran before it.
+  // NO KEY UPDATE: the purge need not wait for sends, which share the devices (migration 5).
+  await q.run(`SELECT 1 FROM devices WHERE id IN (SELECT device_id FROM queue WHERE envelope_id IN (${old})) ORDER BY id FOR NO KEY UPDATE`, [
+    cutoff,
+  ]);
+  // Lowered by what this very DELETE removed, whatever ran before it.
   const expired = await q.all<{ device_id: string; n: number }>(
     `WITH gone AS (DELETE FROM queue WHERE envelope_id IN (${old}) RETURNING device_id)
      SELECT device_id, COUNT(*) AS n FROM gone GROUP BY device_id ORDER BY device_id`,

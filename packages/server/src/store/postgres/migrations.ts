@@ -11,6 +11,7 @@ import { INITIAL_SCHEMA } from './migrations/001-initial-schema.js';
 import { SEND_AND_ACK } from './migrations/002-send-and-ack.js';
 import { CHEAPER_SEND } from './migrations/003-cheaper-send.js';
 import { SEND_FACTS } from './migrations/004-send-facts.js';
+import { UNLOCKED_QUEUES } from './migrations/005-unlocked-queues.js';
 
 export interface PgMigration {
   version: number;
@@ -19,4 +20,4 @@ export interface PgMigration {
 }
 
 /** In version order; a migration, once released, never changes: a later one replaces what it made. */
-export const PG_MIGRATIONS: PgMigration[] = [INITIAL_SCHEMA, SEND_AND_ACK, CHEAPER_SEND, SEND_FACTS];
+export const PG_MIGRATIONS: PgMigration[] = [INITIAL_SCHEMA, SEND_AND_ACK, CHEAPER_SEND, SEND_FACTS, UNLOCKED_QUEUES];
