@@ -203,7 +203,7 @@ async function check(target: Target, framing: string): Promise<void> {
   }
   const first = x.responses[0];
   if (!first || first.status >= 400) {
-    assert.equal(await state.read(), before, `${what}: answered ${first?.status ?? 'nothing'}, so nothing may change`);
+    await state.assertUnchanged(before, `${what}: answered ${first?.status ?? 'nothing'}, so nothing may change`);
     assert.equal(await target.done(), false, what);
   } else {
     assert.ok(first.status >= 200 && first.status < 300, `${what}: ${first.status}`);

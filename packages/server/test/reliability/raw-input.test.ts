@@ -56,7 +56,7 @@ describe('raw input over sockets (sqlite)', () => {
   async function unchanged(steps: Step[], opts: { deadlineMs?: number; halfClose?: boolean } = {}): Promise<RawExchange> {
     const before = await state.read();
     const x = await rawExchange(port, steps, opts);
-    assert.equal(await state.read(), before, 'the stored state is unchanged');
+    await state.assertUnchanged(before, 'the stored state is unchanged');
     return x;
   }
 

@@ -2,6 +2,7 @@
  * The whole stored state of a test server, as one comparable string: every row of every table,
  * in a fixed order. Tests take it before and after a refused request to prove it changed nothing.
  */
+import assert from 'node:assert/strict';
 import Database from 'better-sqlite3';
 import type { TestServer } from '@svc/testkit/harness';
 
@@ -47,4 +48,28 @@ export class StateReader {
     for (const [k, v] of Object.entries(row ?? {})) out[k] = canon(v as unknown[]);
     return JSON.stringify(out);
   }
+
+  /**
+   * Reads the state again and fails unless it is `before`, naming the rows that differ (a whole
+   * dump in the message would hide them), and returns what it read.
+   */
+  async assertUnchanged(before: string, message: string): Promise<string> {
+    const now = await this.read();
+    if (now !== before) assert.fail(`${message}\n${changedRows(before, now)}`);
+    return now;
+  }
+}
+
+/** The rows of each table that only one of two states holds, one per line. */
+export function changedRows(before: string, after: string): string {
+  const a = JSON.parse(before) as Record<string, string[]>;
+  const b = JSON.parse(after) as Record<string, string[]>;
+  const lines: string[] = [];
+  for (const table of [...new Set([...Object.keys(a), ...Object.keys(b)])].sort()) {
+    const was = new Set(a[table] ?? []);
+    const is = new Set(b[table] ?? []);
+    for (const row of was) if (!is.has(row)) lines.push(`${table} - ${row}`);
+    for (const row of is) if (!was.has(row)) lines.push(`${table} + ${row}`);
+  }
+  return lines.join('\n');
 }
