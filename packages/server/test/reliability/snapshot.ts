@@ -25,6 +25,11 @@ export class StateReader {
   ) {}
 
   async read(): Promise<string> {
+    // What the server has written but not yet committed is part of the state it answered from:
+    // the embedded store settles a write before its commit (an event stream's open, for one,
+    // answers without waiting for it), and a snapshot taken in between would see the commit land
+    // in the next one.
+    await Promise.all(this.server.apps.map((a) => a.deps.store.durable(a.deps.store.lossMark()).catch(() => undefined)));
     if (this.kind === 'sqlite') {
       const db = new Database(this.server.dbPath, { readonly: true, fileMustExist: true });
       try {
