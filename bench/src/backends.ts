@@ -23,7 +23,7 @@ export interface Backend {
 }
 
 /** A URL without a user means the OS user, as with psql (pg alone would need $USER, often unset). */
-function withUser(raw: string): string {
+export function withUser(raw: string): string {
   const u = new URL(raw);
   if (u.username === '') u.username = process.env.PGUSER || userInfo().username;
   return u.toString();

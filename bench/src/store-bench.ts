@@ -8,9 +8,10 @@ import { randomBytes } from 'node:crypto';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { withUser } from './backends.js';
 import { StoreCpu } from './store-cpu.js';
 
-const PG_URL = process.env.BENCH_DATABASE_URL || 'postgres://127.0.0.1:5432/test';
+const PG_URL = withUser(process.env.BENCH_DATABASE_URL || 'postgres://127.0.0.1:5432/test');
 const REDIS_URL = process.env.BENCH_REDIS_URL || 'redis://127.0.0.1:6379';
 
 /** The checkout named by a command-line argument, or this one. */
