@@ -39,6 +39,8 @@ export interface PostgresOptions {
   max?: number;
   /** false: refuse a database of an older schema version instead of migrating it (a new one is always set up). */
   upgrade?: boolean;
+  /** How long queue counts gather before they are written (queue-counts.ts; default 100 ms). */
+  countIntervalMs?: number;
 }
 
 export class PostgresStore implements Store {
@@ -49,10 +51,13 @@ export class PostgresStore implements Store {
   private readonly counts: QueueCounts;
   private closed = false;
 
-  private constructor(readonly pool: pg.Pool) {
+  private constructor(
+    readonly pool: pg.Pool,
+    countIntervalMs?: number,
+  ) {
     this.q = new Sql(pool);
     this.lookups = new Lookups(this.q);
-    this.counts = new QueueCounts(pool);
+    this.counts = new QueueCounts(pool, countIntervalMs);
     // A failed batch is not tried again as a batch: its sends go on the single path, which
     // retries a deadlock itself (send-batch.ts).
     this.sends = new SendBatcher(
@@ -81,7 +86,7 @@ export class PostgresStore implements Store {
       await pool.end();
       throw e;
     }
-    return new PostgresStore(pool);
+    return new PostgresStore(pool, opts.countIntervalMs);
   }
 
   private tx<T>(fn: (q: Sql) => Promise<T>): Promise<T> {

@@ -28,7 +28,7 @@ export class QueueCounts {
 
   constructor(
     private readonly pool: pg.Pool,
-    private readonly intervalMs = COUNT_INTERVAL_MS,
+    private readonly intervalMs: number = COUNT_INTERVAL_MS,
   ) {}
 
   /** What a committed send transaction added to each device queue. */
