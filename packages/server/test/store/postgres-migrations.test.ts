@@ -78,7 +78,7 @@ test('a later migration applies to a database holding data of the previous schem
     assert.deepEqual(await sqlIn(schema, "SELECT value, note FROM meta WHERE key = 'x'"), [{ value: 'kept', note: null }]);
   }));
 
-test('migrations 2 to 5 bring a database at version 1 holding queued envelopes to the current send, count and ack', () =>
+test('migrations 2 to 6 bring a database at version 1 holding queued envelopes to the current send, count and ack', () =>
   inSchema(async (schema) => {
     const pool = openPool(testPgUrl, { schema });
     try {
@@ -108,7 +108,7 @@ test('migrations 2 to 5 bring a database at version 1 holding queued envelopes t
       const rows = await sqlIn<{ version: number }>(schema, 'SELECT version FROM schema_migrations ORDER BY version');
       assert.deepEqual(
         rows.map((r) => r.version),
-        [1, 2, 3, 4, 5],
+        [1, 2, 3, 4, 5, 6],
       );
       const now = Date.now();
       const id = '01' + 'J'.repeat(24);

@@ -22,7 +22,7 @@ import {
 } from '../../rules/send.js';
 import type { Sql } from './db.js';
 import { LOCK } from './locks.js';
-import { bigintArray, intLiteral, textArray } from './literals.js';
+import { bigintArray, intArray, intLiteral, textArray } from './literals.js';
 
 /** One fact of `send_facts` (migrations 4 and 5); its columns mean what f_kind says there. */
 interface FactRow {
@@ -115,13 +115,14 @@ class BatchFacts {
 /** The rows a batch writes (writeSends), as parallel arrays. */
 class BatchWrites {
   readonly envelopes = { id: [] as string[], sender: [] as string[], ts: [] as number[], json: [] as string[] };
-  readonly queue = { device: [] as string[], envelope: [] as string[], ts: [] as number[] };
+  /** Each entry's device, and the 1-based position of its envelope in `envelopes`. */
+  readonly queue = { device: [] as string[], envelope: [] as number[] };
   /** Entries added per device. */
   readonly added = new Map<string, number>();
   readonly contacts = { nick: [] as string[], peer: [] as string[], ts: [] as number[] };
 }
 
-/** The write and the commit, in one round trip (`send_write`, migrations 4 and 5, says what each array holds). */
+/** The write and the commit, in one round trip (`send_write`, migrations 4 to 6, says what each array holds). */
 function writeSends(w: BatchWrites): string {
   const args = [
     textArray(w.envelopes.id),
@@ -129,8 +130,7 @@ function writeSends(w: BatchWrites): string {
     bigintArray(w.envelopes.ts),
     textArray(w.envelopes.json),
     textArray(w.queue.device),
-    textArray(w.queue.envelope),
-    bigintArray(w.queue.ts),
+    intArray(w.queue.envelope),
     textArray(w.contacts.nick),
     textArray(w.contacts.peer),
     bigintArray(w.contacts.ts),
@@ -210,8 +210,7 @@ export async function sendMessages(q: Sql, pending: PendingSend[]): Promise<{ ou
     }
     for (const t of targets) {
       w.queue.device.push(t.deviceId);
-      w.queue.envelope.push(m.id);
-      w.queue.ts.push(m.now);
+      w.queue.envelope.push(w.envelopes.id.length);
       w.added.set(t.deviceId, (w.added.get(t.deviceId) ?? 0) + 1);
     }
     return {

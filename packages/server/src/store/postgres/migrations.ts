@@ -12,6 +12,7 @@ import { SEND_AND_ACK } from './migrations/002-send-and-ack.js';
 import { CHEAPER_SEND } from './migrations/003-cheaper-send.js';
 import { SEND_FACTS } from './migrations/004-send-facts.js';
 import { UNLOCKED_QUEUES } from './migrations/005-unlocked-queues.js';
+import { COMPACT_SEND_WRITE } from './migrations/006-compact-send-write.js';
 
 export interface PgMigration {
   version: number;
@@ -20,4 +21,4 @@ export interface PgMigration {
 }
 
 /** In version order; a migration, once released, never changes: a later one replaces what it made. */
-export const PG_MIGRATIONS: PgMigration[] = [INITIAL_SCHEMA, SEND_AND_ACK, CHEAPER_SEND, SEND_FACTS, UNLOCKED_QUEUES];
+export const PG_MIGRATIONS: PgMigration[] = [INITIAL_SCHEMA, SEND_AND_ACK, CHEAPER_SEND, SEND_FACTS, UNLOCKED_QUEUES, COMPACT_SEND_WRITE];
