@@ -1,10 +1,10 @@
 /**
  * queue_len of the devices this instance queued for, raised in the background. A room message
  * queues for every device of every member, and raising each one's count in every send
- * transaction cost more than the entries themselves (docs/BENCHMARKS.md, row 28) and made two
- * instances' sends to one room wait for each other's commit. Now the sends of a short interval
- * are counted together, one row update per device, in a transaction of their own whose locks
- * last one statement.
+ * transaction cost a locked row update per target device and made two instances' sends to one
+ * room wait for each other's commit (docs/BENCHMARKS.md, row 28). Now the sends of a short
+ * interval are counted together, one row update per device, in a transaction of their own whose
+ * locks last one statement.
  *
  * queue_len is therefore a count that may lag, and only says when to look: queue_trim, which
  * drops the oldest entries past the cap, counts the queue itself, and it also runs when a device
