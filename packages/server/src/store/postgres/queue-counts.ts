@@ -14,12 +14,12 @@
  */
 import type pg from 'pg';
 import { LIMITS } from '@svc/protocol';
-import { autocommit, scriptedTransaction, type Sql } from './db.js';
+import { autocommit, scriptedTransaction } from './db.js';
 import { intArray, intLiteral, textArray } from './literals.js';
 import type { Added } from './messages.js';
 
 /** How long counts gather before they are written: a few sends of each busy device at most. */
-export const COUNT_INTERVAL_MS = 100;
+const COUNT_INTERVAL_MS = 100;
 
 export class QueueCounts {
   private pending: Added = new Map();
@@ -67,13 +67,9 @@ async function countAdded(pool: pg.Pool, added: Added): Promise<void> {
   ])}, ${intLiteral(LIMITS.queuePerDevice)}) AS id; COMMIT`;
   try {
     const [, , over] = await scriptedTransaction(pool, (q) => q.script(text));
-    for (const { id } of over as { id: string }[]) await autocommit(pool, (q) => trimQueue(q, id));
+    // queue_trim (migration 5) keeps the newest LIMITS.queuePerDevice entries and counts what is left.
+    for (const { id } of over as { id: string }[]) await autocommit(pool, (q) => q.run('SELECT queue_trim($1, $2)', [id, LIMITS.queuePerDevice]));
   } catch {
     // See above.
   }
-}
-
-/** Keeps the newest LIMITS.queuePerDevice entries of a device queue and counts what is left (`queue_trim`, migration 5). */
-export async function trimQueue(q: Sql, deviceId: string): Promise<number> {
-  return (await q.one<{ n: number }>('SELECT queue_trim($1, $2) AS n', [deviceId, LIMITS.queuePerDevice]))!.n;
 }
