@@ -69,8 +69,7 @@ export async function startServer(o: ServerOptions = {}): Promise<RunningServer>
   }
   const output = () => child.output();
   let seen = 0;
-  let errors: string[] = [];
-  let warnings: string[] = [];
+  const logged = { errors: [] as string[], warnings: [] as string[] };
   const levelOf = (l: string): number => {
     try {
       return (JSON.parse(l) as { level?: number }).level ?? 0;
@@ -78,30 +77,23 @@ export async function startServer(o: ServerOptions = {}): Promise<RunningServer>
       return 60; // not a log line: a crash or a stack trace
     }
   };
-  /** Sorts the lines written since the last look into errors and warnings. */
-  const read = () => {
+  /** Sorts the lines written since the last look into errors and warnings, and hands over one kind. */
+  const take = (kind: keyof typeof logged): string[] => {
     const out = output();
     const end = out.lastIndexOf('\n') + 1;
     for (const l of out.slice(seen, end).split('\n')) {
       if (!l.trim()) continue;
       const level = levelOf(l);
-      if (level >= 50) errors.push(l);
-      else if (level === 40) warnings.push(l);
+      if (level >= 50) logged.errors.push(l);
+      else if (level === 40) logged.warnings.push(l);
     }
     seen = end;
+    const lines = logged[kind];
+    logged[kind] = [];
+    return lines;
   };
-  const takeErrors = () => {
-    read();
-    const e = errors;
-    errors = [];
-    return e;
-  };
-  const takeWarnings = () => {
-    read();
-    const w = warnings;
-    warnings = [];
-    return w;
-  };
+  const takeErrors = () => take('errors');
+  const takeWarnings = () => take('warnings');
   const stop = async () => {
     await child.stop();
     rmSync(dir, { recursive: true, force: true });
