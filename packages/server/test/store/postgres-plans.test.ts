@@ -1,0 +1,89 @@
+/**
+ * The service's PostgreSQL connections plan its keyed statements by their index at every table
+ * size (db.ts, SESSION_SETTINGS): on a small table the planner would otherwise read the whole
+ * table and filter it by the batch's keys, at several times the cost of the index probes
+ * (docs/POSTGRES.md, "Plans"). An operator's own `options` in the URL still win.
+ */
+import { describe, test, beforeEach, afterEach } from 'node:test';
+import assert from 'node:assert/strict';
+import pg from 'pg';
+import { PostgresStore } from '../../src/store/postgres/index.js';
+import { dropSchema, freshSchema, testPgUrl } from '@svc/testkit/postgres';
+import { NOW, account } from './suite.js';
+
+/** The first statement sent by `fn` through a named prepared statement, with its values. */
+async function firstPrepared(fn: () => Promise<unknown>): Promise<{ text: string; values: unknown[] }> {
+  let seen: { text: string; values: unknown[] } | undefined;
+  const query = pg.Client.prototype.query;
+  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+    const q = args[0] as { name?: string; text?: string; values?: unknown[] };
+    if (seen === undefined && typeof q === 'object' && q.name) seen = { text: q.text!, values: q.values ?? [] };
+    return (query as (...a: unknown[]) => unknown).apply(this, args);
+  } as unknown as typeof query;
+  try {
+    await fn();
+  } finally {
+    pg.Client.prototype.query = query;
+  }
+  assert.ok(seen, 'no prepared statement was sent');
+  return seen;
+}
+
+/** Every node type of an EXPLAIN (FORMAT JSON) plan. */
+function nodes(plan: { 'Node Type': string; Plans?: unknown[] }): string[] {
+  return [plan['Node Type'], ...(plan.Plans ?? []).flatMap((p) => nodes(p as typeof plan))];
+}
+
+describe('store: postgres, how its statements are planned', () => {
+  let schema: string;
+  let store: PostgresStore;
+  beforeEach(async () => {
+    schema = await freshSchema();
+  });
+  afterEach(async () => {
+    await store.close();
+    await dropSchema(schema);
+  });
+
+  test('every connection of the store has sequential scans off and its schema as search_path', async () => {
+    store = await PostgresStore.open(testPgUrl, { schema, max: 2 });
+    const r = await store.pool.query<{ seq: string; path: string }>(
+      "SELECT current_setting('enable_seqscan') AS seq, current_setting('search_path') AS path",
+    );
+    assert.deepEqual(r.rows[0], { seq: 'off', path: schema });
+  });
+
+  test("an operator's options in the URL are kept and win over the store's", async () => {
+    const u = new URL(testPgUrl);
+    u.searchParams.set('options', '-c enable_seqscan=on -c application_name=ops');
+    store = await PostgresStore.open(u.toString(), { schema, max: 2 });
+    const r = await store.pool.query<{ seq: string; path: string; app: string }>(
+      "SELECT current_setting('enable_seqscan') AS seq, current_setting('search_path') AS path, current_setting('application_name') AS app",
+    );
+    assert.deepEqual(r.rows[0], { seq: 'on', path: schema, app: 'ops' });
+  });
+
+  test('the per-request lookup probes the sessions and devices indexes of small tables instead of scanning them', async () => {
+    store = await PostgresStore.open(testPgUrl, { schema, max: 2 });
+    for (let i = 0; i < 40; i++) {
+      await store.registerAccount(account(`user${i}`));
+      await store.createSession({ id: `session-${i}`, nick: `user${i}`, now: NOW });
+      await store.addDevice(`user${i}`, `device-${i}`, NOW);
+    }
+    await store.pool.query('ANALYZE');
+    const lookup = await firstPrepared(() => Promise.all([store.getSession('session-3'), store.deviceOwner('device-3')]));
+    const c = await store.pool.connect();
+    try {
+      // A generic plan is what a prepared statement settles on after its first executions.
+      await c.query('SET plan_cache_mode = force_generic_plan');
+      await c.query({ name: 'probe', text: lookup.text, values: lookup.values });
+      const plan = (await c.query({ name: 'probe-plan', text: `EXPLAIN (FORMAT JSON) ${lookup.text}`, values: lookup.values }))
+        .rows[0]['QUERY PLAN'][0].Plan;
+      const kinds = nodes(plan);
+      assert.ok(!kinds.includes('Seq Scan'), `plan: ${kinds.join(', ')}`);
+      assert.ok(kinds.filter((k) => k === 'Index Scan').length >= 2, `plan: ${kinds.join(', ')}`);
+    } finally {
+      c.release();
+    }
+  });
+});
