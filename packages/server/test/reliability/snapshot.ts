@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import Database from 'better-sqlite3';
 import type { TestServer } from '@svc/testkit/harness';
+import { PostgresStore } from '../../src/store/postgres/index.js';
 
 /** Rows as sorted JSON lines; binary columns as hex (JSON.stringify would spell a Buffer as a byte array). */
 const canon = (rows: unknown[]): string[] =>
@@ -30,6 +31,9 @@ export class StateReader {
     // answers without waiting for it), and a snapshot taken in between would see the commit land
     // in the next one.
     await Promise.all(this.server.apps.map((a) => a.deps.store.durable(a.deps.store.lossMark()).catch(() => undefined)));
+    // Likewise the queue counts a PostgreSQL instance writes after its sends (queue-counts.ts):
+    // one landing between two snapshots would look like a change made by the request between.
+    await Promise.all(this.server.apps.map((a) => (a.deps.store instanceof PostgresStore ? a.deps.store.flushQueueCounts() : undefined)));
     if (this.kind === 'sqlite') {
       const db = new Database(this.server.dbPath, { readonly: true, fileMustExist: true });
       try {
