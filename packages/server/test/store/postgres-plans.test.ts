@@ -77,8 +77,9 @@ describe('store: postgres, how its statements are planned', () => {
       // A generic plan is what a prepared statement settles on after its first executions.
       await c.query('SET plan_cache_mode = force_generic_plan');
       await c.query({ name: 'probe', text: lookup.text, values: lookup.values });
-      const plan = (await c.query({ name: 'probe-plan', text: `EXPLAIN (FORMAT JSON) ${lookup.text}`, values: lookup.values }))
-        .rows[0]['QUERY PLAN'][0].Plan;
+      const plan = (await c.query({ name: 'probe-plan', text: `EXPLAIN (FORMAT JSON) ${lookup.text}`, values: lookup.values })).rows[0][
+        'QUERY PLAN'
+      ][0].Plan;
       const kinds = nodes(plan);
       assert.ok(!kinds.includes('Seq Scan'), `plan: ${kinds.join(', ')}`);
       assert.ok(kinds.filter((k) => k === 'Index Scan').length >= 2, `plan: ${kinds.join(', ')}`);

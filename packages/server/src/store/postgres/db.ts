@@ -86,7 +86,9 @@ export function openPool(url: string, opts: { schema?: string | undefined; max?:
   } catch {
     // not a URL: pg reports it when connecting
   }
-  config.options = [...SESSION_SETTINGS, ...(opts.schema !== undefined ? [`-c search_path=${opts.schema}`] : []), ...(given ? [given] : [])].join(' ');
+  config.options = [...SESSION_SETTINGS, ...(opts.schema !== undefined ? [`-c search_path=${opts.schema}`] : []), ...(given ? [given] : [])].join(
+    ' ',
+  );
   const pool = new pg.Pool(config);
   // An idle connection that the server drops must not crash the process; the pool replaces it.
   pool.on('error', () => undefined);
@@ -149,6 +151,15 @@ function connectionLost(e: unknown): boolean {
   const msg = (e as { message?: unknown } | null)?.message;
   if (typeof msg !== 'string') return false;
   return msg === 'Query read timeout' || /Connection terminated|ECONNRESET|EPIPE|not queryable/i.test(msg);
+}
+
+/**
+ * The database did not answer in time: a statement timed out, or no connection could be had.
+ * Running the same work again at once would wait out the same bound again.
+ */
+export function timedOut(e: unknown): boolean {
+  const msg = (e as { message?: unknown } | null)?.message;
+  return typeof msg === 'string' && (msg === 'Query read timeout' || /timeout exceeded when trying to connect/i.test(msg));
 }
 
 /**

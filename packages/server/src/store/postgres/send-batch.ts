@@ -11,13 +11,15 @@
  * kind of lock in key order (migration 4), so two batches never deadlock, but against another
  * writer that takes the same kinds in another order (an account deletion: the account, then its
  * rooms) it can end in a deadlock that a single send could not: PostgreSQL then aborts one of
- * the two, which has written nothing. Whatever the failure, the sends of a failed batch run again
- * one by one on the single-send path, which retries a deadlock itself. A send that did commit
+ * the two, which has written nothing. Whatever else the failure, the sends of a failed batch run
+ * again one by one on the single-send path, which retries a deadlock itself; only a database that
+ * did not answer in time fails them all at once (it would make each wait again). A send that did commit
  * before a connection broke is found by its id and answered as a retry, exactly as when a client
  * sends it again.
  */
 import type { Admit, SendInput, SendResult } from '../types.js';
 import type { PendingSend, SendOutcome } from './messages.js';
+import { timedOut } from './db.js';
 
 /** Most sends in one transaction: large enough to share the cost, small enough to keep its statements short. */
 const MAX_BATCH = 200;
@@ -46,7 +48,7 @@ export class SendBatcher {
     // twice because its batch failed and it ran again alone. A later attempt reuses the verdict;
     // the rules, applied again by each attempt, still refuse a send whose rights have gone since.
     let admission: Promise<void> | undefined;
-    const once: Admit = (facts) => (admission ??= admit ? admit(facts) : Promise.resolve());
+    const once: Admit = (facts, caller) => (admission ??= admit ? admit(facts, caller) : Promise.resolve());
     return new Promise<SendResult>((resolve, reject) => {
       this.waiting.push({ send, admit: once, resolve, reject });
       this.schedule();
@@ -89,7 +91,15 @@ export class SendBatcher {
     try {
       outcomes = await this.many(batch);
       if (outcomes.length !== batch.length) throw new Error(`a batch of ${batch.length} sends answered ${outcomes.length}`);
-    } catch {
+    } catch (e) {
+      // A database that did not answer in time would not answer the sends one by one either:
+      // each would wait out the same bound again, and its request far past it (docs/SECURITY.md,
+      // "Failing dependencies"). They fail as the batch did; one that did commit is answered as
+      // a retry when its client sends it again.
+      if (timedOut(e)) {
+        for (const w of batch) w.reject(e);
+        return;
+      }
       // The batch wrote nothing (one transaction), or committed before its connection broke;
       // either way each send on its own path gives the right answer (see above). One after the
       // other, in the order they arrived, as the batch would have run them: a rare path, and the
