@@ -35,4 +35,10 @@ export interface Caller {
    * undefined when there is no well-formed X-Device. requireOwnDevice uses it for `device`.
    */
   deviceOwner?: Promise<string | null>;
+  /**
+   * The session was not read for this request but remembered from an earlier one
+   * (http/remembered-sessions.ts): only a send takes such a caller, and it has the store read
+   * the session and X-Device again with its facts (SendInput.session) and refuses it there.
+   */
+  provisional?: true;
 }

@@ -8,8 +8,14 @@ import type { Caller, Deps } from './deps.js';
  * some characters, U+0000, in text outright, and that must not become a 500).
  */
 export async function requireOwnDevice(deps: Deps, caller: Caller, id: string | undefined = caller.device): Promise<string> {
+  const device = wellFormedDevice(id);
+  if ((await ownerOf(deps, caller, device)) !== caller.nick) throw new ApiError('unknown_device');
+  return device;
+}
+
+/** The part of the X-Device check that needs no store: an id no device can have is unknown. */
+export function wellFormedDevice(id: string | undefined): string {
   if (id === undefined || !isDeviceId(id)) throw new ApiError('unknown_device');
-  if ((await ownerOf(deps, caller, id)) !== caller.nick) throw new ApiError('unknown_device');
   return id;
 }
 

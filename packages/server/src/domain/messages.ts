@@ -1,8 +1,8 @@
 /** Messages: the send path of docs/API.md §2.5 from its check 8 on, and acknowledgements. */
 import { ApiError, LIMITS, ulidTime, type SendMessageRequest, type SendMessageResponse, type PushPayload } from '@svc/protocol';
-import type { SendTarget } from '../store/types.js';
+import type { CallerFacts, SendTarget } from '../store/types.js';
 import type { Caller, Deps } from './deps.js';
-import { requireOwnDevice } from './devices.js';
+import { requireOwnDevice, wellFormedDevice } from './devices.js';
 import { sendRefusal, type TargetFacts } from '../rules/send.js';
 
 export const PUSH_BODY = 'New message';
@@ -14,17 +14,34 @@ export const PUSH_BODY = 'New message';
 export async function sendMessage(deps: Deps, caller: Caller, req: SendMessageRequest): Promise<SendMessageResponse> {
   const now = deps.now();
   if (Math.abs(ulidTime(req.id) - now) > LIMITS.clockWindowMs) throw new ApiError('clock_skew');
-  const device = await requireOwnDevice(deps, caller);
+  // A caller from a remembered session (deps.ts, `provisional`) has its session and X-Device read
+  // by the send itself, with its facts; a malformed X-Device needs no read to be refused.
+  const device = caller.provisional ? wellFormedDevice(caller.device) : await requireOwnDevice(deps, caller);
   // Steps 5 and 6 run inside the store's send, on the facts it reads (on PostgreSQL, under the
   // send's locks and in the same round trip), so a send costs no lookup of its own.
-  const admit = async (facts: TargetFacts): Promise<void> => {
+  const admit = async (facts: TargetFacts, read?: CallerFacts): Promise<void> => {
+    if (caller.provisional) {
+      // The session check, then step 4 (X-Device), as the request would have run them.
+      if (read?.sessionNick !== caller.nick) throw new ApiError('unauthenticated');
+      if (read.deviceOwner !== caller.nick) throw new ApiError('unknown_device');
+    }
     const refused = sendRefusal(caller.nick, req.to, facts);
     if (refused) throw new ApiError(refused.error);
     const wait = await deps.limiter.hit(`msg:${caller.nick}`, deps.config.rates.messagesPerMin, 60_000);
     if (wait > 0) throw new ApiError('rate_limited', { retryAfter: wait });
   };
   const r = await deps.store.sendMessage(
-    { id: req.id, from: caller.nick, to: req.to, keyId: req.keyId, iv: req.iv, ct: req.ct, senderDevice: device, now },
+    {
+      id: req.id,
+      from: caller.nick,
+      to: req.to,
+      keyId: req.keyId,
+      iv: req.iv,
+      ct: req.ct,
+      senderDevice: device,
+      now,
+      ...(caller.provisional ? { session: caller.sessionId } : {}),
+    },
     admit,
   );
   if ('error' in r) throw new ApiError(r.error);

@@ -3,11 +3,21 @@ import { ApiError, LIMITS, isDeviceId } from '@svc/protocol';
 import { sessionId } from '../crypto.js';
 import type { Caller, Deps } from '../domain/deps.js';
 import { readSessionToken } from './cookies.js';
+import type { RememberedSessions } from './remembered-sessions.js';
 
 /** Last-use times are written at most this often, so reads do not each cost a write. */
-const TOUCH_EVERY_MS = 10 * 60 * 1000;
+export const TOUCH_EVERY_MS = 10 * 60 * 1000;
 
-export async function authenticate(deps: Deps, cookieHeader: string | undefined, deviceHeader: string | string[] | undefined): Promise<Caller> {
+/**
+ * The session check. `remember`, when given, keeps the session it found (remembered-sessions.ts);
+ * it is given on the routes whose store confirms the caller inside a send.
+ */
+export async function authenticate(
+  deps: Deps,
+  cookieHeader: string | undefined,
+  deviceHeader: string | string[] | undefined,
+  remember?: RememberedSessions,
+): Promise<Caller> {
   const token = readSessionToken(cookieHeader);
   if (!token) throw new ApiError('unauthenticated');
   const id = sessionId(token);
@@ -24,8 +34,32 @@ export async function authenticate(deps: Deps, cookieHeader: string | undefined,
     await deps.store.deleteSession(id);
     throw new ApiError('unauthenticated');
   }
-  if (now - s.lastUsedAt >= TOUCH_EVERY_MS) await deps.store.touchSession(id, now);
+  let lastUsedAt = s.lastUsedAt;
+  if (now - s.lastUsedAt >= TOUCH_EVERY_MS) {
+    await deps.store.touchSession(id, now);
+    lastUsedAt = now;
+  }
+  remember?.remember(id, { nick: s.nick, lastUsedAt });
   const caller: Caller = { nick: s.nick, sessionId: id, device };
   if (deviceOwner) caller.deviceOwner = deviceOwner;
   return caller;
+}
+
+/**
+ * A send's caller from a remembered session, without asking the store: `provisional`, so that
+ * the send confirms the session and X-Device with its own reads, and anything refused before
+ * that runs the full check first (routes/index.ts). Null when the session is not remembered.
+ */
+export function rememberedCaller(
+  deps: Deps,
+  remembered: RememberedSessions,
+  cookieHeader: string | undefined,
+  deviceHeader: string | string[] | undefined,
+): Caller | null {
+  const token = readSessionToken(cookieHeader);
+  if (!token) return null;
+  const id = sessionId(token);
+  const s = remembered.get(id, deps.now());
+  if (s === null) return null;
+  return { nick: s.nick, sessionId: id, device: typeof deviceHeader === 'string' ? deviceHeader : undefined, provisional: true };
 }

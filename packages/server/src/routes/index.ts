@@ -10,7 +10,8 @@ import type { Deps } from '../domain/deps.js';
 import { whenDurable } from '../domain/durability.js';
 import { parseJsonObject } from '../http/body.js';
 import { clientIp } from '../http/client-ip.js';
-import { authenticate } from '../http/session.js';
+import { TOUCH_EVERY_MS, authenticate, rememberedCaller } from '../http/session.js';
+import { RememberedSessions } from '../http/remembered-sessions.js';
 import { accountRoutes } from './account.js';
 import { contactRoutes } from './contacts.js';
 import { deviceRoutes } from './devices.js';
@@ -60,6 +61,8 @@ class Context implements RouteContext<RouteName> {
 export function registerRoutes(app: FastifyInstance, deps: Deps): void {
   for (const k of Object.keys(HANDLERS)) if (!(k in API)) throw new Error(`handler without a route in the protocol: ${k}`);
   app.decorateRequest('caller', null);
+  // Sessions checked lately, for sends that confirm their caller themselves (remembered-sessions.ts).
+  const remembered = deps.store.confirmsCallerInSend ? new RememberedSessions(TOUCH_EVERY_MS) : undefined;
 
   for (const spec of ROUTES) {
     const handler = HANDLERS[spec.name] as RouteHandler<RouteName> | undefined;
@@ -71,9 +74,12 @@ export function registerRoutes(app: FastifyInstance, deps: Deps): void {
     // events may already be out.
     const writes = spec.method !== 'GET';
     const onRequest = [];
+    const provisional = remembered !== undefined && spec.name === 'sendMessage';
     if (spec.auth) {
       onRequest.push(async (req: FastifyRequest) => {
-        req.caller = await authenticate(deps, req.headers.cookie, req.headers['x-device']);
+        req.caller =
+          (provisional ? rememberedCaller(deps, remembered, req.headers.cookie, req.headers['x-device']) : null) ??
+          (await authenticate(deps, req.headers.cookie, req.headers['x-device'], remembered));
       });
     }
     if (check === null && writes) {
@@ -96,12 +102,39 @@ export function registerRoutes(app: FastifyInstance, deps: Deps): void {
       onRequest,
       handler: async (req: FastifyRequest, reply: FastifyReply) => {
         const ctx = new Context(deps, req, reply, spec.name, check);
-        const result = writes ? await whenDurable(deps.store, () => handler(ctx)) : await handler(ctx);
+        let result: Awaited<ReturnType<typeof handler>>;
+        try {
+          result = writes ? await whenDurable(deps.store, () => handler(ctx)) : await handler(ctx);
+        } catch (err) {
+          if (req.caller?.provisional && remembered) await beforeRefusal(deps, req, req.caller, remembered, err);
+          throw err;
+        }
         if (result === undefined) return reply;
         if (result.setCookie) reply.header('set-cookie', result.setCookie);
         reply.code(result.status);
         return result.body === undefined ? reply.send() : reply.send(result.body);
       },
     });
+  }
+}
+
+/**
+ * A request on a remembered session is refused only once its session is known to live: the
+ * session check's 401 comes before every other refusal (docs/API.md §1.4), so a refusal met
+ * before the send confirmed the session runs the full check first, and throws its 401 instead.
+ * A failure (5xx) is answered as it is: the full check would add its own wait to a database
+ * that is failing, for the same answer.
+ */
+async function beforeRefusal(deps: Deps, req: FastifyRequest, caller: Caller, remembered: RememberedSessions, err: unknown): Promise<void> {
+  if (!(err instanceof ApiError) || err.status >= 500) return;
+  if (err.code === 'unauthenticated') {
+    remembered.forget(caller.sessionId);
+    return;
+  }
+  try {
+    await authenticate(deps, req.headers.cookie, req.headers['x-device'], remembered);
+  } catch (e) {
+    remembered.forget(caller.sessionId);
+    throw e;
   }
 }

@@ -82,10 +82,28 @@ export interface SendInput {
   ct: string;
   senderDevice: string;
   now: number;
+  /**
+   * The session the caller presented, when its check is left to the send itself (a session this
+   * instance remembers, docs/DESIGN.md "Sends confirm their session"): the store reads it and the
+   * owner of `senderDevice` with the send's facts, and passes both to the caller's checks. Only
+   * for a store whose `confirmsCallerInSend` is true.
+   */
+  session?: string;
 }
 
-/** The caller's checks before a send is stored (Store.sendMessage): throws to refuse it. */
-export type Admit = (facts: TargetFacts) => Promise<void>;
+/** The caller's session and X-Device as the send's own reads found them (SendInput.session). */
+export interface CallerFacts {
+  /** The nick of the session, null when there is no such session. */
+  sessionNick: string | null;
+  /** The owner of the send's device, null when no device has that id. */
+  deviceOwner: string | null;
+}
+
+/**
+ * The caller's checks before a send is stored (Store.sendMessage): throws to refuse it. `caller`
+ * is given when the send carried its session (SendInput.session).
+ */
+export type Admit = (facts: TargetFacts, caller?: CallerFacts) => Promise<void>;
 
 export interface SendTarget {
   deviceId: string;
@@ -167,6 +185,12 @@ export interface StoreOpenOptions {
 
 export interface Store {
   readonly kind: 'sqlite' | 'postgres';
+  /**
+   * The send reads the caller's session and device with its facts, in the same round trip, when
+   * SendInput.session is set (PostgreSQL): a send of a session the instance remembers then needs
+   * no lookup of its own. The embedded store answers lookups from memory and does not take it.
+   */
+  readonly confirmsCallerInSend: boolean;
 
   // meta: secrets shared by every instance
   getOrCreateMeta(key: string, make: () => string): Promise<string>;

@@ -45,6 +45,7 @@ export interface PostgresOptions {
 
 export class PostgresStore implements Store {
   readonly kind = 'postgres' as const;
+  readonly confirmsCallerInSend = true;
   private readonly q: Sql;
   private readonly lookups: Lookups;
   private readonly sends: SendBatcher;

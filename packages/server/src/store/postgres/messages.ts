@@ -8,7 +8,7 @@
  * Every other change to a queue (ack, trim, purge, device deletion) locks the device's row.
  */
 import { LIMITS, envelopeJson, type Envelope } from '@svc/protocol';
-import type { Admit, QueuedEntry, SendInput, SendResult } from '../types.js';
+import type { Admit, CallerFacts, QueuedEntry, SendInput, SendResult } from '../types.js';
 import {
   decideSend,
   dmTargets,
@@ -163,12 +163,19 @@ export type SendOutcome = { result: SendResult } | { refused: unknown };
  */
 export async function sendMessages(q: Sql, pending: PendingSend[]): Promise<{ outcomes: SendOutcome[]; added: Added }> {
   const ms = pending.map((p) => p.send);
-  const [, rows] = await q.script(
+  // Sends that carry their session (SendInput.session) have it and their device's owner read in
+  // the same round trip, as the per-request lookup (lookups.ts) would have read them.
+  const confirming = ms.filter((m) => m.session !== undefined);
+  const [, rows, callerRows] = await q.script(
     `BEGIN; SELECT * FROM send_facts(${textArray(ms.map((m) => m.id))}, ${textArray(ms.map((m) => m.from))}, ${textArray(
       ms.map((m) => ('dm' in m.to ? m.to.dm : null)),
-    )}, ${textArray(ms.map((m) => ('room' in m.to ? m.to.room : null)))}, ${textArray(ms.map((m) => m.keyId))}, ${intLiteral(LOCK.contacts)})`,
+    )}, ${textArray(ms.map((m) => ('room' in m.to ? m.to.room : null)))}, ${textArray(ms.map((m) => m.keyId))}, ${intLiteral(LOCK.contacts)})${
+      confirming.length > 0 ? `; ${callerLookup(confirming)}` : ''
+    }`,
   );
   const facts = new BatchFacts(rows as FactRow[]);
+  const callers = new Map<SendInput, CallerFacts>();
+  (callerRows as CallerFacts[] | undefined)?.forEach((r, i) => callers.set(confirming[i]!, r));
   const w = new BatchWrites();
   const contactFacts: ContactFacts = {
     has: (nick, peer) => facts.contacts.has(`${nick} ${peer}`),
@@ -179,7 +186,7 @@ export async function sendMessages(q: Sql, pending: PendingSend[]): Promise<{ ou
   const refused = await Promise.all(
     pending.map(async (p): Promise<{ refused: unknown } | null> => {
       try {
-        await p.admit(facts.target(p.send));
+        await p.admit(facts.target(p.send), callers.get(p.send));
         return null;
       } catch (e) {
         return { refused: e };
@@ -230,6 +237,19 @@ export async function sendMessages(q: Sql, pending: PendingSend[]): Promise<{ ou
 
   await q.script(writeSends(w));
   return { outcomes: results, added: w.added };
+}
+
+/**
+ * The sessions and devices of sends that carry their session, one row per send in their order.
+ * A session row is matched on its id alone: the caller's checks compare its nick with the send's
+ * sender. The sessions' idle expiry is the caller's to judge, as with the per-request lookup.
+ */
+function callerLookup(ms: SendInput[]): string {
+  return `SELECT s.nick AS "sessionNick", d.nick AS "deviceOwner"
+            FROM unnest(${textArray(ms.map((m) => m.session!))}, ${textArray(ms.map((m) => m.senderDevice))}) WITH ORDINALITY AS t(sid, did, i)
+            LEFT JOIN sessions s ON s.id = t.sid
+            LEFT JOIN devices d ON d.id = t.did
+           ORDER BY t.i`;
 }
 
 /** Drops acknowledged entries from a device queue in one statement (`ack_envelopes`, migrations 2 and 5); run it in autocommit. */

@@ -39,6 +39,7 @@ import * as messages from './messages.js';
 
 export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
+  readonly confirmsCallerInSend = false;
   private readonly q: Statements;
   readonly group: GroupCommit;
 
