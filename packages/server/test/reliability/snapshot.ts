@@ -33,7 +33,7 @@ export class StateReader {
     await Promise.all(this.server.apps.map((a) => a.deps.store.durable(a.deps.store.lossMark()).catch(() => undefined)));
     // Likewise the queue counts a PostgreSQL instance writes after its sends (queue-counts.ts):
     // one landing between two snapshots would look like a change made by the request between.
-    await Promise.all(this.server.apps.map((a) => (a.deps.store instanceof PostgresStore ? a.deps.store.flushQueueCounts() : undefined)));
+    await Promise.all(this.server.apps.map((a) => (a.deps.store instanceof PostgresStore ? a.deps.store.flushQueueCounts() : Promise.resolve())));
     if (this.kind === 'sqlite') {
       const db = new Database(this.server.dbPath, { readonly: true, fileMustExist: true });
       try {
