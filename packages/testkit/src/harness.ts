@@ -126,6 +126,15 @@ export function instance(server: TestServer, i: number): TestServer {
   return { ...server, url, app: server.apps[i]! };
 }
 
+/** The same session as `c`, sent to instance `i` of a two-instance server (the crossing is certain, not left to a balancer). */
+export function via(server: TestServer, c: Client, i: number): Client {
+  const other = new Client(instance(server, i));
+  other.cookie = c.cookie;
+  other.nick = c.nick;
+  other.authKey = c.authKey;
+  return other;
+}
+
 export interface Res {
   status: number;
   headers: Headers;

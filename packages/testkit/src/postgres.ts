@@ -51,3 +51,32 @@ export async function sqlIn<T = Record<string, unknown>>(schema: string, text: s
     return (await c.query(text, params)).rows as T[];
   });
 }
+
+/** A statement as `pg` was asked to send it: its text, and its name and values when it has them. */
+export interface SentQuery {
+  text: string;
+  name?: string;
+  values?: unknown[];
+}
+
+/**
+ * Runs `fn` with every statement any `pg` client of this process sends shown to `spy` first.
+ * `spy` may return a promise to answer the statement in its place: a failure to inject, or
+ * `send()` (the statement as it was asked) after something of its own, such as another
+ * connection's write; otherwise the statement goes to the server. Spies nest. Tests see the
+ * store's round trips this way.
+ */
+export async function spyQueries<T>(spy: (q: SentQuery, send: () => Promise<unknown>) => Promise<unknown> | void, fn: () => Promise<T>): Promise<T> {
+  const query = pg.Client.prototype.query;
+  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+    const q = args[0];
+    const sent: SentQuery = typeof q === 'string' ? { text: q } : (q as SentQuery);
+    const send = () => (query as (...a: unknown[]) => Promise<unknown>).apply(this, args);
+    return spy(sent, send) ?? (query as (...a: unknown[]) => unknown).apply(this, args);
+  } as unknown as typeof query;
+  try {
+    return await fn();
+  } finally {
+    pg.Client.prototype.query = query;
+  }
+}

@@ -5,20 +5,24 @@
  */
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { Client, Stream, assertError, dmBody, instance, signup, startServer, userWithDevices, wk, id16, type TestServer } from '@svc/testkit/harness';
+import {
+  Client,
+  Stream,
+  via,
+  assertError,
+  dmBody,
+  instance,
+  signup,
+  startServer,
+  userWithDevices,
+  wk,
+  id16,
+  type TestServer,
+} from '@svc/testkit/harness';
 import { PushService, type Subscription } from '@svc/testkit/push';
 import type { RedisBus } from '../../src/bus/redis.js';
 import { Redis } from 'ioredis';
 import { testRedisUrl } from '@svc/testkit/modes';
-
-/** The same session, seen through instance `i`. */
-function via(server: TestServer, c: Client, i: number): Client {
-  const other = new Client(instance(server, i));
-  other.cookie = c.cookie;
-  other.nick = c.nick;
-  other.authKey = c.authKey;
-  return other;
-}
 
 describe('two instances: events cross between them', () => {
   let server: TestServer;

@@ -6,33 +6,16 @@
  */
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import pg from 'pg';
-import { Client, assertError, dmBody, instance, startServer, userWithDevices, ulid, type TestServer } from '@svc/testkit/harness';
+import { assertError, via, dmBody, instance, startServer, userWithDevices, ulid, type TestServer } from '@svc/testkit/harness';
+import { spyQueries } from '@svc/testkit/postgres';
 import { StateReader } from '../reliability/snapshot.js';
-
-/** The same session, seen through instance `i`. */
-function via(server: TestServer, c: Client, i: number): Client {
-  const other = new Client(instance(server, i));
-  other.cookie = c.cookie;
-  other.nick = c.nick;
-  other.authKey = c.authKey;
-  return other;
-}
 
 /** The names of the prepared statements sent while `fn` runs (the per-request lookup is `svc_lookups`). */
 async function preparedNames(fn: () => Promise<unknown>): Promise<string[]> {
   const names: string[] = [];
-  const query = pg.Client.prototype.query;
-  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-    const q = args[0] as { name?: string };
-    if (typeof q === 'object' && q.name) names.push(q.name);
-    return (query as (...a: unknown[]) => unknown).apply(this, args);
-  } as unknown as typeof query;
-  try {
-    await fn();
-  } finally {
-    pg.Client.prototype.query = query;
-  }
+  await spyQueries((q) => {
+    if (q.name) names.push(q.name);
+  }, fn);
   return names;
 }
 

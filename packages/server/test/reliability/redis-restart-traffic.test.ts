@@ -17,18 +17,9 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Client, Stream, addDevice, dmBody, instance, nick, signup, startServer, type TestServer } from '@svc/testkit/harness';
+import { Client, Stream, via, addDevice, dmBody, instance, nick, signup, startServer, type TestServer } from '@svc/testkit/harness';
 import { RedisChild, SUBSCRIBE } from './redis-child.js';
 import { TcpProxy } from './tcp-proxy.js';
-
-/** The same session, seen through instance `i`. */
-function via(server: TestServer, c: Client, i: number): Client {
-  const other = new Client(instance(server, i));
-  other.cookie = c.cookie;
-  other.nick = c.nick;
-  other.authKey = c.authKey;
-  return other;
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -6,25 +6,16 @@
  */
 import { describe, test, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import pg from 'pg';
 import { PostgresStore } from '../../src/store/postgres/index.js';
-import { dropSchema, freshSchema, testPgUrl } from '@svc/testkit/postgres';
+import { dropSchema, freshSchema, spyQueries, testPgUrl } from '@svc/testkit/postgres';
 import { NOW, account } from './suite.js';
 
 /** The first statement sent by `fn` through a named prepared statement, with its values. */
 async function firstPrepared(fn: () => Promise<unknown>): Promise<{ text: string; values: unknown[] }> {
   let seen: { text: string; values: unknown[] } | undefined;
-  const query = pg.Client.prototype.query;
-  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-    const q = args[0] as { name?: string; text?: string; values?: unknown[] };
-    if (seen === undefined && typeof q === 'object' && q.name) seen = { text: q.text!, values: q.values ?? [] };
-    return (query as (...a: unknown[]) => unknown).apply(this, args);
-  } as unknown as typeof query;
-  try {
-    await fn();
-  } finally {
-    pg.Client.prototype.query = query;
-  }
+  await spyQueries((q) => {
+    if (seen === undefined && q.name) seen = { text: q.text, values: q.values ?? [] };
+  }, fn);
   assert.ok(seen, 'no prepared statement was sent');
   return seen;
 }

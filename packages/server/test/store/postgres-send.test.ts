@@ -13,7 +13,7 @@ import { PostgresStore } from '../../src/store/postgres/index.js';
 import { withDefaultUser } from '../../src/store/postgres/db.js';
 import type { SendInput } from '../../src/store/types.js';
 import { id16, iv, ct, ulid } from '@svc/testkit/harness';
-import { dropSchema, freshSchema, sqlIn, testPgUrl } from '@svc/testkit/postgres';
+import { dropSchema, freshSchema, spyQueries, sqlIn, testPgUrl } from '@svc/testkit/postgres';
 import { NOW, account, wrapped } from './suite.js';
 
 const send = (id: string, from: string, to: Target, keyId: string, senderDevice: string, now = NOW): SendInput => ({
@@ -42,19 +42,10 @@ const COUNTING = /queue_counted|queue_trim/;
  */
 async function statements(fn: () => Promise<void>, fail?: (text: string) => boolean, all = false): Promise<string[]> {
   const sent: string[] = [];
-  const query = pg.Client.prototype.query;
-  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-    const q = args[0];
-    const text = typeof q === 'string' ? q : (q as { text: string }).text;
+  await spyQueries(({ text }) => {
     if (all || !COUNTING.test(text)) sent.push(text);
     if (fail?.(text)) return Promise.reject(Object.assign(new Error('deadlock detected'), { code: '40P01' }));
-    return (query as (...a: unknown[]) => unknown).apply(this, args);
-  } as unknown as typeof query;
-  try {
-    await fn();
-  } finally {
-    pg.Client.prototype.query = query;
-  }
+  }, fn);
   return sent;
 }
 
@@ -460,25 +451,14 @@ describe('store: postgres, the send transaction and the ack statement', () => {
     // The other instance's send commits between this send's facts and its write.
     let raced = false;
     const sent = await statements(async () => {
-      const query = pg.Client.prototype.query;
-      const r = await (async () => {
-        pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-          const q = args[0];
-          const text = typeof q === 'string' ? q : (q as { text: string }).text;
-          if (WRITE.test(text) && !raced) {
-            raced = true;
-            return sqlIn(schema, "INSERT INTO envelopes (id, sender, ts, json) VALUES ($1, 'bob', $2, '{}')", [id, NOW - 1]).then(() =>
-              (query as (...a: unknown[]) => unknown).apply(this, args),
-            );
-          }
-          return (query as (...a: unknown[]) => unknown).apply(this, args);
-        } as unknown as typeof query;
-        try {
-          return await store.sendMessage(send(id, 'alice', { dm: 'bob' }, 'dm', 'a-device-1'));
-        } finally {
-          pg.Client.prototype.query = query;
-        }
-      })();
+      const r = await spyQueries(
+        ({ text }, go) => {
+          if (!WRITE.test(text) || raced) return;
+          raced = true;
+          return sqlIn(schema, "INSERT INTO envelopes (id, sender, ts, json) VALUES ($1, 'bob', $2, '{}')", [id, NOW - 1]).then(go);
+        },
+        () => store.sendMessage(send(id, 'alice', { dm: 'bob' }, 'dm', 'a-device-1')),
+      );
       assert.deepEqual(r, { error: 'id_conflict' });
     });
     assert.equal(sent.filter((t) => FACTS.test(t)).length, 2, 'the facts read again');
