@@ -36,12 +36,21 @@ describe('store: postgres, how its statements are planned', () => {
     await dropSchema(schema);
   });
 
-  test('every connection of the store has sequential scans off and its schema as search_path', async () => {
+  test('every connection of the store has sequential scans and JIT off and its schema as search_path', async () => {
     store = await PostgresStore.open(testPgUrl, { schema, max: 2 });
-    const r = await store.pool.query<{ seq: string; path: string }>(
-      "SELECT current_setting('enable_seqscan') AS seq, current_setting('search_path') AS path",
+    const r = await store.pool.query<{ seq: string; jit: string; path: string }>(
+      "SELECT current_setting('enable_seqscan') AS seq, current_setting('jit') AS jit, current_setting('search_path') AS path",
     );
-    assert.deepEqual(r.rows[0], { seq: 'off', path: schema });
+    assert.deepEqual(r.rows[0], { seq: 'off', jit: 'off', path: schema });
+  });
+
+  test('a statement that can only scan a table is not compiled by JIT, although its cost carries the disabled-scan penalty', async () => {
+    store = await PostgresStore.open(testPgUrl, { schema, max: 2 });
+    const plan = (await store.pool.query('EXPLAIN (FORMAT JSON) SELECT COUNT(*) FROM devices WHERE push_endpoint IS NOT NULL')).rows[0][
+      'QUERY PLAN'
+    ][0];
+    assert.ok(plan.Plan['Total Cost'] > 1e9, `cost ${plan.Plan['Total Cost']}`);
+    assert.equal(plan.JIT, undefined, JSON.stringify(plan.JIT));
   });
 
   test("an operator's options in the URL are kept and win over the store's", async () => {
