@@ -86,17 +86,30 @@ export class PushService {
     return this.received.filter((r) => r.path === path);
   }
 
-  async waitFor(pred: () => boolean, timeoutMs = 3000): Promise<boolean> {
+  /**
+   * Waits until `pred` holds, up to `timeoutMs`. A push arriving wakes the wait at once; the
+   * predicate is also polled, since it may be about something else (a log line of a push that
+   * was refused never reaches this service), so such a wait ends when it holds, not at the
+   * deadline.
+   */
+  async waitFor(pred: () => boolean, timeoutMs = 10_000): Promise<boolean> {
     const deadline = Date.now() + timeoutMs;
     while (!pred()) {
       const left = deadline - Date.now();
       if (left <= 0) return false;
       await new Promise<void>((r) => {
-        const t = setTimeout(r, left);
-        this.waiters.push(() => {
+        const wake = () => {
           clearTimeout(t);
           r();
-        });
+        };
+        const t = setTimeout(
+          () => {
+            this.waiters = this.waiters.filter((f) => f !== wake);
+            r();
+          },
+          Math.min(left, 20),
+        );
+        this.waiters.push(wake);
       });
     }
     return true;
