@@ -76,6 +76,30 @@ test('a new device receives the whole history as it stands: texts, replies, reac
   assert.equal((await neu.store.get(big.id))?.body, big.body, 'a record larger than a chunk arrives whole');
 });
 
+test("the receiver is done with the last chunk, without waiting for the sender's history-done; its ack takes that history-done out of the sender's outbox", async () => {
+  // The sender's outbox paces the transfer under the message budget, so its closing message can
+  // wait a minute after the last chunk went: the receiver holds everything already.
+  const { old, neu, history } = await started(900);
+  const n = chunks(old).length;
+  await pump(old, [neu], 1 + n); // the offer and every chunk, not the history-done
+  const done = old.out.find((i) => i.plain.type === 'history-done')!.plain;
+  assert.equal(old.out.length, 1, 'only the history-done still waits');
+  const got = neu.t.progress()[0]!;
+  assert.deepEqual([got.state, got.records.done], ['done', history.length]);
+  const ack = neu.out.at(-1)!.plain;
+  assert.deepEqual([ack.type, 'next' in ack && ack.next], ['history-ack', n]);
+  await pump(neu, [old]);
+  assert.equal(old.out.length, 0, 'the history-done is dropped: it would only spend the budget');
+  assert.equal(old.t.progress()[0]!.state, 'done');
+  // A history-done that went out before the ack came confirms the chain and changes nothing; a second one is a replay.
+  await neu.t.handle(arrive(done));
+  assert.deepEqual(refusals(neu), []);
+  assert.equal(neu.out.length, 0, 'no second ack');
+  await neu.t.handle(arrive(done));
+  assert.deepEqual(refusals(neu), ['history-done:replayed']);
+  assert.equal((await neu.store.all()).length, history.length);
+});
+
 test('a replayed chunk is refused and imports nothing; so is a chunk of a finished transfer', async () => {
   const { old, neu } = await started(900);
   const went = await pump(old, [neu], 2); // offer, chunk 0

@@ -73,7 +73,10 @@ export interface ReceiveState {
   /** b64url of the chain value after chunk next-1. */
   hash: string;
   recordsDone: number;
+  /** Every chunk is taken (the last one completes the transfer). */
   done: boolean;
+  /** The sender's `history-done` came and matched the chain; another one is a replay. */
+  confirmed?: boolean;
   /** A record whose text comes in pieces, while it does. */
   carry?: { rec: ChatMessage; text: string };
   lastAck?: { next: number; at: number };

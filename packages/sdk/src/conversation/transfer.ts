@@ -6,7 +6,8 @@
  * messages go first), and closes with `history-done`. The receiver takes chunks only in order,
  * each sealed under the account's transfer key and chained to the one before, merges each into
  * the store as it arrives, and acknowledges (`history-ack`) the next chunk it expects: when it
- * resumes after a reload, when a chunk is missing, and once it holds all of them.
+ * resumes after a reload, when a chunk is missing, and once it holds all of them (with the last
+ * chunk, not waiting for `history-done`, which the sender's budget may hold back).
  *
  * Everything travels in the account's private room (transfer-link.ts), so the service relays
  * ciphertext between the account's own devices only. Both sides keep their state in the store
@@ -249,20 +250,33 @@ export class HistoryTransfer {
     const next: ReceiveState = { ...r, next: r.next + 1, hash: opened.hash, recordsDone: r.recordsDone + opened.records.length };
     if (opened.carry) next.carry = opened.carry;
     else delete next.carry;
+    // The last chunk completes the transfer: each seal binds `total` and the chain before it, so
+    // holding chunk total-1 is holding all of them, in order. The sender's `history-done` may be
+    // held back a minute by its outbox's message budget (pacer.ts): the receiver does not wait
+    // for it, and its ack lets the sender drop that `history-done` if it has not gone yet.
+    if (next.next === next.total && !next.carry) {
+      await this.saveRecv({ ...next, done: true });
+      return this.ack(this.recv!);
+    }
     await this.saveRecv(next);
   }
 
+  /**
+   * The sender's closing message. The receiver is done with the last chunk already (onChunk);
+   * `history-done` then confirms the chain (its digest must be the receiver's chain value) once,
+   * and a second one is a replay. One that comes before every chunk did asks for the missing one.
+   */
   private async onDone(p: HistoryDonePlain): Promise<void> {
     const r = this.recv;
-    if (!r || r.transfer !== p.transfer || r.done) return this.refuse(p, r?.done ? 'replayed' : 'no such transfer on this device');
+    if (!r || r.transfer !== p.transfer) return this.refuse(p, 'no such transfer on this device');
+    if (r.confirmed) return this.refuse(p, 'replayed');
     if (p.total !== r.total) return this.refuse(p, 'forged');
     if (r.next < r.total) {
       this.refuse(p, 'chunks missing');
       return this.ack(r);
     }
     if (p.digest !== r.hash) return this.refuse(p, 'forged');
-    await this.saveRecv({ ...r, done: true });
-    await this.ack(this.recv!);
+    await this.saveRecv({ ...r, done: true, confirmed: true });
   }
 
   private async onAck(transfer: string, next: number): Promise<void> {
