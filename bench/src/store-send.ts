@@ -66,5 +66,7 @@ await withBenchStore<SendStore>(checkoutOf(process.argv[5]), async (store) => {
   const own = process.cpuUsage(self);
   console.log(`${sends} sends by ${senders} senders (${extra} further devices) in ${ms.toFixed(0)} ms: ${((sends / ms) * 1000).toFixed(0)} sends/s`);
   console.log(`PostgreSQL CPU per send: ${((pgMs * 1000) / sends).toFixed(0)} µs (${cpu.describe()})`);
-  console.log(`this process's CPU per send: ${((own.user + own.system) / sends).toFixed(0)} µs`);
+  console.log(
+    `this process's CPU per send: ${((own.user + own.system) / sends).toFixed(0)} µs (user ${(own.user / sends).toFixed(0)}, system ${(own.system / sends).toFixed(0)})`,
+  );
 });
