@@ -8,7 +8,9 @@ import { describe, test, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { PostgresStore } from '../../src/store/postgres/index.js';
 import { dropSchema, freshSchema, spyQueries, testPgUrl } from '@svc/testkit/postgres';
-import { NOW, account } from './suite.js';
+import { NOW, account, wrapped } from './suite.js';
+import { id16, iv, ct, ulid } from '@svc/testkit/harness';
+import type { SendInput } from '../../src/store/types.js';
 
 /** The first statement sent by `fn` through a named prepared statement, with its values. */
 async function firstPrepared(fn: () => Promise<unknown>): Promise<{ text: string; values: unknown[] }> {
@@ -36,12 +38,45 @@ describe('store: postgres, how its statements are planned', () => {
     await dropSchema(schema);
   });
 
-  test('every connection of the store has sequential scans and JIT off and its schema as search_path', async () => {
+  test('every connection of the store has sequential scans and JIT off, generic plans and its schema as search_path', async () => {
     store = await PostgresStore.open(testPgUrl, { schema, max: 2 });
-    const r = await store.pool.query<{ seq: string; jit: string; path: string }>(
-      "SELECT current_setting('enable_seqscan') AS seq, current_setting('jit') AS jit, current_setting('search_path') AS path",
+    const r = await store.pool.query<{ seq: string; jit: string; plans: string; path: string }>(
+      "SELECT current_setting('enable_seqscan') AS seq, current_setting('jit') AS jit, current_setting('plan_cache_mode') AS plans, current_setting('search_path') AS path",
     );
-    assert.deepEqual(r.rows[0], { seq: 'off', jit: 'off', path: schema });
+    assert.deepEqual(r.rows[0], { seq: 'off', jit: 'off', plans: 'force_generic_plan', path: schema });
+  });
+
+  test('the statements inside a batch of sends run on generic plans that probe indexes: none is planned for its values, none scans a table', async () => {
+    store = await PostgresStore.open(testPgUrl, { schema, max: 1 });
+    await store.registerAccount(account('alice'));
+    await store.registerAccount(account('bob'));
+    await store.addDevice('alice', 'a-device-1', NOW);
+    await store.addDevice('bob', 'b-device-1', NOW);
+    const roomId = id16();
+    const keyId = id16();
+    assert.ok('room' in (await store.createRoom({ id: roomId, name: 'Room', owner: 'alice', keyId, keys: [wrapped('alice')], now: NOW })));
+    // auto_explain prints the plan of every statement, those inside functions too, to this
+    // connection (the pool's only one) as a notice.
+    const c = await store.pool.connect();
+    const notices: string[] = [];
+    c.on('notice', (n) => notices.push(n.message ?? ''));
+    await c.query(
+      "LOAD 'auto_explain'; SET auto_explain.log_min_duration = 0; SET auto_explain.log_nested_statements = on; SET auto_explain.log_level = notice",
+    );
+    c.release();
+    const send = (to: SendInput['to'], key: string) =>
+      store.sendMessage({ id: ulid(NOW), from: 'alice', to, keyId: key, iv: iv(), ct: ct(), senderDevice: 'a-device-1', now: NOW });
+    const results = await Promise.all([send({ dm: 'bob' }, 'dm'), send({ room: roomId }, keyId), send({ dm: 'bob' }, 'dm')]);
+    assert.ok(results.every((r) => 'status' in r && r.status === 'queued'));
+    // The functions' own statements: the calls themselves are written with their values.
+    const inner = notices.filter(
+      (m) => /Query Text:/.test(m) && !/send_facts\(|send_write\(|BEGIN|COMMIT/.test(m.split('Query Text:')[1]!.split('\n')[0]!),
+    );
+    assert.ok(inner.length >= 8, `${inner.length} statements inside the functions:\n${notices.join('\n')}`);
+    for (const m of inner) {
+      assert.ok(!/'alice'|'bob'|'a-device-1'/.test(m), `planned for its values:\n${m}`);
+      assert.ok(!/Seq Scan/.test(m), `scans a table:\n${m}`);
+    }
   });
 
   test('a statement that can only scan a table is not compiled by JIT, although its cost carries the disabled-scan penalty', async () => {

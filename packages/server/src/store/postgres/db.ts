@@ -63,8 +63,15 @@ const MIGRATION_TIMEOUT_MS = 60 * 60 * 1000;
  * penalty for a disabled scan (10^10) in its cost, far past `jit_above_cost`, so it would compile
  * itself with LLVM at every execution (tens of milliseconds for a count): JIT is off too, and no
  * statement of a service that reads rows by key gains from it.
+ *
+ * The statements inside the send's functions (send_facts, send_write) and the prepared lookups
+ * run on generic plans from their first execution. PostgreSQL would otherwise plan them again
+ * for the values of every call, since a generic plan over arrays of keys never looks cheaper to
+ * it than a custom one, and that planning was half of PostgreSQL's CPU for a send alone: about
+ * 1.9 ms against 1.0 ms, and a third of it for batches of five (docs/BENCHMARKS.md, row 32). With
+ * sequential scans off, a generic plan probes the same indexes as a custom one.
  */
-const SESSION_SETTINGS = ['-c enable_seqscan=off', '-c jit=off'];
+const SESSION_SETTINGS = ['-c enable_seqscan=off', '-c jit=off', '-c plan_cache_mode=force_generic_plan'];
 
 export function openPool(url: string, opts: { schema?: string | undefined; max?: number | undefined } = {}): pg.Pool {
   if (opts.schema !== undefined && !SCHEMA_RE.test(opts.schema)) throw new Error(`bad schema name ${JSON.stringify(opts.schema)}`);
