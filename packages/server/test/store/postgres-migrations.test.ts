@@ -16,6 +16,7 @@ const TABLES = [
   'invites',
   'meta',
   'queue',
+  'queue_lengths',
   'room_key_ids',
   'room_keys',
   'room_members',
@@ -108,8 +109,20 @@ test('migrations 2 to 6 bring a database at version 1 holding queued envelopes t
       const rows = await sqlIn<{ version: number }>(schema, 'SELECT version FROM schema_migrations ORDER BY version');
       assert.deepEqual(
         rows.map((r) => r.version),
-        [1, 2, 3, 4, 5, 6],
+        [1, 2, 3, 4, 5, 6, 7],
       );
+      // Migration 7: the lengths left the device rows for a table of their own, the non-zero ones copied.
+      assert.deepEqual(
+        await sqlIn(
+          schema,
+          "SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'devices' AND column_name = 'queue_len'",
+          [schema],
+        ),
+        [],
+      );
+      assert.deepEqual(await sqlIn(schema, 'SELECT device_id, queue_len FROM queue_lengths ORDER BY device_id'), [
+        { device_id: 'b-device-1', queue_len: 1 },
+      ]);
       const now = Date.now();
       const id = '01' + 'J'.repeat(24);
       const r = await store.sendMessage({ id, from: 'alice', to: { dm: 'bob' }, keyId: 'dm', iv: 'iv', ct: 'ct', senderDevice: 'a-device-1', now });
@@ -122,7 +135,7 @@ test('migrations 2 to 6 bring a database at version 1 holding queued envelopes t
       );
       await store.ack('b-device-1', ['old']);
       await store.flushQueueCounts();
-      assert.deepEqual(await sqlIn(schema, "SELECT queue_len FROM devices WHERE id = 'b-device-1'"), [{ queue_len: 1 }]);
+      assert.deepEqual(await sqlIn(schema, "SELECT queue_len FROM queue_lengths WHERE device_id = 'b-device-1'"), [{ queue_len: 1 }]);
       assert.deepEqual(
         await store.sendMessage({ id, from: 'alice', to: { dm: 'bob' }, keyId: 'dm', iv: 'iv', ct: 'ct', senderDevice: 'a-device-1', now: now + 1 }),
         {

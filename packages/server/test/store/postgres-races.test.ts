@@ -115,7 +115,7 @@ describe('store: postgres, instances racing on one database', () => {
     assert.deepEqual(retry, { status: 'retry', id, ts: NOW });
     assert.equal((await a.readQueue('b-device-1', 0, 10)).length, 1);
     await Promise.all([a.flushQueueCounts(), b.flushQueueCounts()]);
-    assert.deepEqual(await sqlIn(schema, 'SELECT queue_len FROM devices WHERE id = $1', ['b-device-1']), [{ queue_len: 1 }]);
+    assert.deepEqual(await sqlIn(schema, 'SELECT queue_len FROM queue_lengths WHERE device_id = $1', ['b-device-1']), [{ queue_len: 1 }]);
   });
 
   test('one envelope id sent by two senders at once: one queued, the other id_conflict', async () => {
@@ -284,7 +284,7 @@ describe('store: postgres, instances racing on one database', () => {
     await Promise.all([a.flushQueueCounts(), b.flushQueueCounts()]);
     const [row] = await sqlIn<{ queue_len: number; n: number }>(
       schema,
-      "SELECT queue_len, (SELECT COUNT(*)::int FROM queue WHERE device_id = 'c-device-1') AS n FROM devices WHERE id = 'c-device-1'",
+      "SELECT queue_len, (SELECT COUNT(*)::int FROM queue WHERE device_id = 'c-device-1') AS n FROM queue_lengths WHERE device_id = 'c-device-1'",
     );
     assert.equal(row!.queue_len, row!.n, 'the kept length equals the rows');
     assert.equal(seen.size, row!.n, 'paging by seq returns every entry');

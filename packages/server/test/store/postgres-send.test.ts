@@ -27,10 +27,13 @@ const send = (id: string, from: string, to: Target, keyId: string, senderDevice:
   now,
 });
 
-/** queue_len, once the store has written its counts, and the real row count of each device, to show they agree. */
+/** Each device's queue length (queue_lengths, 0 without a row), once the store has written its counts, and the real row count, to show they agree. */
 async function lengths(store: PostgresStore, schema: string): Promise<{ id: string; queue_len: number; n: number }[]> {
   await store.flushQueueCounts();
-  return sqlIn(schema, 'SELECT id, queue_len, (SELECT COUNT(*)::int FROM queue q WHERE q.device_id = d.id) AS n FROM devices d ORDER BY id');
+  return sqlIn(
+    schema,
+    'SELECT id, COALESCE((SELECT queue_len FROM queue_lengths l WHERE l.device_id = d.id), 0) AS queue_len, (SELECT COUNT(*)::int FROM queue q WHERE q.device_id = d.id) AS n FROM devices d ORDER BY id',
+  );
 }
 
 /** The queue counts a store writes in the background (queue-counts.ts), apart from its sends. */
@@ -195,7 +198,11 @@ describe('store: postgres, the send transaction and the ack statement', () => {
     await sqlIn(schema, "INSERT INTO queue (device_id, envelope_id, ts) SELECT 'b-device-1', 'old' || i, i FROM generate_series(1, $1::int) AS i", [
       n,
     ]);
-    await sqlIn(schema, "UPDATE devices SET queue_len = $1 WHERE id = 'b-device-1'", [queueLen]);
+    await sqlIn(
+      schema,
+      "INSERT INTO queue_lengths (device_id, queue_len) VALUES ('b-device-1', $1) ON CONFLICT (device_id) DO UPDATE SET queue_len = EXCLUDED.queue_len",
+      [queueLen],
+    );
   }
 
   async function bobsQueue(): Promise<{ n: number; first: string; last: string; queue_len: number }> {
@@ -204,7 +211,7 @@ describe('store: postgres, the send transaction and the ack statement', () => {
       `SELECT COUNT(*)::int AS n,
               (SELECT envelope_id FROM queue WHERE device_id = 'b-device-1' ORDER BY seq LIMIT 1) AS first,
               (SELECT envelope_id FROM queue WHERE device_id = 'b-device-1' ORDER BY seq DESC LIMIT 1) AS last,
-              (SELECT queue_len FROM devices WHERE id = 'b-device-1') AS queue_len
+              (SELECT queue_len FROM queue_lengths WHERE device_id = 'b-device-1') AS queue_len
        FROM queue WHERE device_id = 'b-device-1'`,
     );
     return row!;
@@ -231,7 +238,11 @@ describe('store: postgres, the send transaction and the ack statement', () => {
       queue_len: LIMITS.queuePerDevice,
     });
     // A count that is long (a recount met a send not yet counted) drops nothing under the cap.
-    await sqlIn(schema, "UPDATE devices SET queue_len = $1 WHERE id = 'b-device-1'", [LIMITS.queuePerDevice + 50]);
+    await sqlIn(
+      schema,
+      "INSERT INTO queue_lengths (device_id, queue_len) VALUES ('b-device-1', $1) ON CONFLICT (device_id) DO UPDATE SET queue_len = EXCLUDED.queue_len",
+      [LIMITS.queuePerDevice + 50],
+    );
     await sqlIn(schema, "DELETE FROM queue WHERE envelope_id IN ('old5', 'old6')");
     await store.sendMessage(send(ulid(NOW), 'alice', { dm: 'bob' }, 'dm', 'a-device-1'));
     await store.flushQueueCounts();
@@ -261,6 +272,44 @@ describe('store: postgres, the send transaction and the ack statement', () => {
     assert.match(counts[0]!, /^BEGIN; SET LOCAL synchronous_commit TO off; SELECT queue_counted\(/);
     const lastWrite = Math.max(...sent.map((t, i) => (WRITE.test(t) ? i : -1)));
     assert.ok(sent.indexOf(counts[0]!) > lastWrite, 'counted after the last write');
+    for (const l of await lengths(store, schema)) assert.equal(l.queue_len, l.n, l.id);
+  });
+
+  test('the counts lock only the length rows (migration 7): a device row another transaction holds does not hold them up, and a deleted device takes its length with it', async () => {
+    const { roomId, keyId } = await room();
+    // Another transaction holds carol's device row, as a push claim or a stream open does.
+    const other = new pg.Client({ connectionString: withDefaultUser(testPgUrl), options: `-c search_path=${schema}` });
+    await other.connect();
+    try {
+      await other.query('BEGIN');
+      await other.query("SELECT 1 FROM devices WHERE id = 'm-carol-1' FOR NO KEY UPDATE");
+      const late = Symbol('waited');
+      const wait = <T>(p: Promise<T>) => Promise.race([p, new Promise<typeof late>((r) => setTimeout(() => r(late), 500))]);
+      const r = await wait(store.sendMessage(send(ulid(NOW), 'alice', { room: roomId }, keyId, 'k-alice-1')));
+      assert.ok(r !== late && 'status' in r && r.status === 'queued', 'the send went through');
+      assert.notEqual(await wait(store.flushQueueCounts()), late, 'the counts did not wait for the device row');
+      await other.query('COMMIT');
+    } finally {
+      await other.end();
+    }
+    for (const l of await lengths(store, schema)) assert.equal(l.queue_len, l.n, l.id);
+    assert.deepEqual(await sqlIn(schema, "SELECT queue_len FROM queue_lengths WHERE device_id = 'm-carol-1'"), [{ queue_len: 1 }]);
+    assert.equal(await store.deleteDevice('carol', 'm-carol-1'), true);
+    assert.deepEqual(await sqlIn(schema, "SELECT queue_len FROM queue_lengths WHERE device_id = 'm-carol-1'"), []);
+  });
+
+  test('a device deleted before its sends are counted is left out of the counts, and the other devices are counted', async () => {
+    await store.close();
+    store = await PostgresStore.open(testPgUrl, { schema, max: 4, countIntervalMs: 60_000 });
+    const { roomId, keyId } = await room();
+    await store.sendMessage(send(ulid(NOW), 'alice', { room: roomId }, keyId, 'k-alice-1'));
+    assert.equal(await store.deleteDevice('carol', 'm-carol-1'), true);
+    await store.flushQueueCounts();
+    const rows = await sqlIn<{ device_id: string; queue_len: number }>(schema, 'SELECT device_id, queue_len FROM queue_lengths ORDER BY device_id');
+    assert.deepEqual(
+      rows.map((r) => r.device_id),
+      ['a-bob-2', 'b-alice-2', 'z-bob-1'],
+    );
     for (const l of await lengths(store, schema)) assert.equal(l.queue_len, l.n, l.id);
   });
 

@@ -259,7 +259,7 @@ export class PostgresStore implements Store {
       `SELECT (SELECT COUNT(*) FROM accounts WHERE deleted_at IS NULL) AS accounts,
               (SELECT COUNT(*) FROM devices) AS devices,
               (SELECT COUNT(*) FROM rooms) AS rooms,
-              (SELECT COALESCE(SUM(queue_len), 0) FROM devices) AS "queuedEnvelopes",
+              (SELECT COALESCE(SUM(queue_len), 0) FROM queue_lengths) AS "queuedEnvelopes",
               (SELECT COUNT(*) FROM devices WHERE push_endpoint IS NOT NULL) AS "pushSubscriptions"`,
     ))!;
   }

@@ -275,17 +275,18 @@ export async function purgeEnvelopes(q: Sql, now: number): Promise<number> {
   const cutoff = now - LIMITS.queueRetentionMs;
   // A queue entry's ts is its envelope's: old entries are found through envelopes_ts (migration 3).
   const old = 'SELECT id FROM envelopes WHERE ts < $1';
-  // NO KEY UPDATE: the purge need not wait for sends, which share the devices (migration 5).
-  await q.run(`SELECT 1 FROM devices WHERE id IN (SELECT device_id FROM queue WHERE envelope_id IN (${old})) ORDER BY id FOR NO KEY UPDATE`, [
-    cutoff,
-  ]);
+  // The length rows, which acks and trims lock too (migration 7), in id order as the counts take them.
+  await q.run(
+    `SELECT 1 FROM queue_lengths WHERE device_id IN (SELECT device_id FROM queue WHERE envelope_id IN (${old})) ORDER BY device_id FOR UPDATE`,
+    [cutoff],
+  );
   // Lowered by what this very DELETE removed, whatever ran before it.
   const expired = await q.all<{ device_id: string; n: number }>(
     `WITH gone AS (DELETE FROM queue WHERE envelope_id IN (${old}) RETURNING device_id)
      SELECT device_id, COUNT(*) AS n FROM gone GROUP BY device_id ORDER BY device_id`,
     [cutoff],
   );
-  for (const e of expired) await q.run('UPDATE devices SET queue_len = queue_len - $2 WHERE id = $1', [e.device_id, e.n]);
+  for (const e of expired) await q.run('UPDATE queue_lengths SET queue_len = queue_len - $2 WHERE device_id = $1', [e.device_id, e.n]);
   return q.run('DELETE FROM envelopes WHERE ts < $1 AND NOT EXISTS (SELECT 1 FROM queue WHERE queue.envelope_id = envelopes.id)', [
     now - 2 * LIMITS.clockWindowMs,
   ]);

@@ -13,6 +13,7 @@ import { CHEAPER_SEND } from './migrations/003-cheaper-send.js';
 import { SEND_FACTS } from './migrations/004-send-facts.js';
 import { UNLOCKED_QUEUES } from './migrations/005-unlocked-queues.js';
 import { COMPACT_SEND_WRITE } from './migrations/006-compact-send-write.js';
+import { QUEUE_LENGTHS } from './migrations/007-queue-lengths.js';
 
 export interface PgMigration {
   version: number;
@@ -21,4 +22,12 @@ export interface PgMigration {
 }
 
 /** In version order; a migration, once released, never changes: a later one replaces what it made. */
-export const PG_MIGRATIONS: PgMigration[] = [INITIAL_SCHEMA, SEND_AND_ACK, CHEAPER_SEND, SEND_FACTS, UNLOCKED_QUEUES, COMPACT_SEND_WRITE];
+export const PG_MIGRATIONS: PgMigration[] = [
+  INITIAL_SCHEMA,
+  SEND_AND_ACK,
+  CHEAPER_SEND,
+  SEND_FACTS,
+  UNLOCKED_QUEUES,
+  COMPACT_SEND_WRITE,
+  QUEUE_LENGTHS,
+];

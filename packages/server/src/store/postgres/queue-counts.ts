@@ -4,7 +4,9 @@
  * transaction cost a locked row update per target device and made two instances' sends to one
  * room wait for each other's commit (docs/BENCHMARKS.md, row 28). Now the sends of a short
  * interval are counted together, one row update per device, in a transaction of their own whose
- * locks last one statement.
+ * locks last one statement. The rows are those of `queue_lengths`, which no send locks (migration
+ * 7): as a column of the device rows that sends hold, the counts of two instances had cost
+ * PostgreSQL a MultiXact per row and waited for each other (docs/BENCHMARKS.md, row 33).
  *
  * queue_len is therefore a count that may lag, and only says when to look: queue_trim, which
  * drops the oldest entries past the cap, counts the queue itself, and it also runs when a device
