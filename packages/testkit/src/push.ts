@@ -32,7 +32,6 @@ export class PushService {
   readonly statusFor = new Map<string, number>();
   /** Paths whose requests are never answered (until the service closes). */
   readonly hang = new Set<string>();
-  private waiters: (() => void)[] = [];
   private constructor(
     private readonly server: Server,
     readonly port: number,
@@ -48,7 +47,6 @@ export class PushService {
       req.on('end', () => {
         const path = req.url ?? '';
         svc!.received.push({ path, headers: req.headers, body: Buffer.concat(chunks) });
-        for (const f of svc!.waiters.splice(0)) f();
         if (svc!.hang.has(path)) return;
         const status = svc!.statusFor.get(path) ?? 201;
         if (status >= 300 && status < 400) res.setHeader('location', `https://127.0.0.1:${svc!.port}/redirected`);
@@ -87,30 +85,16 @@ export class PushService {
   }
 
   /**
-   * Waits until `pred` holds, up to `timeoutMs`. A push arriving wakes the wait at once; the
-   * predicate is also polled, since it may be about something else (a log line of a push that
-   * was refused never reaches this service), so such a wait ends when it holds, not at the
-   * deadline.
+   * Waits until `pred` holds, up to `timeoutMs`, looking every 20 ms. The predicate may be about
+   * something other than a push (a log line of a push that was refused never reaches this
+   * service), so the wait ends when it holds, not at the deadline.
    */
   async waitFor(pred: () => boolean, timeoutMs = 10_000): Promise<boolean> {
     const deadline = Date.now() + timeoutMs;
     while (!pred()) {
       const left = deadline - Date.now();
       if (left <= 0) return false;
-      await new Promise<void>((r) => {
-        const wake = () => {
-          clearTimeout(t);
-          r();
-        };
-        const t = setTimeout(
-          () => {
-            this.waiters = this.waiters.filter((f) => f !== wake);
-            r();
-          },
-          Math.min(left, 20),
-        );
-        this.waiters.push(wake);
-      });
+      await new Promise((r) => setTimeout(r, Math.min(left, 20)));
     }
     return true;
   }
