@@ -36,6 +36,17 @@ async function lengths(store: PostgresStore, schema: string): Promise<{ id: stri
   );
 }
 
+/** Another instance's connection to the schema, for a transaction held open while the store works. */
+async function otherConnection(schema: string): Promise<pg.Client> {
+  const other = new pg.Client({ connectionString: withDefaultUser(testPgUrl), options: `-c search_path=${schema}` });
+  await other.connect();
+  return other;
+}
+
+/** What `wait` answers for a promise still pending after half a second: it waited for a lock. */
+const late = Symbol('waited');
+const wait = <T>(p: Promise<T>) => Promise.race([p, new Promise<typeof late>((r) => setTimeout(() => r(late), 500))]);
+
 /** The queue counts a store writes in the background (queue-counts.ts), apart from its sends. */
 const COUNTING = /queue_counted|queue_trim/;
 
@@ -278,13 +289,10 @@ describe('store: postgres, the send transaction and the ack statement', () => {
   test('the counts lock only the length rows (migration 7): a device row another transaction holds does not hold them up, and a deleted device takes its length with it', async () => {
     const { roomId, keyId } = await room();
     // Another transaction holds carol's device row, as a push claim or a stream open does.
-    const other = new pg.Client({ connectionString: withDefaultUser(testPgUrl), options: `-c search_path=${schema}` });
-    await other.connect();
+    const other = await otherConnection(schema);
     try {
       await other.query('BEGIN');
       await other.query("SELECT 1 FROM devices WHERE id = 'm-carol-1' FOR NO KEY UPDATE");
-      const late = Symbol('waited');
-      const wait = <T>(p: Promise<T>) => Promise.race([p, new Promise<typeof late>((r) => setTimeout(() => r(late), 500))]);
       const r = await wait(store.sendMessage(send(ulid(NOW), 'alice', { room: roomId }, keyId, 'k-alice-1')));
       assert.ok(r !== late && 'status' in r && r.status === 'queued', 'the send went through');
       assert.notEqual(await wait(store.flushQueueCounts()), late, 'the counts did not wait for the device row');
@@ -316,8 +324,7 @@ describe('store: postgres, the send transaction and the ack statement', () => {
   test("sends to a room do not wait for another transaction's send to the same devices; that device's deletion does", async () => {
     const { roomId, keyId } = await room();
     // Another instance's send holds the room's devices, between its facts and its commit.
-    const other = new pg.Client({ connectionString: withDefaultUser(testPgUrl), options: `-c search_path=${schema}` });
-    await other.connect();
+    const other = await otherConnection(schema);
     try {
       await other.query('BEGIN');
       await other.query(`SELECT * FROM send_facts(ARRAY[$1], ARRAY['bob'], ARRAY[NULL]::TEXT[], ARRAY[$2], ARRAY[$3], 2)`, [
@@ -325,8 +332,6 @@ describe('store: postgres, the send transaction and the ack statement', () => {
         roomId,
         keyId,
       ]);
-      const late = Symbol('waited');
-      const wait = <T>(p: Promise<T>) => Promise.race([p, new Promise<typeof late>((r) => setTimeout(() => r(late), 500))]);
       const r = await wait(store.sendMessage(send(ulid(NOW), 'alice', { room: roomId }, keyId, 'k-alice-1')));
       assert.ok(r !== late && 'status' in r && r.status === 'queued', 'the send went through');
       const deletion = store.deleteDevice('carol', 'm-carol-1');
