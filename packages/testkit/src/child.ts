@@ -8,6 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { get } from 'node:http';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { listensOn } from './port.js';
 
 /** The repository root, from packages/testkit/dist. */
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -84,6 +85,14 @@ export class ChildService {
     return this.proc.pid;
   }
 
+  /** 'running', or how the current (or last) run ended: for a test's failure message. */
+  get state(): string {
+    const proc = this.proc;
+    if (!proc) return 'never started';
+    if (this.alive) return `running (pid ${proc.pid})`;
+    return proc.signalCode !== null ? `killed by ${proc.signalCode}` : `exited with code ${proc.exitCode}`;
+  }
+
   /** Everything kept so far: stderr and, with `log`, stdout, in the order it came. */
   output(): string {
     return this.out;
@@ -129,7 +138,8 @@ export class ChildService {
         await this.exited;
         throw new Error(`${this.name} exited with ${proc.exitCode ?? proc.signalCode} at start:\n${this.tail()}`);
       }
-      if (how === 'healthz' && (await healthy(this.listenPort))) return;
+      // The answer must come from this child: another process may have taken the port first.
+      if (how === 'healthz' && (await healthy(this.listenPort)) && (await listensOn(proc.pid!, this.listenPort))) return;
       if (how === 'listening') {
         const m = /Server listening at http:\/\/127\.0\.0\.1:(\d+)/.exec(this.out.slice(from));
         if (m) {

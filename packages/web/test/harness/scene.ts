@@ -85,8 +85,11 @@ export async function openScene(options: SceneOptions = {}): Promise<Scene> {
             ...server.takeErrors().map((l) => `[server] ${l}`),
             ...server.takeWarnings().map((l) => `[server warning] ${l}`),
           ];
-          if (errors.length === 0 || !(err instanceof Error)) throw err;
-          err.message += `\n\npage errors and server errors or warnings meanwhile:\n${errors.join('\n')}`;
+          if (!(err instanceof Error)) throw err;
+          // A server killed from outside logs nothing: its state is the only trace.
+          const state = server.state();
+          if (!state.startsWith('running')) err.message += `\n\nthe server is not running: ${state}`;
+          if (errors.length > 0) err.message += `\n\npage errors and server errors or warnings meanwhile:\n${errors.join('\n')}`;
           throw err;
         }
         scene.assertNoPageErrors();

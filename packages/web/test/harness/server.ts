@@ -16,6 +16,8 @@ export interface RunningServer {
   origin: string;
   dir: string;
   dbPath: string;
+  /** 'running (pid N)', or how the process ended: a failing step says it, since a killed server logs nothing. */
+  state(): string;
   /** Everything the server wrote to stdout and stderr so far (LOG_LEVEL=warn keeps it short). */
   output(): string;
   /** Log lines at level error or above written since the last call (a 500's cause, a crash). */
@@ -41,33 +43,43 @@ export interface ServerOptions {
  * that checks how the client lives with a limit passes `defaultMessageLimit`, or any setting in `env`.
  */
 export async function startServer(o: ServerOptions = {}): Promise<RunningServer> {
-  const port = await freePort();
-  const origin = `http://127.0.0.1:${port}`;
   const dir = mkdtempSync(join(tmpdir(), 'svc-web-test-'));
   const dbPath = join(dir, 'svc.db');
-  let child: ChildService;
+  let child: ChildService | undefined;
+  let origin = '';
   try {
-    child = await startChildService({
-      args: ['--enable-source-maps', SERVICE_MAIN],
-      env: {
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        ORIGIN: origin,
-        DATABASE_URL: `sqlite:${dbPath}`,
-        ...(o.defaultMessageLimit ? {} : { LIMIT_MESSAGES_PER_MIN: '100000' }),
-        LIMIT_WRITES_PER_MIN: '100000',
-        LIMIT_REGISTER_PER_HOUR: '100000',
-        LIMIT_LOGIN_PER_10MIN: '100000',
-        LIMIT_LOGIN_PER_IP_PER_10MIN: '100000',
-        LOG_LEVEL: 'warn',
-        ...o.env,
-      },
-    });
+    // A free port can be taken by another process before the service binds it (the service then
+    // exits with EADDRINUSE): a fresh port then, a few times.
+    for (let attempt = 1; !child; attempt++) {
+      const port = await freePort();
+      origin = `http://127.0.0.1:${port}`;
+      try {
+        child = await startChildService({
+          args: ['--enable-source-maps', SERVICE_MAIN],
+          env: {
+            PORT: String(port),
+            HOST: '127.0.0.1',
+            ORIGIN: origin,
+            DATABASE_URL: `sqlite:${dbPath}`,
+            ...(o.defaultMessageLimit ? {} : { LIMIT_MESSAGES_PER_MIN: '100000' }),
+            LIMIT_WRITES_PER_MIN: '100000',
+            LIMIT_REGISTER_PER_HOUR: '100000',
+            LIMIT_LOGIN_PER_10MIN: '100000',
+            LIMIT_LOGIN_PER_IP_PER_10MIN: '100000',
+            LOG_LEVEL: 'warn',
+            ...o.env,
+          },
+        });
+      } catch (err) {
+        if (attempt >= 3 || !String(err).includes('EADDRINUSE')) throw err;
+      }
+    }
   } catch (err) {
     rmSync(dir, { recursive: true, force: true });
     throw err;
   }
-  const output = () => child.output();
+  const started = child;
+  const output = () => started.output();
   let seen = 0;
   const logged = { errors: [] as string[], warnings: [] as string[] };
   const levelOf = (l: string): number => {
@@ -95,8 +107,8 @@ export async function startServer(o: ServerOptions = {}): Promise<RunningServer>
   const takeErrors = () => take('errors');
   const takeWarnings = () => take('warnings');
   const stop = async () => {
-    await child.stop();
+    await started.stop();
     rmSync(dir, { recursive: true, force: true });
   };
-  return { origin, dir, dbPath, output, takeErrors, takeWarnings, stop };
+  return { origin, dir, dbPath, state: () => started.state, output, takeErrors, takeWarnings, stop };
 }

@@ -1,0 +1,54 @@
+/**
+ * The test harness's child service (testkit/child.ts) is ready only when its own process answers:
+ * a port another process took between freePort and the child's bind must not pass for the child.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort } from '@svc/testkit/port';
+import { ChildService } from '@svc/testkit/child';
+
+test("a child whose port another server holds fails at start with EADDRINUSE, not ready from the other server's /healthz", async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-child-ready-'));
+  const port = await freePort();
+  const stranger = createServer((_req, res) => res.end('ok'));
+  await new Promise<void>((r) => stranger.listen(port, '127.0.0.1', r));
+  const child = new ChildService({
+    env: {
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      ORIGIN: `http://127.0.0.1:${port}`,
+      DATABASE_URL: `sqlite:${join(dir, 'svc.db')}`,
+      LOG_LEVEL: 'warn',
+    },
+    timeoutMs: 15_000,
+  });
+  try {
+    await assert.rejects(child.start(), /exited with 1 at start:[\s\S]*EADDRINUSE/);
+    assert.equal(child.state, 'exited with code 1');
+  } finally {
+    await child.kill();
+    await new Promise((r) => stranger.close(r));
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a child that is ready answers from its own process, and its state says how it ended', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-child-ready-'));
+  const port = await freePort();
+  const child = new ChildService({
+    env: { PORT: String(port), ORIGIN: `http://localhost:${port}`, DATABASE_URL: `sqlite:${join(dir, 'svc.db')}`, LOG_LEVEL: 'warn' },
+  });
+  try {
+    await child.start();
+    assert.equal(child.state, `running (pid ${child.pid})`);
+    await child.kill();
+    assert.equal(child.state, 'killed by SIGKILL');
+  } finally {
+    await child.kill();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
