@@ -27,6 +27,26 @@ function nodes(plan: { 'Node Type': string; Plans?: unknown[] }): string[] {
   return [plan['Node Type'], ...(plan.Plans ?? []).flatMap((p) => nodes(p as typeof plan))];
 }
 
+/**
+ * Has auto_explain print the plan of every statement, those inside functions too, to the store's
+ * only connection as a notice, and returns the list the notices go to.
+ */
+async function explainEverything(store: PostgresStore): Promise<string[]> {
+  const c = await store.pool.connect();
+  const notices: string[] = [];
+  c.on('notice', (n) => notices.push(n.message ?? ''));
+  await c.query(
+    "LOAD 'auto_explain'; SET auto_explain.log_min_duration = 0; SET auto_explain.log_nested_statements = on; SET auto_explain.log_level = notice",
+  );
+  c.release();
+  return notices;
+}
+
+/** The plans of the statements inside the send functions: the calls themselves are written with their values. */
+function innerStatements(notices: string[]): string[] {
+  return notices.filter((m) => /Query Text:/.test(m) && !/send_facts\(|send_write\(|BEGIN|COMMIT/.test(m.split('Query Text:')[1]!.split('\n')[0]!));
+}
+
 describe('store: postgres, how its statements are planned', () => {
   let schema: string;
   let store: PostgresStore;
@@ -55,28 +75,50 @@ describe('store: postgres, how its statements are planned', () => {
     const roomId = id16();
     const keyId = id16();
     assert.ok('room' in (await store.createRoom({ id: roomId, name: 'Room', owner: 'alice', keyId, keys: [wrapped('alice')], now: NOW })));
-    // auto_explain prints the plan of every statement, those inside functions too, to this
-    // connection (the pool's only one) as a notice.
-    const c = await store.pool.connect();
-    const notices: string[] = [];
-    c.on('notice', (n) => notices.push(n.message ?? ''));
-    await c.query(
-      "LOAD 'auto_explain'; SET auto_explain.log_min_duration = 0; SET auto_explain.log_nested_statements = on; SET auto_explain.log_level = notice",
-    );
-    c.release();
+    const notices = await explainEverything(store);
     const send = (to: SendInput['to'], key: string) =>
       store.sendMessage({ id: ulid(NOW), from: 'alice', to, keyId: key, iv: iv(), ct: ct(), senderDevice: 'a-device-1', now: NOW });
     const results = await Promise.all([send({ dm: 'bob' }, 'dm'), send({ room: roomId }, keyId), send({ dm: 'bob' }, 'dm')]);
     assert.ok(results.every((r) => 'status' in r && r.status === 'queued'));
     // The functions' own statements: the calls themselves are written with their values.
-    const inner = notices.filter(
-      (m) => /Query Text:/.test(m) && !/send_facts\(|send_write\(|BEGIN|COMMIT/.test(m.split('Query Text:')[1]!.split('\n')[0]!),
-    );
+    const inner = innerStatements(notices);
     assert.ok(inner.length >= 8, `${inner.length} statements inside the functions:\n${notices.join('\n')}`);
     for (const m of inner) {
       assert.ok(!/'alice'|'bob'|'a-device-1'/.test(m), `planned for its values:\n${m}`);
       assert.ok(!/Seq Scan/.test(m), `scans a table:\n${m}`);
     }
+  });
+
+  test('a batch of DMs between contacts runs no room statement and no first-contact statement inside send_facts; a first DM runs the latter', async () => {
+    store = await PostgresStore.open(testPgUrl, { schema, max: 1 });
+    for (const n of ['alice', 'bob', 'carol']) {
+      await store.registerAccount(account(n));
+      await store.addDevice(n, `${n[0]}-device-1`, NOW);
+    }
+    const send = (from: string, to: string) =>
+      store.sendMessage({ id: ulid(NOW), from, to: { dm: to }, keyId: 'dm', iv: iv(), ct: ct(), senderDevice: `${from[0]}-device-1`, now: NOW });
+    // The first DMs make the contact rows.
+    assert.ok((await Promise.all([send('alice', 'bob'), send('carol', 'bob')])).every((r) => 'status' in r && r.status === 'queued'));
+    const notices = await explainEverything(store);
+    const roomOrFirstContact = /\brooms r\b|room_members|room_key_ids|NOT EXISTS/;
+    assert.ok(
+      (await Promise.all([send('alice', 'bob'), send('bob', 'carol'), send('bob', 'alice')])).every((r) => 'status' in r && r.status === 'queued'),
+    );
+    let inner = innerStatements(notices);
+    assert.ok(inner.length >= 4, `${inner.length} statements inside the functions:\n${notices.join('\n')}`);
+    assert.deepEqual(
+      inner.filter((m) => roomOrFirstContact.test(m)),
+      [],
+    );
+    // alice and carol have never written to each other: their first DM looks for first contacts.
+    notices.length = 0;
+    assert.ok((await Promise.all([send('alice', 'bob'), send('alice', 'carol')])).every((r) => 'status' in r && r.status === 'queued'));
+    inner = innerStatements(notices);
+    assert.equal(inner.filter((m) => /NOT EXISTS/.test(m)).length, 1, notices.join('\n'));
+    assert.deepEqual(
+      inner.filter((m) => /\brooms r\b|room_members|room_key_ids/.test(m)),
+      [],
+    );
   });
 
   test('a statement that can only scan a table is not compiled by JIT, although its cost carries the disabled-scan penalty', async () => {

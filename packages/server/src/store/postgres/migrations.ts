@@ -14,6 +14,7 @@ import { SEND_FACTS } from './migrations/004-send-facts.js';
 import { UNLOCKED_QUEUES } from './migrations/005-unlocked-queues.js';
 import { COMPACT_SEND_WRITE } from './migrations/006-compact-send-write.js';
 import { QUEUE_LENGTHS } from './migrations/007-queue-lengths.js';
+import { LEAN_SEND_FACTS } from './migrations/008-lean-send-facts.js';
 
 export interface PgMigration {
   version: number;
@@ -30,4 +31,5 @@ export const PG_MIGRATIONS: PgMigration[] = [
   UNLOCKED_QUEUES,
   COMPACT_SEND_WRITE,
   QUEUE_LENGTHS,
+  LEAN_SEND_FACTS,
 ];
