@@ -11,8 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { postgresBackend, sqliteBackend, type Backend } from './backends.js';
 import { runTag } from './fixtures.js';
 import { parseOptions, USAGE, type Options } from './options.js';
-import { freePort } from '@svc/testkit/port';
-import { SERVICE_MAIN, killAllNow, startChildService, stopAll, type ChildService, type ChildServiceOptions } from '@svc/testkit/child';
+import { SERVICE_MAIN, killAllNow, startChildOnFreePort, stopAll, type ChildService, type ChildServiceOptions } from '@svc/testkit/child';
 import { formatSummary, summarise, type ProfileSummary } from './profile-top.js';
 import { integrityNotes, markdownTable, summaryRows, type TargetRuns } from './report.js';
 import { CeilingTarget, ServiceTarget, type Target } from './targets.js';
@@ -52,9 +51,8 @@ function maxOpenFiles(): number {
 
 /** Service process number `k` (0-based) of `--instances`; only the first is profiled, so the profile is one process's. */
 async function startService(o: Options, backend: Backend, k: number): Promise<ChildService> {
-  const port = await freePort();
   const args = [...(o.profile && k === 0 ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []), SERVICE_MAIN];
-  return startChildService({
+  return startChildOnFreePort((port) => ({
     ...CHILD,
     name: o.instances > 1 ? `service #${k + 1}` : 'service',
     args,
@@ -70,17 +68,16 @@ async function startService(o: Options, backend: Backend, k: number): Promise<Ch
       LIMIT_LOGIN_PER_IP_PER_10MIN: RAISED_LIMIT,
       LOG_LEVEL: 'warn',
     },
-  });
+  }));
 }
 
 async function startCeiling(): Promise<ChildService> {
-  const port = await freePort();
-  return startChildService({
+  return startChildOnFreePort((port) => ({
     ...CHILD,
     name: 'ceiling',
     args: [join(root, 'bench/dist/ceiling.js')],
     env: { PORT: String(port), HOST: '127.0.0.1' },
-  });
+  }));
 }
 
 /** Runs `fn` for both targets in each repetition, alternating which goes first. */

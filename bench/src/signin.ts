@@ -18,8 +18,7 @@ import { performance } from 'node:perf_hooks';
 import { randomBytes } from 'node:crypto';
 import type { Browser, Page } from 'playwright-core';
 import { launchBrowser } from '@svc/testkit/browser';
-import { freePort } from '@svc/testkit/port';
-import { startChildService, stopAll, type ChildService } from '@svc/testkit/child';
+import { startChildOnFreePort, stopAll, type ChildService } from '@svc/testkit/child';
 
 const PATIENCE = 120_000;
 const USAGE = 'npm run bench:signin -- <before: checkout dir or origin> <after: checkout dir or origin> [--runs N]';
@@ -60,19 +59,22 @@ async function startTarget(label: string, where: string): Promise<Target> {
   const main = resolve(where, 'packages/server/dist/src/main.js');
   if (!existsSync(main)) throw new Error(`${label}: ${main} does not exist; build that checkout first (npm run build)`);
   const dir = mkdtempSync(join(tmpdir(), 'svc-bench-signin-'));
-  const port = await freePort();
-  const origin = `http://127.0.0.1:${port}`;
   const env = {
-    PORT: String(port),
     HOST: '127.0.0.1',
-    ORIGIN: origin,
     DATABASE_URL: `sqlite:${join(dir, 'svc.db')}`,
     LIMIT_LOGIN_PER_10MIN: '100000',
     LIMIT_LOGIN_PER_IP_PER_10MIN: '100000',
     LIMIT_REGISTER_PER_HOUR: '100000',
     LOG_LEVEL: 'warn',
   };
-  const child = await startChildService({ name: `service (${label})`, args: [main], env, log: false, graceMs: 15_000 });
+  const child = await startChildOnFreePort((port) => ({
+    name: `service (${label})`,
+    args: [main],
+    env: { ...env, PORT: String(port), ORIGIN: `http://127.0.0.1:${port}` },
+    log: false,
+    graceMs: 15_000,
+  }));
+  const origin = child.url;
   return { ...base, origin, child, dir };
 }
 

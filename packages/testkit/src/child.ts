@@ -8,7 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { get } from 'node:http';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { listensOn } from './port.js';
+import { freePort, listensOn } from './port.js';
 
 /** The repository root, from packages/testkit/dist. */
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -191,6 +191,21 @@ export async function startChildService(options: ChildServiceOptions): Promise<C
   const s = new ChildService(options);
   await s.start();
   return s;
+}
+
+/**
+ * A ChildService started on a port from freePort, with the options made for that port. A free
+ * port can be taken by another process before the child binds it; the child then exits with
+ * EADDRINUSE at start, and another port is tried, `attempts` times in all.
+ */
+export async function startChildOnFreePort(options: (port: number) => ChildServiceOptions, attempts = 3): Promise<ChildService> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startChildService(options(await freePort()));
+    } catch (err) {
+      if (attempt >= attempts || !String(err).includes('EADDRINUSE')) throw err;
+    }
+  }
 }
 
 /** Whether GET /healthz answers 200; a fresh connection each time, so no idle one stays open to the service. */

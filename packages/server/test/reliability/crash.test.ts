@@ -20,8 +20,7 @@ import { join } from 'node:path';
 import { Client, ORIGIN, Stream, TEST_RATES, addDevice, ct, id16, iv, nick, signup, ulid, wk, type TestServer } from '@svc/testkit/harness';
 import { Ledger, Reader, Sender, drain, printRow, tally } from './delivery-ledger.js';
 import { dropSchema, freshSchema, sqlIn, testPgUrl } from '@svc/testkit/postgres';
-import { freePort } from '@svc/testkit/port';
-import { ChildService } from '@svc/testkit/child';
+import { startChildOnFreePort } from '@svc/testkit/child';
 
 /** SIGKILLs per store: CRASH_KILLS (`npm run soak:crash` sets 20); a few for `npm test`. */
 const KILLS = Number(process.env.CRASH_KILLS || 5);
@@ -40,9 +39,10 @@ async function account(server: TestServer, devices: number): Promise<Account> {
 }
 
 async function crashRun(store: string, env: Record<string, string>): Promise<void> {
-  const port = await freePort();
-  const proc = new ChildService({ env: { ...TEST_RATES, PORT: String(port), HOST: '127.0.0.1', ORIGIN, LOG_LEVEL: 'warn', ...env }, log: false });
-  await proc.start();
+  const proc = await startChildOnFreePort((port) => ({
+    env: { ...TEST_RATES, PORT: String(port), HOST: '127.0.0.1', ORIGIN, LOG_LEVEL: 'warn', ...env },
+    log: false,
+  }));
   const server = { url: proc.url } as TestServer;
   const ledger = new Ledger();
   const readers: Reader[] = [];

@@ -12,8 +12,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client, ORIGIN, Stream, TEST_RATES, addDevice, ct, id16, iv, nick, signup, ulid, wk, type TestServer } from '@svc/testkit/harness';
-import { freePort } from '@svc/testkit/port';
-import { ChildService } from '@svc/testkit/child';
+import { startChildOnFreePort, type ChildService } from '@svc/testkit/child';
 import { Ledger, Reader, Sender, drain, printRow, tally } from './delivery-ledger.js';
 import { PostgresChild } from './postgres-child.js';
 import { RedisChild } from './redis-child.js';
@@ -47,11 +46,8 @@ describe('PostgreSQL and Redis restarting under load (two instances, private ser
     await pg.start();
     await redis.start();
     for (let i = 0; i < 2; i++) {
-      const port = String(await freePort());
-      const env = { ...TEST_RATES, PORT: port, HOST: '127.0.0.1', ORIGIN, LOG_LEVEL: 'warn', DATABASE_URL: pg.url, REDIS_URL: redis.url };
-      const proc = new ChildService({ env, log: false });
-      await proc.start();
-      instances.push(proc);
+      const env = { ...TEST_RATES, HOST: '127.0.0.1', ORIGIN, LOG_LEVEL: 'warn', DATABASE_URL: pg.url, REDIS_URL: redis.url };
+      instances.push(await startChildOnFreePort((port) => ({ env: { ...env, PORT: String(port) }, log: false })));
     }
   });
   after(async () => {

@@ -1,6 +1,7 @@
 /**
  * The test harness's child service (testkit/child.ts) is ready only when its own process answers:
- * a port another process took between freePort and the child's bind must not pass for the child.
+ * a port another process took between freePort and the child's bind must not pass for the child,
+ * and startChildOnFreePort then tries another port.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -9,7 +10,7 @@ import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '@svc/testkit/port';
-import { ChildService } from '@svc/testkit/child';
+import { ChildService, startChildOnFreePort } from '@svc/testkit/child';
 
 test("a child whose port another server holds fails at start with EADDRINUSE, not ready from the other server's /healthz", async () => {
   const dir = mkdtempSync(join(tmpdir(), 'svc-child-ready-'));
@@ -49,6 +50,40 @@ test('a child that is ready answers from its own process, and its state says how
     assert.equal(child.state, 'killed by SIGKILL');
   } finally {
     await child.kill();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('startChildOnFreePort takes another free port when the first one was taken before the child could bind it', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-child-ready-'));
+  const taken = await freePort();
+  const stranger = createServer((_req, res) => res.end('ok'));
+  await new Promise<void>((r) => stranger.listen(taken, '127.0.0.1', r));
+  const asked: number[] = [];
+  let child: ChildService | undefined;
+  try {
+    child = await startChildOnFreePort((port) => {
+      // The first attempt gets the port the stranger holds, as if it had taken it meanwhile.
+      const p = asked.length === 0 ? taken : port;
+      asked.push(p);
+      return {
+        env: {
+          PORT: String(p),
+          HOST: '127.0.0.1',
+          ORIGIN: `http://127.0.0.1:${p}`,
+          DATABASE_URL: `sqlite:${join(dir, 'svc.db')}`,
+          LOG_LEVEL: 'warn',
+        },
+      };
+    });
+    assert.equal(asked.length, 2);
+    assert.equal(asked[0], taken);
+    assert.equal(child.port, asked[1]);
+    assert.notEqual(child.port, taken);
+    assert.equal(child.state, `running (pid ${child.pid})`);
+  } finally {
+    await child?.kill();
+    await new Promise((r) => stranger.close(r));
     rmSync(dir, { recursive: true, force: true });
   }
 });

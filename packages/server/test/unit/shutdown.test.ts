@@ -5,18 +5,16 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { freePort } from '@svc/testkit/port';
 import { Client, Stream, registerBody, type TestServer } from '@svc/testkit/harness';
-import { startChildService } from '@svc/testkit/child';
+import { startChildOnFreePort } from '@svc/testkit/child';
 
 test('SIGTERM closes open streams, lets the process exit 0, and keeps what was committed', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'svc-stop-'));
-  const port = await freePort();
-  const origin = `http://localhost:${port}`;
-  const child = await startChildService({
-    env: { PORT: String(port), ORIGIN: origin, DATABASE_URL: `sqlite:${join(dir, 'svc.db')}`, LOG_LEVEL: 'warn' },
+  const child = await startChildOnFreePort((port) => ({
+    env: { PORT: String(port), ORIGIN: `http://localhost:${port}`, DATABASE_URL: `sqlite:${join(dir, 'svc.db')}`, LOG_LEVEL: 'warn' },
     log: false,
-  });
+  }));
+  const origin = `http://localhost:${child.port}`;
   try {
     const fake = { url: child.url } as TestServer;
     const c = new Client(fake);

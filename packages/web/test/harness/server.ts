@@ -6,8 +6,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { REPO_ROOT, SERVICE_MAIN, startChildService, type ChildService } from '@svc/testkit/child';
-import { freePort } from '@svc/testkit/port';
+import { REPO_ROOT, SERVICE_MAIN, startChildOnFreePort, type ChildService } from '@svc/testkit/child';
 
 /** The repository root. */
 export const repoRoot = REPO_ROOT;
@@ -45,40 +44,31 @@ export interface ServerOptions {
 export async function startServer(o: ServerOptions = {}): Promise<RunningServer> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-web-test-'));
   const dbPath = join(dir, 'svc.db');
-  let child: ChildService | undefined;
-  let origin = '';
+  let started: ChildService;
   try {
-    // A free port can be taken by another process before the service binds it (the service then
-    // exits with EADDRINUSE): a fresh port then, a few times.
-    for (let attempt = 1; !child; attempt++) {
-      const port = await freePort();
-      origin = `http://127.0.0.1:${port}`;
-      try {
-        child = await startChildService({
-          args: ['--enable-source-maps', SERVICE_MAIN],
-          env: {
-            PORT: String(port),
-            HOST: '127.0.0.1',
-            ORIGIN: origin,
-            DATABASE_URL: `sqlite:${dbPath}`,
-            ...(o.defaultMessageLimit ? {} : { LIMIT_MESSAGES_PER_MIN: '100000' }),
-            LIMIT_WRITES_PER_MIN: '100000',
-            LIMIT_REGISTER_PER_HOUR: '100000',
-            LIMIT_LOGIN_PER_10MIN: '100000',
-            LIMIT_LOGIN_PER_IP_PER_10MIN: '100000',
-            LOG_LEVEL: 'warn',
-            ...o.env,
-          },
-        });
-      } catch (err) {
-        if (attempt >= 3 || !String(err).includes('EADDRINUSE')) throw err;
-      }
-    }
+    started = await startChildOnFreePort((port) => {
+      return {
+        args: ['--enable-source-maps', SERVICE_MAIN],
+        env: {
+          PORT: String(port),
+          HOST: '127.0.0.1',
+          ORIGIN: `http://127.0.0.1:${port}`,
+          DATABASE_URL: `sqlite:${dbPath}`,
+          ...(o.defaultMessageLimit ? {} : { LIMIT_MESSAGES_PER_MIN: '100000' }),
+          LIMIT_WRITES_PER_MIN: '100000',
+          LIMIT_REGISTER_PER_HOUR: '100000',
+          LIMIT_LOGIN_PER_10MIN: '100000',
+          LIMIT_LOGIN_PER_IP_PER_10MIN: '100000',
+          LOG_LEVEL: 'warn',
+          ...o.env,
+        },
+      };
+    });
   } catch (err) {
     rmSync(dir, { recursive: true, force: true });
     throw err;
   }
-  const started = child;
+  const origin = started.url;
   const output = () => started.output();
   let seen = 0;
   const logged = { errors: [] as string[], warnings: [] as string[] };
