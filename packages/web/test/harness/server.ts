@@ -46,24 +46,22 @@ export async function startServer(o: ServerOptions = {}): Promise<RunningServer>
   const dbPath = join(dir, 'svc.db');
   let started: ChildService;
   try {
-    started = await startChildOnFreePort((port) => {
-      return {
-        args: ['--enable-source-maps', SERVICE_MAIN],
-        env: {
-          PORT: String(port),
-          HOST: '127.0.0.1',
-          ORIGIN: `http://127.0.0.1:${port}`,
-          DATABASE_URL: `sqlite:${dbPath}`,
-          ...(o.defaultMessageLimit ? {} : { LIMIT_MESSAGES_PER_MIN: '100000' }),
-          LIMIT_WRITES_PER_MIN: '100000',
-          LIMIT_REGISTER_PER_HOUR: '100000',
-          LIMIT_LOGIN_PER_10MIN: '100000',
-          LIMIT_LOGIN_PER_IP_PER_10MIN: '100000',
-          LOG_LEVEL: 'warn',
-          ...o.env,
-        },
-      };
-    });
+    started = await startChildOnFreePort((port) => ({
+      args: ['--enable-source-maps', SERVICE_MAIN],
+      env: {
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        ORIGIN: `http://127.0.0.1:${port}`,
+        DATABASE_URL: `sqlite:${dbPath}`,
+        ...(o.defaultMessageLimit ? {} : { LIMIT_MESSAGES_PER_MIN: '100000' }),
+        LIMIT_WRITES_PER_MIN: '100000',
+        LIMIT_REGISTER_PER_HOUR: '100000',
+        LIMIT_LOGIN_PER_10MIN: '100000',
+        LIMIT_LOGIN_PER_IP_PER_10MIN: '100000',
+        LOG_LEVEL: 'warn',
+        ...o.env,
+      },
+    }));
   } catch (err) {
     rmSync(dir, { recursive: true, force: true });
     throw err;
