@@ -6,7 +6,6 @@
  */
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { ApiError, LIMITS } from '@svc/protocol';
-import { createECDH } from 'node:crypto';
 import type { DestinationStream } from 'pino';
 import type { Config } from './config.js';
 import type { Deps, Secrets } from './domain/deps.js';
@@ -16,6 +15,7 @@ import { LocalStreams } from './bus/streams.js';
 import { openCoordination, openStore } from './backends.js';
 import type { Pusher } from './push/types.js';
 import { WebPusher } from './push/web-push.js';
+import { fullLengthVapidPrivateKey, newVapidKeys, type VapidKeys } from './push/vapid-keys.js';
 import type { Resolver } from './push/connection.js';
 import { checkOrigin } from './http/origin.js';
 import { frameworkError, sendError } from './http/errors.js';
@@ -23,7 +23,6 @@ import { clientErrorHandler } from './http/client-error.js';
 import { SECURITY_HEADERS } from './http/headers.js';
 import { registerStatic } from './http/static.js';
 import { registerRoutes } from './routes/index.js';
-import { encodeB64url } from '@svc/protocol';
 import { randomSecret } from './crypto.js';
 import { registerMetrics } from './ops/metrics.js';
 import { errorForLog } from './log-error.js';
@@ -66,23 +65,15 @@ export interface App {
 const PURGE_EVERY_MS = 10 * 60 * 1000;
 const SHUTDOWN_GRACE_MS = 2_000;
 
-function newVapidKeys(): { publicKey: string; privateKey: string } {
-  const ecdh = createECDH('prime256v1');
-  ecdh.generateKeys();
-  return { publicKey: encodeB64url(ecdh.getPublicKey()), privateKey: encodeB64url(ecdh.getPrivateKey()) };
-}
-
 /** Secrets every instance must share live in the store; the first start creates them. */
 async function loadSecrets(config: Config, store: Store): Promise<Secrets> {
   const server = await store.getOrCreateMeta('server_secret', () => randomSecret(32));
   if (config.vapid.publicKey && config.vapid.privateKey) {
-    return { server, vapidPublicKey: config.vapid.publicKey, vapidPrivateKey: config.vapid.privateKey };
+    return { server, vapidPublicKey: config.vapid.publicKey, vapidPrivateKey: fullLengthVapidPrivateKey(config.vapid.privateKey) };
   }
-  const vapid = JSON.parse(await store.getOrCreateMeta('vapid_keys', () => JSON.stringify(newVapidKeys()))) as {
-    publicKey: string;
-    privateKey: string;
-  };
-  return { server, vapidPublicKey: vapid.publicKey, vapidPrivateKey: vapid.privateKey };
+  const vapid = JSON.parse(await store.getOrCreateMeta('vapid_keys', () => JSON.stringify(newVapidKeys()))) as VapidKeys;
+  // A key kept by an older build may lack its leading zero bytes (push/vapid-keys.ts).
+  return { server, vapidPublicKey: vapid.publicKey, vapidPrivateKey: fullLengthVapidPrivateKey(vapid.privateKey) };
 }
 
 export async function createApp(config: Config, opts: AppOptions = {}): Promise<App> {

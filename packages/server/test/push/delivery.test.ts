@@ -5,10 +5,16 @@
  */
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { Stream, addDevice, dmBody, id16, iv, ct, signup, startServer, ulid, type Client, type TestServer } from '@svc/testkit/harness';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { encodeB64url } from '@svc/protocol';
+import { Client, Stream, addDevice, dmBody, id16, iv, ct, signup, startServer, ulid, type TestServer } from '@svc/testkit/harness';
 import { PushService, decryptPayload, verifyVapid, type Subscription } from '@svc/testkit/push';
 import { NON_PUBLIC_LITERAL_HOSTS } from './non-public-hosts.js';
 import type { WebPusher } from '../../src/push/web-push.js';
+import { SqliteStore } from '../../src/store/sqlite/index.js';
+import { shortScalarPair } from './short-vapid-key.js';
 
 let server: TestServer;
 let push: PushService;
@@ -18,7 +24,7 @@ let n = 0;
 before(async () => {
   push = await PushService.start();
   server = await startServer({ PUSH_ALLOW_PRIVATE_TARGETS: '1' });
-  vapidKey = (await new (await import('@svc/testkit/harness')).Client(server).get('/api/config')).json.vapidPublicKey;
+  vapidKey = (await new Client(server).get('/api/config')).json.vapidPublicKey;
 });
 after(async () => {
   await server.close();
@@ -117,6 +123,32 @@ describe('push delivery', () => {
     const rec = push.forPath(p.path)[0]!;
     assert.deepEqual(decryptPayload(rec, p.sub), { title: '#Garden club', body: 'New message', chat: `room:${roomId}` });
     assert.ok(!rec.body.includes(Buffer.from(secret)), 'ciphertext of the message is not carried');
+  });
+
+  test('a VAPID private key kept without its leading zero byte (as older builds stored about one key in 200) still signs every push', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-vapid-'));
+    const store = SqliteStore.open(join(dir, 'svc.db'));
+    const short = shortScalarPair();
+    const kept = { publicKey: encodeB64url(short.publicKey), privateKey: encodeB64url(short.privateKey) };
+    await store.getOrCreateMeta('vapid_keys', () => JSON.stringify(kept));
+    const other = await startServer({ PUSH_ALLOW_PRIVATE_TARGETS: '1' }, { store });
+    try {
+      assert.equal((await new Client(other).get('/api/config')).json.vapidPublicKey, kept.publicKey, 'the kept public key is served');
+      const path = `/sub/${++n}`;
+      const sender = await signup(other);
+      const sDev = await addDevice(sender);
+      const recipient = await signup(other);
+      const rDev = await addDevice(recipient);
+      await subscribe(recipient, rDev, push.subscription(path));
+      assert.equal((await sender.post('/api/messages', dmBody(recipient.nick), { device: sDev })).status, 202);
+      if (!(await push.waitFor(() => push.forPath(path).length === 1, 5_000))) {
+        assert.fail(`no push; push log: ${JSON.stringify(other.logs.filter((l) => /push/i.test(String(l.msg))))}`);
+      }
+      assert.equal(verifyVapid(push.forPath(path)[0]!, kept.publicKey).sub, 'mailto:admin@localhost');
+    } finally {
+      await other.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test('exactly one push until reset: a second message sends none, PUT …/push resets, opening the stream resets', async () => {
