@@ -76,11 +76,18 @@ export class WebPusher implements Pusher {
     const { target } = job;
     try {
       const webpush = await webPush();
-      const details = webpush.generateRequestDetails({ endpoint: target.endpoint, keys: { p256dh: target.p256dh, auth: target.auth } }, job.body, {
-        vapidDetails: this.o.vapid,
-        TTL: LIMITS.pushTtlSeconds,
-        contentEncoding: 'aes128gcm',
-      });
+      let details: ReturnType<WebPushLibrary['generateRequestDetails']>;
+      try {
+        details = webpush.generateRequestDetails({ endpoint: target.endpoint, keys: { p256dh: target.p256dh, auth: target.auth } }, job.body, {
+          vapidDetails: this.o.vapid,
+          TTL: LIMITS.pushTtlSeconds,
+          contentEncoding: 'aes128gcm',
+        });
+      } catch {
+        // The library's own checks of the VAPID keys and the subscription's keys. Their messages
+        // may quote the endpoint, so the log names the step, not the message.
+        throw new PushRefused('request not built (VAPID or subscription keys)');
+      }
       const status = await sendPushRequest(
         { endpoint: details.endpoint, method: details.method, headers: details.headers, body: details.body ?? null },
         { resolve: this.o.resolve ?? systemResolver, allowPrivate: this.o.allowPrivate, timeoutMs: this.o.timeoutMs ?? 10_000 },

@@ -15,6 +15,7 @@ import { NON_PUBLIC_LITERAL_HOSTS } from './non-public-hosts.js';
 import type { WebPusher } from '../../src/push/web-push.js';
 import { SqliteStore } from '../../src/store/sqlite/index.js';
 import { shortScalarPair } from './short-vapid-key.js';
+import { newVapidKeys } from '../../src/push/vapid-keys.js';
 
 let server: TestServer;
 let push: PushService;
@@ -148,6 +149,35 @@ describe('push delivery', () => {
     } finally {
       await other.close();
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('a push whose request cannot be built (a VAPID private key of 33 bytes) is logged as such, naming no endpoint, nick or room', async () => {
+    const keys = newVapidKeys();
+    const other = await startServer({
+      PUSH_ALLOW_PRIVATE_TARGETS: '1',
+      VAPID_PUBLIC_KEY: keys.publicKey,
+      VAPID_PRIVATE_KEY: encodeB64url(new Uint8Array(33).fill(7)),
+    });
+    try {
+      const path = `/sub/${++n}`;
+      const sender = await signup(other);
+      const sDev = await addDevice(sender);
+      const recipient = await signup(other);
+      const rDev = await addDevice(recipient);
+      await subscribe(recipient, rDev, push.subscription(path));
+      assert.equal((await sender.post('/api/messages', dmBody(recipient.nick), { device: sDev })).status, 202);
+      assert.ok(await push.waitFor(() => other.logs.some((l) => l.msg === 'push failed'), 5_000), 'the failure is logged');
+      const failed = other.logs.filter((l) => l.msg === 'push failed');
+      assert.deepEqual(
+        failed.map((l) => l.reason),
+        ['request not built (VAPID or subscription keys)'],
+      );
+      const line = JSON.stringify(failed[0]);
+      for (const secret of [path, `${push.port}`, sender.nick, recipient.nick]) assert.ok(!line.includes(secret), `${secret} in ${line}`);
+      assert.equal(push.forPath(path).length, 0);
+    } finally {
+      await other.close();
     }
   });
 
