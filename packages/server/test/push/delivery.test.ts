@@ -36,9 +36,9 @@ after(async () => {
  * Waits for the push service to have received `n` pushes for `path`; when they do not come, the
  * failure shows what the service logged about pushes, so a run that fails says why.
  */
-async function arrived(path: string, n: number, what = `${n} push(es) for the path`): Promise<void> {
+async function arrived(path: string, n: number, what = `${n} push(es) for the path`, on = server): Promise<void> {
   if (await push.waitFor(() => push.forPath(path).length === n, 5_000)) return;
-  const pushLog = server.logs.filter((l) => /push/i.test(String(l.msg)));
+  const pushLog = on.logs.filter((l) => /push/i.test(String(l.msg)));
   assert.fail(`${what}: got ${push.forPath(path).length}; push log: ${JSON.stringify(pushLog.slice(-5))}`);
 }
 
@@ -54,12 +54,12 @@ async function subscribe(c: Client, device: string, sub: Subscription): Promise<
   assert.equal(r.status, 204, r.text);
 }
 
-/** A recipient with one subscribed offline device, and a sender with a device. */
-async function pair() {
+/** A recipient with one subscribed offline device, and a sender with a device, on `on`. */
+async function pair(on = server) {
   const path = `/sub/${++n}`;
-  const sender = await signup(server);
+  const sender = await signup(on);
   const sDev = await addDevice(sender);
-  const recipient = await signup(server);
+  const recipient = await signup(on);
   const rDev = await addDevice(recipient);
   const sub = push.subscription(path);
   await subscribe(recipient, rDev, sub);
@@ -135,17 +135,10 @@ describe('push delivery', () => {
     const other = await startServer({ PUSH_ALLOW_PRIVATE_TARGETS: '1' }, { store });
     try {
       assert.equal((await new Client(other).get('/api/config')).json.vapidPublicKey, kept.publicKey, 'the kept public key is served');
-      const path = `/sub/${++n}`;
-      const sender = await signup(other);
-      const sDev = await addDevice(sender);
-      const recipient = await signup(other);
-      const rDev = await addDevice(recipient);
-      await subscribe(recipient, rDev, push.subscription(path));
-      assert.equal((await sender.post('/api/messages', dmBody(recipient.nick), { device: sDev })).status, 202);
-      if (!(await push.waitFor(() => push.forPath(path).length === 1, 5_000))) {
-        assert.fail(`no push; push log: ${JSON.stringify(other.logs.filter((l) => /push/i.test(String(l.msg))))}`);
-      }
-      assert.equal(verifyVapid(push.forPath(path)[0]!, kept.publicKey).sub, 'mailto:admin@localhost');
+      const p = await pair(other);
+      assert.equal((await p.sender.post('/api/messages', dmBody(p.recipient.nick), { device: p.sDev })).status, 202);
+      await arrived(p.path, 1, 'a push signed with the kept key', other);
+      assert.equal(verifyVapid(push.forPath(p.path)[0]!, kept.publicKey).sub, 'mailto:admin@localhost');
     } finally {
       await other.close();
       rmSync(dir, { recursive: true, force: true });
@@ -160,12 +153,7 @@ describe('push delivery', () => {
       VAPID_PRIVATE_KEY: encodeB64url(new Uint8Array(33).fill(7)),
     });
     try {
-      const path = `/sub/${++n}`;
-      const sender = await signup(other);
-      const sDev = await addDevice(sender);
-      const recipient = await signup(other);
-      const rDev = await addDevice(recipient);
-      await subscribe(recipient, rDev, push.subscription(path));
+      const { path, sender, sDev, recipient } = await pair(other);
       assert.equal((await sender.post('/api/messages', dmBody(recipient.nick), { device: sDev })).status, 202);
       assert.ok(await push.waitFor(() => other.logs.some((l) => l.msg === 'push failed'), 5_000), 'the failure is logged');
       const failed = other.logs.filter((l) => l.msg === 'push failed');
