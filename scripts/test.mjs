@@ -71,7 +71,9 @@ function runOne(run, index) {
             .filter(Boolean)
             .reduce((n, line) => n + Number(line), 0)
         : 0;
-      resolve({ run, ok: code === 0, tests, passed, asserts, seconds });
+      // The runner's own list of failures, with their messages, for the end of the log.
+      const failing = text.includes('\n✖ failing tests:') ? text.slice(text.lastIndexOf('\n✖ failing tests:') + 1) : '';
+      resolve({ run, ok: code === 0, tests, passed, asserts, seconds, failing });
     });
   });
 }
@@ -87,6 +89,18 @@ await Promise.all(
   }),
 );
 
+// A CI log is often read from its end: what failed, and why, comes right before the summary
+// (each failure's message without its stack, up to 40 lines a run; the whole report is in the
+// run's output above).
+for (const r of results.filter((x) => !x.ok && x.failing)) {
+  const lines = r.failing
+    .trimEnd()
+    .split('\n')
+    .filter((l) => !/^\s+at /.test(l));
+  console.log(
+    `\n=== failures of ${r.run.name} ===\n${lines.slice(0, 40).join('\n')}${lines.length > 40 ? `\n… ${lines.length - 40} more lines above` : ''}`,
+  );
+}
 console.log('\n=== summary ===');
 for (const r of results) {
   console.log(`${r.ok ? 'ok  ' : 'FAIL'} ${r.run.name}: ${r.passed}/${r.tests} tests passed, ${r.asserts} assertions, ${r.seconds} s`);
