@@ -2,7 +2,8 @@
  * `npm run bench:store-send`: the PostgreSQL store's send path alone, without HTTP or Redis, so
  * that what PostgreSQL spends per send can be read apart from the rest (docs/POSTGRES.md, "What a
  * send costs inside PostgreSQL"). Concurrent DM senders, each to its own recipient with two
- * devices, call `PostgresStore.sendMessage` as the service's requests do; the run prints sends per
+ * devices, call `PostgresStore.sendMessage` as the service's requests do (each send carrying its
+ * session, as a request of a session the instance remembers does); the run prints sends per
  * second and the CPU per send of the PostgreSQL server (postmaster and children, from /proc) and
  * of this process. Point BENCH_DATABASE_URL at a private cluster with pg_stat_statements to list
  * the statements as well.
@@ -56,6 +57,9 @@ await withBenchStore<SendStore>(checkoutOf(process.argv[5]), async (store) => {
           ct: randomBytes(272).toString('base64url'),
           senderDevice: `sender-${i}`,
           now: Date.now(),
+          // As the service sends for a session it remembers: the send reads the session and the
+          // sender's device with its facts (SendInput.session).
+          session: `session-s${i}`,
         });
         if (r.status !== 'queued') throw new Error(`send refused: ${JSON.stringify(r)}`);
       }

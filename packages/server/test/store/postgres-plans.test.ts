@@ -121,6 +121,34 @@ describe('store: postgres, how its statements are planned', () => {
     );
   });
 
+  test('a batch of sends that carry their sessions reads them inside send_facts, on a plan kept from one batch to the next', async () => {
+    store = await PostgresStore.open(testPgUrl, { schema, max: 1 });
+    for (const n of ['alice', 'bob']) {
+      await store.registerAccount(account(n));
+      await store.createSession({ id: `${n}-session`, nick: n, now: NOW });
+      await store.addDevice(n, `${n[0]}-device-1`, NOW);
+    }
+    const send = (from: string, to: string) =>
+      store.sendMessage({
+        id: ulid(NOW),
+        from,
+        to: { dm: to },
+        keyId: 'dm',
+        iv: iv(),
+        ct: ct(),
+        senderDevice: `${from[0]}-device-1`,
+        now: NOW,
+        session: `${from}-session`,
+      });
+    const notices = await explainEverything(store);
+    assert.ok((await Promise.all([send('alice', 'bob'), send('bob', 'alice')])).every((r) => 'status' in r && r.status === 'queued'));
+    const readsSessions = notices.filter((m) => / on sessions\b/.test(m));
+    // A statement of the script itself would be planned for the values written into it.
+    assert.equal(readsSessions.length, 1, notices.join('\n'));
+    assert.deepEqual(innerStatements(readsSessions), readsSessions);
+    assert.ok(!/alice|bob/.test(readsSessions[0]!), `planned for its values:\n${readsSessions[0]}`);
+  });
+
   test('a statement that can only scan a table is not compiled by JIT, although its cost carries the disabled-scan penalty', async () => {
     store = await PostgresStore.open(testPgUrl, { schema, max: 2 });
     const plan = (await store.pool.query('EXPLAIN (FORMAT JSON) SELECT COUNT(*) FROM devices WHERE push_endpoint IS NOT NULL')).rows[0][

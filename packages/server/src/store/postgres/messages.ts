@@ -24,9 +24,9 @@ import type { Sql } from './db.js';
 import { LOCK } from './locks.js';
 import { bigintArray, intArray, intLiteral, textArray } from './literals.js';
 
-/** One fact of `send_facts` (migrations 4 and 5); its columns mean what f_kind says there. */
+/** One fact of `send_facts` (migrations 4, 5, 8 and 9); its columns mean what f_kind says there. */
 interface FactRow {
-  f_kind: 'room' | 'live' | 'members' | 'key' | 'prior' | 'contact' | 'count' | 'devices';
+  f_kind: 'room' | 'live' | 'members' | 'key' | 'prior' | 'contact' | 'count' | 'devices' | 'caller';
   f_a: string;
   f_b: string | null;
   f_n: number | null;
@@ -46,6 +46,8 @@ class BatchFacts {
   readonly contactCounts = new Map<string, number>();
   /** Per account, its devices in creation order. */
   readonly devices = new Map<string, CandidateDevice[]>();
+  /** Per 1-based position in the batch, the session and device read for a send that carries its session. */
+  readonly callers = new Map<number, CallerFacts>();
   private readonly roomDevices = new Map<string, MemberDevice[]>();
 
   constructor(rows: FactRow[]) {
@@ -79,6 +81,9 @@ class BatchFacts {
             if (!list) this.devices.set(nick, (list = []));
             list.push({ deviceId, nick, seq, pushable });
           }
+          break;
+        case 'caller':
+          this.callers.set(r.f_n!, { sessionNick: r.f_a, deviceOwner: r.f_b });
           break;
       }
     }
@@ -163,19 +168,22 @@ export type SendOutcome = { result: SendResult } | { refused: unknown };
  */
 export async function sendMessages(q: Sql, pending: PendingSend[]): Promise<{ outcomes: SendOutcome[]; added: Added }> {
   const ms = pending.map((p) => p.send);
-  // Sends that carry their session (SendInput.session) have it and their device's owner read in
-  // the same round trip, as the per-request lookup (lookups.ts) would have read them.
-  const confirming = ms.filter((m) => m.session !== undefined);
-  const [, rows, callerRows] = await q.script(
-    `BEGIN; SELECT * FROM send_facts(${textArray(ms.map((m) => m.id))}, ${textArray(ms.map((m) => m.from))}, ${textArray(
-      ms.map((m) => ('dm' in m.to ? m.to.dm : null)),
-    )}, ${textArray(ms.map((m) => ('room' in m.to ? m.to.room : null)))}, ${textArray(ms.map((m) => m.keyId))}, ${intLiteral(LOCK.contacts)})${
-      confirming.length > 0 ? `; ${callerLookup(confirming)}` : ''
-    }`,
-  );
+  // Sends that carry their session (SendInput.session) have it and their device's owner read by
+  // `send_facts` too (migration 9), as the per-request lookup (lookups.ts) would have read them.
+  const confirming = ms.some((m) => m.session !== undefined);
+  const args = [
+    textArray(ms.map((m) => m.id)),
+    textArray(ms.map((m) => m.from)),
+    textArray(ms.map((m) => ('dm' in m.to ? m.to.dm : null))),
+    textArray(ms.map((m) => ('room' in m.to ? m.to.room : null))),
+    textArray(ms.map((m) => m.keyId)),
+    intLiteral(LOCK.contacts),
+  ];
+  if (confirming) args.push(textArray(ms.map((m) => m.session ?? null)), textArray(ms.map((m) => m.senderDevice)));
+  const [, rows] = await q.script(`BEGIN; SELECT * FROM send_facts(${args.join(', ')})`);
   const facts = new BatchFacts(rows as FactRow[]);
   const callers = new Map<SendInput, CallerFacts>();
-  (callerRows as CallerFacts[] | undefined)?.forEach((r, i) => callers.set(confirming[i]!, r));
+  for (const [i, r] of facts.callers) callers.set(ms[i - 1]!, r);
   const w = new BatchWrites();
   const contactFacts: ContactFacts = {
     has: (nick, peer) => facts.contacts.has(`${nick} ${peer}`),
@@ -237,19 +245,6 @@ export async function sendMessages(q: Sql, pending: PendingSend[]): Promise<{ ou
 
   await q.script(writeSends(w));
   return { outcomes: results, added: w.added };
-}
-
-/**
- * The sessions and devices of sends that carry their session, one row per send in their order.
- * A session row is matched on its id alone: the caller's checks compare its nick with the send's
- * sender. The sessions' idle expiry is the caller's to judge, as with the per-request lookup.
- */
-function callerLookup(ms: SendInput[]): string {
-  return `SELECT s.nick AS "sessionNick", d.nick AS "deviceOwner"
-            FROM unnest(${textArray(ms.map((m) => m.session!))}, ${textArray(ms.map((m) => m.senderDevice))}) WITH ORDINALITY AS t(sid, did, i)
-            LEFT JOIN sessions s ON s.id = t.sid
-            LEFT JOIN devices d ON d.id = t.did
-           ORDER BY t.i`;
 }
 
 /** Drops acknowledged entries from a device queue in one statement (`ack_envelopes`, migrations 2 and 5); run it in autocommit. */

@@ -15,6 +15,7 @@ import { UNLOCKED_QUEUES } from './migrations/005-unlocked-queues.js';
 import { COMPACT_SEND_WRITE } from './migrations/006-compact-send-write.js';
 import { QUEUE_LENGTHS } from './migrations/007-queue-lengths.js';
 import { LEAN_SEND_FACTS } from './migrations/008-lean-send-facts.js';
+import { SEND_FACTS_CALLER } from './migrations/009-send-facts-caller.js';
 
 export interface PgMigration {
   version: number;
@@ -32,4 +33,5 @@ export const PG_MIGRATIONS: PgMigration[] = [
   COMPACT_SEND_WRITE,
   QUEUE_LENGTHS,
   LEAN_SEND_FACTS,
+  SEND_FACTS_CALLER,
 ];
