@@ -191,7 +191,9 @@ describe('raw input over sockets (sqlite)', () => {
     const slow = Array.from({ length: 20 }, () => rawExchange(port, ['GET /api/config HTTP/1.1\r\n', { pause: 5000 }], { deadlineMs: 6000 }));
     const r = await fetch(`${server.url}/api/config`);
     assert.equal(r.status, 200);
-    for (const x of await Promise.all(slow)) assert.ok(x.closedByServer && x.elapsedMs < TIMEOUTS.headersMs + 1200, `cut after ${x.elapsedMs} ms`);
+    // Twenty connections cut in one check of the server: the tests above hold a single one to the
+    // header time's bound; here any cut well before the clients' own 5 s pause ends shows it.
+    for (const x of await Promise.all(slow)) assert.ok(x.closedByServer && x.elapsedMs < TIMEOUTS.headersMs + 2500, `cut after ${x.elapsedMs} ms`);
   });
 });
 
