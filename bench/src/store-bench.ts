@@ -1,6 +1,6 @@
 /**
  * What the store-only benchmarks (`bench:store-send`, `bench:store-rooms`, `bench:store-lookup`) share: the PostgreSQL
- * store of a checkout (this one, or another given on the command line, to compare two commits),
+ * store of a checkout (`bench:store-fill`, on SQLite, takes only the checkout and the account) (this one, or another given on the command line, to compare two commits),
  * opened on a fresh schema that is dropped afterwards, an account as those loops register it, and
  * the CPU meter of the PostgreSQL and Redis servers.
  */
