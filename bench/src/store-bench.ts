@@ -70,3 +70,19 @@ export function benchAccount(nick: string, sessionId: string, now: number): Reco
     now,
   };
 }
+
+/**
+ * `senders` concurrent loops sharing `sends` sends, each loop sending its next only once its
+ * last one has returned (as a client waits for its answer); `send(i)` sends one for loop `i`.
+ */
+export async function sendersInTurn(senders: number, sends: number, send: (i: number) => Promise<void>): Promise<void> {
+  let started = 0;
+  await Promise.all(
+    Array.from({ length: senders }, async (_, i) => {
+      while (started < sends) {
+        started++;
+        await send(i);
+      }
+    }),
+  );
+}

@@ -13,7 +13,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { dmBody } from './fixtures.js';
-import { benchAccount, checkoutOf } from './store-bench.js';
+import { benchAccount, checkoutOf, sendersInTurn } from './store-bench.js';
 
 /** The little of the SQLite store this loop uses (loaded at run time, from the checkout given). */
 interface FillStore {
@@ -44,22 +44,13 @@ try {
   const commits0 = store.group?.commits ?? 0;
   const self = process.cpuUsage();
   const t0 = performance.now();
-  let started = 0;
-  await Promise.all(
-    Array.from({ length: senders }, async (_, i) => {
-      while (started < sends) {
-        started++;
-        const mark = store.lossMark();
-        // A fresh id, and a ciphertext from the fixtures' pool (the loop pays for no randomness).
-        const r = await store.sendMessage(
-          { ...dmBody('offline'), from: `s${i}`, senderDevice: `sender-${i}`, now: Date.now() },
-          async () => undefined,
-        );
-        if (r.status !== 'queued') throw new Error(`send refused: ${JSON.stringify(r)}`);
-        await store.durable(mark);
-      }
-    }),
-  );
+  await sendersInTurn(senders, sends, async (i) => {
+    const mark = store.lossMark();
+    // A fresh id, and a ciphertext from the fixtures' pool (the loop pays for no randomness).
+    const r = await store.sendMessage({ ...dmBody('offline'), from: `s${i}`, senderDevice: `sender-${i}`, now: Date.now() }, async () => undefined);
+    if (r.status !== 'queued') throw new Error(`send refused: ${JSON.stringify(r)}`);
+    await store.durable(mark);
+  });
   const ms = performance.now() - t0;
   const own = process.cpuUsage(self);
   const commits = (store.group?.commits ?? NaN) - commits0;

@@ -12,7 +12,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { ulid } from './fixtures.js';
-import { benchAccount, checkoutOf, storeCpu, withBenchStore } from './store-bench.js';
+import { benchAccount, checkoutOf, sendersInTurn, storeCpu, withBenchStore } from './store-bench.js';
 
 /** The little of the store this loop uses (the server package is loaded at run time, from the checkout given). */
 interface SendStore {
@@ -43,28 +43,22 @@ await withBenchStore<SendStore>(checkoutOf(process.argv[5]), async (store) => {
   const before = cpu.read().postgres;
   const self = process.cpuUsage();
   const t0 = performance.now();
-  let started = 0;
-  await Promise.all(
-    Array.from({ length: senders }, async (_, i) => {
-      while (started < sends) {
-        started++;
-        const r = await store.sendMessage({
-          id: ulid(),
-          from: `s${i}`,
-          to: { dm: `r${i}` },
-          keyId: 'dm',
-          iv: randomBytes(12).toString('base64url'),
-          ct: randomBytes(272).toString('base64url'),
-          senderDevice: `sender-${i}`,
-          now: Date.now(),
-          // As the service sends for a session it remembers: the send reads the session and the
-          // sender's device with its facts (SendInput.session).
-          session: `session-s${i}`,
-        });
-        if (r.status !== 'queued') throw new Error(`send refused: ${JSON.stringify(r)}`);
-      }
-    }),
-  );
+  await sendersInTurn(senders, sends, async (i) => {
+    const r = await store.sendMessage({
+      id: ulid(),
+      from: `s${i}`,
+      to: { dm: `r${i}` },
+      keyId: 'dm',
+      iv: randomBytes(12).toString('base64url'),
+      ct: randomBytes(272).toString('base64url'),
+      senderDevice: `sender-${i}`,
+      now: Date.now(),
+      // As the service sends for a session it remembers: the send reads the session and the
+      // sender's device with its facts (SendInput.session).
+      session: `session-s${i}`,
+    });
+    if (r.status !== 'queued') throw new Error(`send refused: ${JSON.stringify(r)}`);
+  });
   const ms = performance.now() - t0;
   const pgMs = cpu.read().postgres - before;
   const own = process.cpuUsage(self);
