@@ -1,8 +1,9 @@
 /** The session check of every non-public route: cookie → SHA-256 → stored session, not expired. */
+import type { ServerResponse } from 'node:http';
 import { ApiError, LIMITS, isDeviceId } from '@svc/protocol';
 import { sessionId } from '../crypto.js';
 import type { Caller, Deps } from '../domain/deps.js';
-import { readSessionToken } from './cookies.js';
+import { readSessionToken, sessionCookie } from './cookies.js';
 import type { RememberedSessions } from './remembered-sessions.js';
 
 /** Last-use times are written at most this often, so reads do not each cost a write. */
@@ -10,13 +11,16 @@ export const TOUCH_EVERY_MS = 10 * 60 * 1000;
 
 /**
  * The session check. `remember`, when given, keeps the session it found (remembered-sessions.ts);
- * it is given on the routes whose store confirms the caller inside a send.
+ * it is given on the routes whose store confirms the caller inside a send. `renew` is told the
+ * token whenever the session's last use is recorded, so that the cookie's lifetime can follow
+ * the session's (renewCookie below).
  */
 export async function authenticate(
   deps: Deps,
   cookieHeader: string | undefined,
   deviceHeader: string | string[] | undefined,
   remember?: RememberedSessions,
+  renew?: (token: string) => void,
 ): Promise<Caller> {
   const token = readSessionToken(cookieHeader);
   if (!token) throw new ApiError('unauthenticated');
@@ -38,6 +42,7 @@ export async function authenticate(
   if (now - s.lastUsedAt >= TOUCH_EVERY_MS) {
     await deps.store.touchSession(id, now);
     lastUsedAt = now;
+    renew?.(token);
   }
   remember?.remember(id, { nick: s.nick, lastUsedAt });
   const caller: Caller = { nick: s.nick, sessionId: id, device };
@@ -62,4 +67,15 @@ export function rememberedCaller(
   const s = remembered.get(id, deps.now());
   if (s === null) return null;
   return { nick: s.nick, sessionId: id, device: typeof deviceHeader === 'string' ? deviceHeader : undefined, provisional: true };
+}
+
+/**
+ * Sends the session cookie again, with a fresh Max-Age, on the response of a request that
+ * recorded its session's use: a session lives 30 days after its last use, and its cookie then
+ * does too, instead of ending in the browser 30 days after login. Set on the raw response, so
+ * that it goes out with whatever answers the request, an error or an event stream included,
+ * and the cleared cookie of logout and account deletion takes its place.
+ */
+export function renewCookie(res: ServerResponse, secure: boolean): (token: string) => void {
+  return (token) => res.setHeader('set-cookie', sessionCookie(token, secure));
 }

@@ -10,7 +10,7 @@ import type { Deps } from '../domain/deps.js';
 import { whenDurable } from '../domain/durability.js';
 import { parseJsonObject } from '../http/body.js';
 import { clientIp } from '../http/client-ip.js';
-import { TOUCH_EVERY_MS, authenticate, rememberedCaller } from '../http/session.js';
+import { TOUCH_EVERY_MS, authenticate, rememberedCaller, renewCookie } from '../http/session.js';
 import { RememberedSessions } from '../http/remembered-sessions.js';
 import { accountRoutes } from './account.js';
 import { contactRoutes } from './contacts.js';
@@ -76,10 +76,10 @@ export function registerRoutes(app: FastifyInstance, deps: Deps): void {
     const onRequest = [];
     const provisional = remembered !== undefined && spec.name === 'sendMessage';
     if (spec.auth) {
-      onRequest.push(async (req: FastifyRequest) => {
+      onRequest.push(async (req: FastifyRequest, reply: FastifyReply) => {
         req.caller =
           (provisional ? rememberedCaller(deps, remembered, req.headers.cookie, req.headers['x-device']) : null) ??
-          (await authenticate(deps, req.headers.cookie, req.headers['x-device'], remembered));
+          (await authenticate(deps, req.headers.cookie, req.headers['x-device'], remembered, renewCookie(reply.raw, deps.config.secureCookies)));
       });
     }
     if (check === null && writes) {
@@ -106,7 +106,7 @@ export function registerRoutes(app: FastifyInstance, deps: Deps): void {
         try {
           result = writes ? await whenDurable(deps.store, () => handler(ctx)) : await handler(ctx);
         } catch (err) {
-          if (req.caller?.provisional && remembered) await beforeRefusal(deps, req, req.caller, remembered, err);
+          if (req.caller?.provisional && remembered) await beforeRefusal(deps, req, reply, req.caller, remembered, err);
           throw err;
         }
         if (result === undefined) return reply;
@@ -125,14 +125,21 @@ export function registerRoutes(app: FastifyInstance, deps: Deps): void {
  * A failure (5xx) is answered as it is: the full check would add its own wait to a database
  * that is failing, for the same answer.
  */
-async function beforeRefusal(deps: Deps, req: FastifyRequest, caller: Caller, remembered: RememberedSessions, err: unknown): Promise<void> {
+async function beforeRefusal(
+  deps: Deps,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  caller: Caller,
+  remembered: RememberedSessions,
+  err: unknown,
+): Promise<void> {
   if (!(err instanceof ApiError) || err.status >= 500) return;
   if (err.code === 'unauthenticated') {
     remembered.forget(caller.sessionId);
     return;
   }
   try {
-    await authenticate(deps, req.headers.cookie, req.headers['x-device'], remembered);
+    await authenticate(deps, req.headers.cookie, req.headers['x-device'], remembered, renewCookie(reply.raw, deps.config.secureCookies));
   } catch (e) {
     remembered.forget(caller.sessionId);
     throw e;

@@ -413,3 +413,54 @@ describe('accounts: cookie with an https origin', () => {
     assertError(await new Client(server).post('/api/register', registerBody(nick())), 403, 'bad_origin');
   });
 });
+
+describe('accounts: the cookie follows the session', () => {
+  const MINUTE = 60_000;
+
+  test("the session cookie is sent again, same token and a fresh Max-Age, whenever the session's use is recorded (at most every 10 minutes): on an answer, an error and an event stream; logout still clears it", async () => {
+    let now = Date.now();
+    const server = await startServer({}, { now: () => now });
+    try {
+      const alice = await signup(server);
+      const dev = await addDevice(alice);
+      const token = alice.cookie!.slice('svc_session='.length);
+      const renewed = (r: { headers: Headers | null }) => {
+        const c = parseSetCookie(r.headers!.get('set-cookie'));
+        assert.equal(c.name, 'svc_session');
+        assert.equal(c.value, token, 'the same session, not a new one');
+        assert.deepEqual(sortAttrs(c.attrs), SESSION_ATTRS);
+      };
+
+      now += 9 * MINUTE;
+      const early = await alice.get('/api/me');
+      assert.equal(early.status, 200);
+      assert.equal(early.headers.get('set-cookie'), null, 'use is recorded at most every 10 minutes, and the cookie with it');
+
+      now += 2 * MINUTE;
+      const me = await alice.get('/api/me');
+      assert.equal(me.status, 200);
+      renewed(me);
+      assert.equal((await alice.get('/api/me')).headers.get('set-cookie'), null, 'not again right after');
+
+      now += 11 * MINUTE;
+      const refused = await alice.post('/api/ack', { ids: 'nope' }, { device: dev });
+      assertError(refused, 400, 'invalid', 'ids');
+      renewed(refused);
+
+      now += 11 * MINUTE;
+      const s = await Stream.open(alice, dev);
+      assert.equal(s.status, 200);
+      assert.ok(await s.ready());
+      renewed(s);
+      s.close();
+
+      now += 11 * MINUTE;
+      const out = await alice.post('/api/logout');
+      assert.equal(out.status, 204);
+      assert.deepEqual(sortAttrs(parseSetCookie(out.headers.get('set-cookie')).attrs), CLEARED_ATTRS, 'one cookie, the cleared one');
+      assert.equal(out.headers.get('set-cookie')!.split('svc_session=').length, 2, 'the renewal gives way to the route’s own cookie');
+    } finally {
+      await server.close();
+    }
+  });
+});
