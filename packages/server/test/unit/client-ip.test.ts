@@ -1,0 +1,26 @@
+/** The client address for rate limits (docs/API.md §1.8): X-Real-IP only from a loopback peer. */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { clientIp } from '../../src/http/client-ip.js';
+
+test('X-Real-IP names the client when the connection comes from a loopback address (a local reverse proxy)', () => {
+  for (const peer of ['127.0.0.1', '127.8.9.10', '::1', '::ffff:127.0.0.1']) {
+    assert.equal(clientIp(peer, '203.0.113.7'), '203.0.113.7', peer);
+    assert.equal(clientIp(peer, ' 2001:db8::7 '), '2001:db8::7', peer);
+  }
+});
+
+test("from any other peer X-Real-IP is ignored and the connection's own address is used", () => {
+  for (const peer of ['10.0.0.5', '192.168.1.2', '203.0.113.9', '::ffff:10.0.0.1', '2001:db8::1', 'fe80::1']) {
+    assert.equal(clientIp(peer, '127.0.0.1'), peer, peer);
+    assert.equal(clientIp(peer, '198.51.100.1'), peer, peer);
+  }
+});
+
+test('a loopback peer without a usable X-Real-IP (absent, empty, repeated) is itself the client', () => {
+  assert.equal(clientIp('127.0.0.1', undefined), '127.0.0.1');
+  assert.equal(clientIp('127.0.0.1', '  '), '127.0.0.1');
+  assert.equal(clientIp('::1', ['198.51.100.1', '198.51.100.2']), '::1');
+  assert.equal(clientIp(undefined, '198.51.100.1'), 'unknown');
+  assert.equal(clientIp('not an address', '198.51.100.1'), 'not an address');
+});
