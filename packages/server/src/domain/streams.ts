@@ -3,7 +3,7 @@
  * replay the queue as `msg` events, then `ready`. Live events that arrive during the replay
  * are held and sent after it, skipping those the replay already carried.
  */
-import { eventData } from '@svc/protocol';
+import { ApiError, eventData } from '@svc/protocol';
 import { StreamConn, type StreamSink } from '../bus/streams.js';
 import type { StreamEvent } from '../bus/types.js';
 import type { Caller, Deps } from './deps.js';
@@ -15,13 +15,27 @@ export async function openStream(deps: Deps, caller: Caller, deviceId: string, s
   const conn = new StreamConn(deviceId, caller.nick, caller.sessionId, sink);
   await deps.bus.attach(conn);
   try {
+    await stillAllowed(deps, caller, deviceId);
     await replay(deps, conn, deviceId);
   } catch (err) {
-    // The store failed mid-way: unregister the stream (the caller answers or cuts the response).
+    // Refused, or the store failed mid-way: unregister the stream (the caller answers or cuts the response).
     deps.bus.detach(conn);
     throw err;
   }
   return conn;
+}
+
+/**
+ * The session and the device were checked before the stream was attached. A logout, password
+ * change or deletion that ended either in between closed the streams it found, and this one was
+ * not among them yet; so both are read again now that it is attached: such a close either comes
+ * after this read, and finds the stream, or before it, and the stream is refused here (401
+ * `unauthenticated` or 403 `unknown_device`, as the checks themselves would answer).
+ */
+async function stillAllowed(deps: Deps, caller: Caller, deviceId: string): Promise<void> {
+  const [session, owner] = await Promise.all([deps.store.getSession(caller.sessionId), deps.store.deviceOwner(deviceId)]);
+  if (session === null) throw new ApiError('unauthenticated');
+  if (owner !== caller.nick) throw new ApiError('unknown_device');
 }
 
 async function replay(deps: Deps, conn: StreamConn, deviceId: string): Promise<void> {

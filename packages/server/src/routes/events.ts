@@ -14,12 +14,13 @@ import { callerOf, query, type RouteHandlers } from './context.js';
 import { ok } from '../http/reply.js';
 
 /**
- * A stream that could not open (its store or bus is unreachable) before anything was written
- * answers an ordinary 500 `internal`, as any other route would, so the client retries later.
+ * A stream that could not open before anything was written answers an ordinary JSON error: the
+ * refusal of the checks made again once it was attached (domain/streams.ts), or a 500 `internal`
+ * when its store or bus is unreachable, as any other route would, so the client retries later.
  */
-function refuseStream(res: ServerResponse): void {
-  res.writeHead(500, { ...SECURITY_HEADERS, 'content-type': JSON_CONTENT_TYPE, 'cache-control': 'no-store', connection: 'close' });
-  res.end(JSON.stringify(new ApiError('internal').toBody()));
+function refuseStream(res: ServerResponse, err: ApiError): void {
+  res.writeHead(err.status, { ...SECURITY_HEADERS, 'content-type': JSON_CONTENT_TYPE, 'cache-control': 'no-store', connection: 'close' });
+  res.end(JSON.stringify(err.toBody()));
 }
 
 /** The request log line of a stream: a taken-over response skips the framework's response hook. */
@@ -62,11 +63,13 @@ export const eventRoutes: Pick<RouteHandlers, 'openEvents'> = {
     try {
       conn = await openStream(deps, caller, device, new ResponseSink(res));
     } catch (err) {
-      deps.log.error({ err }, 'event stream failed to open');
+      const refusal = err instanceof ApiError && err.status < 500 ? err : null;
+      if (!refusal) deps.log.error({ err }, 'event stream failed to open');
+      const answer = refusal ?? new ApiError('internal');
       const answered = !res.headersSent;
-      if (answered) refuseStream(res);
+      if (answered) refuseStream(res, answer);
       else res.destroy();
-      logStream(deps, answered ? 500 : 200, started);
+      logStream(deps, answered ? answer.status : 200, started);
       return undefined;
     }
     untilClosed(deps, res, conn, started);
