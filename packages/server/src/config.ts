@@ -3,6 +3,7 @@
  * reads the environment; everything else receives this typed object.
  */
 import { DEFAULT_RATES } from '@svc/protocol';
+import { vapidPairProblem } from './push/vapid-keys.js';
 
 export interface Config {
   port: number;
@@ -85,6 +86,8 @@ export function parseConfig(env: Env, defaults: { webRoot: string; build: Config
   const vapidPublic = env.VAPID_PUBLIC_KEY || null;
   const vapidPrivate = env.VAPID_PRIVATE_KEY || null;
   if ((vapidPublic === null) !== (vapidPrivate === null)) throw new ConfigError('VAPID_PUBLIC_KEY and VAPID_PRIVATE_KEY must be set together');
+  const vapidProblem = vapidPublic !== null && vapidPrivate !== null ? vapidPairProblem(vapidPublic, vapidPrivate) : null;
+  if (vapidProblem !== null) throw new ConfigError(vapidProblem);
   const subject = env.VAPID_SUBJECT || 'mailto:admin@localhost';
   if (!/^(mailto:|https:\/\/)/.test(subject)) throw new ConfigError('VAPID_SUBJECT must be a mailto: or https: URL');
   const allowPrivate = env.PUSH_ALLOW_PRIVATE_TARGETS ?? '';

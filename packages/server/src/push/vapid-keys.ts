@@ -41,3 +41,23 @@ function fullLength(scalar: Uint8Array): Uint8Array {
   out.set(scalar, SCALAR_BYTES - scalar.length);
   return out;
 }
+
+/**
+ * Why a key pair given by the operator is not one, or null when it is: the private key a P-256
+ * scalar of at most 32 bytes as base64url (a shorter one is padded, above), the public key the
+ * 65-byte uncompressed point it makes. Such a pair would otherwise start the service and fail
+ * every push, and /api/config would hand browsers a key nothing signs for.
+ */
+export function vapidPairProblem(publicKey: string, privateKey: string): string | null {
+  const priv = decodeB64url(privateKey);
+  if (priv === null || priv.length === 0 || priv.length > SCALAR_BYTES) return 'VAPID_PRIVATE_KEY must be a P-256 private key: 32 bytes as base64url';
+  const pub = decodeB64url(publicKey);
+  if (pub === null || pub.length !== 65 || pub[0] !== 4) return 'VAPID_PUBLIC_KEY must be an uncompressed P-256 public key: 65 bytes as base64url';
+  const ecdh = createECDH('prime256v1');
+  try {
+    ecdh.setPrivateKey(fullLength(priv));
+  } catch {
+    return 'VAPID_PRIVATE_KEY is not a valid P-256 private key';
+  }
+  return ecdh.getPublicKey().equals(pub) ? null : 'VAPID_PUBLIC_KEY is not the public key of VAPID_PRIVATE_KEY';
+}

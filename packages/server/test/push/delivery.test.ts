@@ -145,13 +145,16 @@ describe('push delivery', () => {
     }
   });
 
-  test('a push whose request cannot be built (a VAPID private key of 33 bytes) is logged as such, naming no endpoint, nick or room', async () => {
+  test('a push whose request cannot be built (a kept VAPID private key of 33 bytes) is logged as such, naming no endpoint, nick or room', async () => {
+    // The environment's keys are checked at start (unit/config.test.ts); a pair kept in a damaged
+    // database is not, and its first push is where it fails.
+    const dir = mkdtempSync(join(tmpdir(), 'svc-vapid-bad-'));
+    const store = SqliteStore.open(join(dir, 'svc.db'));
     const keys = newVapidKeys();
-    const other = await startServer({
-      PUSH_ALLOW_PRIVATE_TARGETS: '1',
-      VAPID_PUBLIC_KEY: keys.publicKey,
-      VAPID_PRIVATE_KEY: encodeB64url(new Uint8Array(33).fill(7)),
-    });
+    await store.getOrCreateMeta('vapid_keys', () =>
+      JSON.stringify({ publicKey: keys.publicKey, privateKey: encodeB64url(new Uint8Array(33).fill(7)) }),
+    );
+    const other = await startServer({ PUSH_ALLOW_PRIVATE_TARGETS: '1' }, { store });
     try {
       const { path, sender, sDev, recipient } = await pair(other);
       assert.equal((await sender.post('/api/messages', dmBody(recipient.nick), { device: sDev })).status, 202);
@@ -166,6 +169,7 @@ describe('push delivery', () => {
       assert.equal(push.forPath(path).length, 0);
     } finally {
       await other.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 

@@ -2,9 +2,21 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { createECDH } from 'node:crypto';
+import { encodeB64url } from '@svc/protocol';
 import { ConfigError, parseConfig } from '../../src/config.js';
+import { shortScalarPair } from '../push/short-vapid-key.js';
 
 const defaults = { webRoot: '/tmp/web', build: { revision: 'dev', commitTime: null } };
+
+/** A VAPID key pair as the environment gives it: b64url of the uncompressed public point and of the private scalar. */
+function vapidPair(): { publicKey: string; privateKey: string } {
+  const ecdh = createECDH('prime256v1');
+  ecdh.generateKeys();
+  return { publicKey: encodeB64url(ecdh.getPublicKey()), privateKey: encodeB64url(ecdh.getPrivateKey()) };
+}
+const VAPID = vapidPair();
+const OTHER_VAPID = vapidPair();
 
 test('defaults match the configuration table of the README', () => {
   const c = parseConfig({}, defaults);
@@ -44,8 +56,8 @@ test('overrides are read for every variable', () => {
       PUSH_ALLOW_PRIVATE_TARGETS: '1',
       LOG_LEVEL: 'warn',
       VAPID_SUBJECT: 'https://example.org',
-      VAPID_PUBLIC_KEY: 'pub',
-      VAPID_PRIVATE_KEY: 'priv',
+      VAPID_PUBLIC_KEY: VAPID.publicKey,
+      VAPID_PRIVATE_KEY: VAPID.privateKey,
       REDIS_URL: 'redis://127.0.0.1:6379',
       REDIS_PREFIX: 'chat:',
     },
@@ -58,7 +70,7 @@ test('overrides are read for every variable', () => {
   assert.deepEqual(c.rates, { messagesPerMin: 1, writesPerMin: 2, registerPerHour: 3, loginPer10Min: 4, loginPerIpPer10Min: 5 });
   assert.equal(c.pushAllowPrivateTargets, true);
   assert.equal(c.logLevel, 'warn');
-  assert.deepEqual(c.vapid, { subject: 'https://example.org', publicKey: 'pub', privateKey: 'priv' });
+  assert.deepEqual(c.vapid, { subject: 'https://example.org', ...VAPID });
   assert.equal(c.redisUrl, 'redis://127.0.0.1:6379');
   assert.equal(c.redisPrefix, 'chat:');
 });
@@ -82,6 +94,11 @@ test('bad values are refused with a message naming the variable', () => {
     { LOG_LEVEL: 'loud' },
     { PUSH_ALLOW_PRIVATE_TARGETS: 'yes' },
     { VAPID_PUBLIC_KEY: 'only-one' },
+    { VAPID_PUBLIC_KEY: 'pub', VAPID_PRIVATE_KEY: 'priv' },
+    { VAPID_PUBLIC_KEY: VAPID.publicKey, VAPID_PRIVATE_KEY: encodeB64url(new Uint8Array(33).fill(7)) },
+    { VAPID_PUBLIC_KEY: VAPID.publicKey, VAPID_PRIVATE_KEY: encodeB64url(new Uint8Array(32)) },
+    { VAPID_PUBLIC_KEY: VAPID.publicKey.slice(0, -2), VAPID_PRIVATE_KEY: VAPID.privateKey },
+    { VAPID_PUBLIC_KEY: OTHER_VAPID.publicKey, VAPID_PRIVATE_KEY: VAPID.privateKey },
     { VAPID_SUBJECT: 'admin@example.org' },
     { REDIS_URL: 'localhost:6379' },
     { REDIS_PREFIX: 'has space' },
@@ -94,6 +111,14 @@ test('bad values are refused with a message naming the variable', () => {
       name,
     );
   }
+});
+
+test('a VAPID key pair from the environment is taken when it is one, a private key without its leading zero bytes included', () => {
+  const c = parseConfig({ VAPID_PUBLIC_KEY: VAPID.publicKey, VAPID_PRIVATE_KEY: VAPID.privateKey }, defaults);
+  assert.deepEqual(c.vapid, { subject: 'mailto:admin@localhost', ...VAPID });
+  const short = shortScalarPair();
+  const s = { publicKey: encodeB64url(short.publicKey), privateKey: encodeB64url(short.privateKey) };
+  assert.deepEqual(parseConfig({ VAPID_PUBLIC_KEY: s.publicKey, VAPID_PRIVATE_KEY: s.privateKey }, defaults).vapid.privateKey, s.privateKey);
 });
 
 test('the service refuses to start on a bad value, with a clear message and a non-zero exit', () => {
