@@ -41,7 +41,7 @@ test('a login answer that names another account than the one typed is refused, a
 
 /** Serves `kdf` on GET /api/kdf whatever the account uses. */
 const lyingKdf =
-  (kdf: { m: number; t: number }) =>
+  (kdf: { m?: number; t?: number; p?: number }) =>
   (f: FetchLike): FetchLike =>
   async (url, init) => {
     const res = await f(url, init);
@@ -72,4 +72,33 @@ test('a device that has seen an account’s parameters refuses lower ones served
     d.requests.filter((r) => r.startsWith('POST')),
     [],
   );
+});
+
+test('parameters outside the accepted bounds, served for an account, are refused with kdf_refused before anything is derived or sent, whatever the person accepts', async () => {
+  const alice = await register(server);
+  for (const bad of [{ m: 1048577 }, { m: 19455 }, { t: 17 }, { t: 1 }, { p: 5 }, { p: 0 }]) {
+    const d = client(server, { wrap: lyingKdf(bad) });
+    await assert.rejects(
+      d.m.login({ nick: alice.m.nick, password: alice.password, acceptWeakKdf: true }),
+      { code: 'kdf_refused' },
+      JSON.stringify(bad),
+    );
+    assert.deepEqual(
+      d.requests.filter((r) => r.startsWith('POST')),
+      [],
+      `no authKey left the device (${JSON.stringify(bad)})`,
+    );
+    assert.equal(d.m.loggedIn, false);
+  }
+});
+
+test('a device that signs in again while it holds a session first logs that session out, then logs in', async () => {
+  const alice = await register(server);
+  const d = client(server);
+  await d.m.login({ nick: alice.m.nick, password: alice.password });
+  d.requests.length = 0;
+  await d.m.login({ nick: alice.m.nick, password: alice.password });
+  const posts = d.requests.filter((r) => r.startsWith('POST'));
+  assert.deepEqual(posts, ['POST /api/logout', 'POST /api/login'], 'the old session ends before the new one begins');
+  assert.equal(d.m.nick, alice.m.nick);
 });

@@ -4,8 +4,12 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createECDH, randomBytes } from 'node:crypto';
+import { createECDH, createHmac, randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { decodeB64url, encodeB64url } from '@svc/protocol';
+import { SqliteStore } from '../../src/store/sqlite/index.js';
 import { assertError, Client, b64, kdf, nick, publicKey, registerBody, signup, startServer, type Res, type TestServer } from '@svc/testkit/harness';
 
 const DEFAULT_KDF = { alg: 'argon2id', m: 65536, t: 3, p: 1 };
@@ -57,6 +61,27 @@ describe('accounts: config, kdf, register, users (open registration)', () => {
     assert.deepEqual((await new Client(server).get('/api/config')).json, r.json, 'the same on every call');
   });
 
+  test('the VAPID key pair is made once and kept in the database: every instance serves the same public key, and so does a restart', async () => {
+    const served = await Promise.all(
+      server.urls.map(async (u) => ((await (await fetch(`${u}/api/config`)).json()) as { vapidPublicKey: string }).vapidPublicKey),
+    );
+    assert.equal(new Set(served).size, 1, `one key for ${served.length} instance(s)`);
+    const [row] = (await server.query("SELECT value FROM meta WHERE key = 'vapid_keys'")) as { value: string }[];
+    assert.equal((JSON.parse(row!.value) as { publicKey: string }).publicKey, served[0], 'the kept pair is the served one');
+
+    const path = join(mkdtempSync(join(tmpdir(), 'svc-vapid-kept-')), 'svc.db');
+    const keyAfterStart = async () => {
+      const s = await startServer({}, { store: SqliteStore.open(path) });
+      try {
+        return (await new Client(s).get('/api/config')).json.vapidPublicKey as string;
+      } finally {
+        await s.close();
+      }
+    };
+    const first = await keyAfterStart();
+    assert.equal(await keyAfterStart(), first, 'the same key after a restart on the same database');
+  });
+
   test('GET /api/kdf answers the kdf an account registered with', async () => {
     const n = nick();
     const own = { alg: 'argon2id', salt: b64(16), m: 19456, t: 2, p: 4 };
@@ -86,6 +111,17 @@ describe('accounts: config, kdf, register, users (open registration)', () => {
     const rk = await c.get(`/api/kdf?nick=${real.nick}`);
     assert.deepEqual(Object.keys(rk.json).sort(), Object.keys(first.json).sort());
     assert.deepEqual(Object.keys(rk.json), Object.keys(first.json), 'same field order');
+  });
+
+  test('the decoy salt is the first 16 bytes of HMAC-SHA256(server secret, "kdf\\0" + nick), the secret kept in the database', async () => {
+    const [row] = (await server.query("SELECT value FROM meta WHERE key = 'server_secret'")) as { value: string }[];
+    assert.ok(row, 'the server secret is kept in the database');
+    const secret = Buffer.from(row.value, 'base64url');
+    assert.equal(secret.length, 32, 'a 32-byte secret');
+    for (const n of [nick('nobody'), nick('ghost')]) {
+      const expected = createHmac('sha256', secret).update(`kdf\0${n}`).digest().subarray(0, 16).toString('base64url');
+      assert.equal((await new Client(server).get(`/api/kdf?nick=${n}`)).json.salt, expected, n);
+    }
   });
 
   test('GET /api/kdf refuses a nick that breaks the nick rule with 400 invalid field nick', async () => {
