@@ -1,7 +1,10 @@
 /** Configuration (README.md "Configuration"): defaults, overrides, and a clear refusal of bad values. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createECDH } from 'node:crypto';
 import { encodeB64url } from '@svc/protocol';
 import { ConfigError, parseConfig } from '../../src/config.js';
@@ -133,4 +136,43 @@ test('the service refuses to start on a bad value, with a clear message and a no
   });
   assert.notEqual(r.status, 0);
   assert.match(r.stderr, /PORT/);
+});
+
+test('PUSH_ALLOW_PRIVATE_TARGETS=1 makes the service log a warning at start', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-warn-'));
+  const child = spawn(process.execPath, ['packages/server/dist/src/main.js'], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      PORT: '0',
+      DATABASE_URL: `sqlite:${join(dir, 'svc.db')}`,
+      PUSH_ALLOW_PRIVATE_TARGETS: '1',
+      LOG_LEVEL: 'info',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  try {
+    let out = '';
+    const warned = await new Promise<Record<string, unknown> | null>((resolve) => {
+      const timer = setTimeout(() => resolve(null), 15_000);
+      child.stdout.on('data', (b: Buffer) => {
+        out += b.toString('utf8');
+        for (const line of out.split('\n')) {
+          if (!line.includes('PUSH_ALLOW_PRIVATE_TARGETS')) continue;
+          clearTimeout(timer);
+          resolve(JSON.parse(line) as Record<string, unknown>);
+        }
+      });
+      child.once('exit', () => resolve(null));
+    });
+    assert.ok(warned, `a warning naming the setting; the service wrote: ${out.slice(0, 500)}`);
+    assert.equal(warned.level, 40, 'at warn level');
+    assert.match(String(warned.msg), /for tests only/);
+  } finally {
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+    }
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
