@@ -110,7 +110,11 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
   const streams = new LocalStreams(LIMITS.pingIntervalMs);
   // A VAPID key made now must be on disk before any client can subscribe with it.
   const secrets = await whenDurable(store, () => loadSecrets(config, store));
-  const { bus, limiter } = await openCoordination(config, streams, fastify.log, { keySecret: secrets.server, presenceTtlS: opts.presenceTtlS });
+  const { bus, limiter } = await openCoordination(config, streams, fastify.log, {
+    keySecret: secrets.server,
+    presenceTtlS: opts.presenceTtlS,
+    now: opts.now,
+  });
   const pusher =
     opts.pusher ??
     new WebPusher({

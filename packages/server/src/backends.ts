@@ -31,9 +31,10 @@ export async function openCoordination(
   config: Config,
   streams: LocalStreams,
   log: FastifyBaseLogger,
-  o: { keySecret: string; presenceTtlS?: number | undefined },
+  o: { keySecret: string; presenceTtlS?: number | undefined; now?: (() => number) | undefined },
 ): Promise<{ bus: Bus; limiter: RateLimiter }> {
-  if (config.redisUrl === null) return { bus: new MemoryBus(streams), limiter: new MemoryLimiter() };
+  // The in-process limiter keeps the service's clock (tests move it); Redis's keeps its own.
+  if (config.redisUrl === null) return { bus: new MemoryBus(streams), limiter: new MemoryLimiter(o.now) };
   const [{ redisClient }, { RedisBus }, { RedisLimiter }] = await Promise.all([
     import('./redis-client.js'),
     import('./bus/redis.js'),
@@ -51,5 +52,5 @@ export async function openCoordination(
     ...(o.presenceTtlS !== undefined ? { presenceTtlS: o.presenceTtlS } : {}),
     onError: (err, what) => log.error({ err }, what),
   });
-  return { bus, limiter: new FallbackLimiter(new RedisLimiter(limits, config.redisPrefix, o.keySecret), new MemoryLimiter(), log) };
+  return { bus, limiter: new FallbackLimiter(new RedisLimiter(limits, config.redisPrefix, o.keySecret), new MemoryLimiter(o.now), log) };
 }
