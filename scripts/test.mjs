@@ -65,6 +65,8 @@ function runOne(run, index) {
       process.stdout.write(text);
       const tests = Number(/^ℹ tests (\d+)/m.exec(text)?.[1] ?? 0);
       const passed = Number(/^ℹ pass (\d+)/m.exec(text)?.[1] ?? 0);
+      // Tests that do not apply to a mode say so (node:test's skip) and count apart from failures.
+      const skipped = Number(/^ℹ skipped (\d+)/m.exec(text)?.[1] ?? 0);
       const asserts = existsSync(assertLog)
         ? readFileSync(assertLog, 'utf8')
             .split('\n')
@@ -73,7 +75,7 @@ function runOne(run, index) {
         : 0;
       // The runner's own list of failures, with their messages, for the end of the log.
       const failing = text.includes('\n✖ failing tests:') ? text.slice(text.lastIndexOf('\n✖ failing tests:') + 1) : '';
-      resolve({ run, ok: code === 0, tests, passed, asserts, seconds, failing });
+      resolve({ run, ok: code === 0, tests, passed, skipped, asserts, seconds, failing });
     });
   });
 }
@@ -132,9 +134,14 @@ for (const r of results.filter((x) => (!x.ok && x.failing) || x.flaky)) {
 console.log('\n=== summary ===');
 for (const r of results) {
   const again = r.flaky ? ` (failed once, passed on a second run: ${r.flaky.files.map((f) => f.split(/[\\/]/).pop()).join(', ')})` : '';
-  console.log(`${r.ok ? 'ok  ' : 'FAIL'} ${r.run.name}: ${r.passed}/${r.tests} tests passed${again}, ${r.asserts} assertions, ${r.seconds} s`);
+  const skipped = r.skipped ? `, ${r.skipped} skipped in this mode` : '';
+  console.log(
+    `${r.ok ? 'ok  ' : 'FAIL'} ${r.run.name}: ${r.passed}/${r.tests} tests passed${skipped}${again}, ${r.asserts} assertions, ${r.seconds} s`,
+  );
 }
 const total = (k) => results.reduce((n, r) => n + r[k], 0);
-console.log(`all: ${total('passed')}/${total('tests')} tests passed, ${total('asserts')} assertions, ${Math.round((Date.now() - started) / 1000)} s`);
+console.log(
+  `all: ${total('passed')}/${total('tests')} tests passed${total('skipped') ? `, ${total('skipped')} skipped` : ''}, ${total('asserts')} assertions, ${Math.round((Date.now() - started) / 1000)} s`,
+);
 rmSync(countDir, { recursive: true, force: true });
 process.exit(results.every((r) => r.ok) ? 0 : 1);
