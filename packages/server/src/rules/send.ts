@@ -43,10 +43,12 @@ export function sendRefusal(from: string, to: Target, facts: TargetFacts): SendR
 }
 
 /**
- * The decision inside the send transaction. A used id is answered before any refusal, so a retry
- * stays a retry after its sender left the room: its sender gets the original `{id, ts}` and
- * nothing is queued twice; anyone else gets `id_conflict`. Then the rights of step 5 again, since
- * they may have changed since the domain checked them. `null`: store and queue the envelope.
+ * The decision inside the send transaction. A used id is answered first: its sender gets the
+ * original `{id, ts}` and nothing is queued twice; anyone else gets `id_conflict`. Then the rights
+ * of step 5 again, since they may have changed since the domain checked them; so a retry stays a
+ * retry when its sender left the room between that check and this transaction (a retry whose
+ * sender had already left is refused by the check itself, as a new send would be: docs/API.md
+ * §2.5). `null`: store and queue the envelope.
  */
 export function decideSend(m: SendInput, prior: PriorSend | null, facts: TargetFacts): Exclude<SendResult, { status: 'queued' }> | null {
   if (prior) return prior.sender === m.from ? { status: 'retry', id: m.id, ts: prior.ts } : { error: 'id_conflict' };
