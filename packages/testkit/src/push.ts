@@ -26,6 +26,23 @@ export interface Subscription {
   authSecret: Buffer;
 }
 
+/**
+ * Listens on a free port of loopback and answers its port. Subscriptions name the host
+ * `localhost` (a literal loopback IP is refused when subscribing), which may resolve to 127.0.0.1
+ * or ::1: both are listened on where IPv6 exists.
+ */
+export async function listenOnLocalhost(server: Server): Promise<number> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (e: NodeJS.ErrnoException) => {
+      if (e.code !== 'EADDRNOTAVAIL' && e.code !== 'EAFNOSUPPORT') return reject(e);
+      server.listen(0, '127.0.0.1', resolve);
+    });
+    server.listen({ port: 0, host: '::', ipv6Only: false }, resolve);
+  });
+  const addr = server.address();
+  return typeof addr === 'object' && addr ? addr.port : 0;
+}
+
 export class PushService {
   readonly received: PushRecord[] = [];
   /** Status to answer per path (default 201). */
@@ -53,17 +70,7 @@ export class PushService {
         res.writeHead(status).end();
       });
     });
-    // Subscriptions name the host `localhost` (a literal loopback IP is refused when subscribing),
-    // which may resolve to 127.0.0.1 or ::1: listen on both where IPv6 exists.
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', (e: NodeJS.ErrnoException) => {
-        if (e.code !== 'EADDRNOTAVAIL' && e.code !== 'EAFNOSUPPORT') return reject(e);
-        server.listen(0, '127.0.0.1', resolve);
-      });
-      server.listen({ port: 0, host: '::', ipv6Only: false }, resolve);
-    });
-    const addr = server.address();
-    svc = new PushService(server, typeof addr === 'object' && addr ? addr.port : 0);
+    svc = new PushService(server, await listenOnLocalhost(server));
     return svc;
   }
 

@@ -55,12 +55,18 @@ async function openWhile(holdNext: () => Promise<() => void>, c: Client, device:
   return opening;
 }
 
-test('a stream opened while its session is logged out is refused 401 unauthenticated, and no stream stays open', async () => {
+/** A server on a held store, and an account with one device. */
+async function setup() {
   const { store, holdNext } = heldStore();
   const server = await startServer({}, { store });
+  const alice = await signup(server);
+  const dev = await addDevice(alice);
+  return { server, holdNext, alice, dev };
+}
+
+test('a stream opened while its session is logged out is refused 401 unauthenticated, and no stream stays open', async () => {
+  const { server, holdNext, alice, dev } = await setup();
   try {
-    const alice = await signup(server);
-    const dev = await addDevice(alice);
     const s = await openWhile(holdNext, alice, dev, async () => {
       const same = new Client(server);
       same.cookie = alice.cookie;
@@ -75,11 +81,8 @@ test('a stream opened while its session is logged out is refused 401 unauthentic
 });
 
 test('a stream opened while its device is deleted is refused 403 unknown_device, and no stream stays open', async () => {
-  const { store, holdNext } = heldStore();
-  const server = await startServer({}, { store });
+  const { server, holdNext, alice, dev } = await setup();
   try {
-    const alice = await signup(server);
-    const dev = await addDevice(alice);
     const s = await openWhile(holdNext, alice, dev, async () => {
       assert.equal((await alice.del(`/api/devices/${dev}`)).status, 204);
     });

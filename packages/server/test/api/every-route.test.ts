@@ -11,48 +11,35 @@ import { assertError, Client, id16, signup, startServer, type Client as C, type 
 
 type Call = [method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string];
 
-/** Every route that needs a session, as the interface lists them (its tables and its rule 3 of Authentication). */
-const SESSION_ROUTES: Call[] = [
-  ['GET', '/api/me'],
-  ['DELETE', '/api/me'],
-  ['POST', '/api/logout'],
-  ['POST', '/api/password'],
-  ['GET', '/api/users/somebody'],
-  ['POST', '/api/devices'],
-  ['GET', '/api/devices'],
-  ['DELETE', '/api/devices/dev-every-0001'],
-  ['PUT', '/api/devices/dev-every-0001/push'],
-  ['DELETE', '/api/devices/dev-every-0001/push'],
-  ['GET', '/api/contacts'],
-  ['POST', '/api/contacts'],
-  ['DELETE', '/api/contacts/somebody'],
-  ['GET', '/api/rooms'],
-  ['POST', '/api/rooms'],
-  ['POST', `/api/rooms/${id16()}/members`],
-  ['POST', `/api/rooms/${id16()}/leave`],
-  ['DELETE', `/api/rooms/${id16()}`],
-  ['POST', '/api/messages'],
-  ['POST', '/api/ack'],
-  ['GET', '/api/events?device=dev-every-0001'],
+/**
+ * Every route that needs a session, as the interface lists them (its tables and rule 3 of its
+ * Authentication), and whether it is marked W there (`POST /api/ack` is W in its text).
+ */
+const SESSION_ROUTES: [...Call, write: boolean][] = [
+  ['GET', '/api/me', false],
+  ['DELETE', '/api/me', true],
+  ['POST', '/api/logout', true],
+  ['POST', '/api/password', true],
+  ['GET', '/api/users/somebody', false],
+  ['POST', '/api/devices', true],
+  ['GET', '/api/devices', false],
+  ['DELETE', '/api/devices/dev-every-0001', true],
+  ['PUT', '/api/devices/dev-every-0001/push', true],
+  ['DELETE', '/api/devices/dev-every-0001/push', true],
+  ['GET', '/api/contacts', false],
+  ['POST', '/api/contacts', true],
+  ['DELETE', '/api/contacts/somebody', true],
+  ['GET', '/api/rooms', false],
+  ['POST', '/api/rooms', true],
+  ['POST', `/api/rooms/${id16()}/members`, true],
+  ['POST', `/api/rooms/${id16()}/leave`, true],
+  ['DELETE', `/api/rooms/${id16()}`, true],
+  ['POST', '/api/messages', false],
+  ['POST', '/api/ack', true],
+  ['GET', '/api/events?device=dev-every-0001', false],
 ];
 
-/** The mutating routes marked W in the interface's tables (and `POST /api/ack`, W in its text). */
-const WRITE_ROUTES: Call[] = [
-  ['DELETE', '/api/me'],
-  ['POST', '/api/logout'],
-  ['POST', '/api/password'],
-  ['POST', '/api/devices'],
-  ['DELETE', '/api/devices/dev-every-0001'],
-  ['PUT', '/api/devices/dev-every-0001/push'],
-  ['DELETE', '/api/devices/dev-every-0001/push'],
-  ['POST', '/api/contacts'],
-  ['DELETE', '/api/contacts/somebody'],
-  ['POST', '/api/rooms'],
-  ['POST', `/api/rooms/${id16()}/members`],
-  ['POST', `/api/rooms/${id16()}/leave`],
-  ['DELETE', `/api/rooms/${id16()}`],
-  ['POST', '/api/ack'],
-];
+const WRITE_ROUTES: Call[] = SESSION_ROUTES.filter(([, , write]) => write).map(([method, path]) => [method, path]);
 
 /** A request with an empty JSON object as its body where the method takes one (its shape does not matter here). */
 function call(c: C, [method, path]: Call): Promise<Res> {
@@ -72,7 +59,8 @@ describe('every route that needs a session', () => {
     const none = new Client(server);
     const unknown = new Client(server);
     unknown.cookie = `svc_session=${'A'.repeat(43)}`;
-    for (const route of SESSION_ROUTES) {
+    for (const [method, path] of SESSION_ROUTES) {
+      const route: Call = [method, path];
       for (const c of [none, unknown]) {
         const r = await call(c, route);
         assert.equal(r.status, 401, `${route.join(' ')}: ${r.status} ${r.text}`);

@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { encodeB64url } from '@svc/protocol';
 import { addDevice, dmBody, signup, startServer, type TestServer } from '@svc/testkit/harness';
+import { listenOnLocalhost } from '@svc/testkit/push';
 
 let server: TestServer;
 let untrusted: Server;
@@ -35,16 +36,7 @@ before(async () => {
     requests++;
     res.writeHead(201).end();
   });
-  // `localhost` may resolve to 127.0.0.1 or ::1: listen on both where IPv6 exists, as the tests' push service does.
-  await new Promise<void>((resolve, reject) => {
-    untrusted.once('error', (e: NodeJS.ErrnoException) => {
-      if (e.code !== 'EADDRNOTAVAIL' && e.code !== 'EAFNOSUPPORT') return reject(e);
-      untrusted.listen(0, '127.0.0.1', resolve);
-    });
-    untrusted.listen({ port: 0, host: '::', ipv6Only: false }, resolve);
-  });
-  const addr = untrusted.address();
-  port = typeof addr === 'object' && addr ? addr.port : 0;
+  port = await listenOnLocalhost(untrusted);
 });
 
 after(async () => {
