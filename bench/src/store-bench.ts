@@ -1,8 +1,9 @@
 /**
- * What the store-only benchmarks (`bench:store-send`, `bench:store-rooms`, `bench:store-lookup`) share: the PostgreSQL
- * store of a checkout (`bench:store-fill`, on SQLite, takes only the checkout and the account) (this one, or another given on the command line, to compare two commits),
- * opened on a fresh schema that is dropped afterwards, an account as those loops register it, and
- * the CPU meter of the PostgreSQL and Redis servers.
+ * What the store-only benchmarks (`bench:store-send`, `bench:store-rooms`, `bench:store-lookup`)
+ * share: the PostgreSQL store of a checkout (this one, or another given on the command line, to
+ * compare two commits), opened on a fresh schema that is dropped afterwards, an account as those
+ * loops register it, the loop of senders taking turns, and the CPU meter of the PostgreSQL and
+ * Redis servers. `bench:store-fill`, on SQLite, takes the checkout, the account and the loop.
  */
 import { randomBytes } from 'node:crypto';
 import { dirname, join, resolve } from 'node:path';
