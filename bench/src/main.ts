@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { postgresBackend, sqliteBackend, type Backend } from './backends.js';
 import { runTag } from './fixtures.js';
 import { parseOptions, USAGE, type Options } from './options.js';
+import { recording } from './stats.js';
 import { SERVICE_MAIN, killAllNow, startChildOnFreePort, stopAll, type ChildService, type ChildServiceOptions } from '@svc/testkit/child';
 import { formatSummary, summarise, type ProfileSummary } from './profile-top.js';
 import { integrityNotes, markdownTable, summaryRows, type TargetRuns } from './report.js';
@@ -119,6 +120,7 @@ async function main(): Promise<void> {
     return;
   }
   const o = parsed;
+  recording.tails = o.tails;
   const need = (o.workloads.has('idle') ? o.idleStreams : 0) + 2000;
   if (maxOpenFiles() < need) throw new Error(`the open-file limit (ulimit -n) is ${maxOpenFiles()}; ${need} are needed. Raise it or pass --streams`);
   mkdirSync(profileDir, { recursive: true });

@@ -27,6 +27,8 @@ export interface Options {
   recipientDevices: number;
   /** DM recipients acknowledge what they receive in batches of this many ids (0: they do not ack). */
   ackBatch: number;
+  /** Print, for each phase, when its slowest deliveries were sent (`Tails` in stats.ts). */
+  tails: boolean;
 }
 
 export const WORKLOADS = ['idle', 'dm', 'rooms', 'replay'] as const;
@@ -47,6 +49,7 @@ export const USAGE = `npm run bench -- [options]
   --rate N                    the fixed rate of the first paced DM phase, messages/s (default 2000)
   --devices N                 devices (event streams) of each DM recipient (default 2)
   --ack N                     DM recipients acknowledge in batches of N ids while the phases run (default 0: no acks)
+  --tails                     print for each phase when its deliveries at or above the p99 were sent, per 100 ms
   --profile                   start the service with --cpu-prof into bench/results/profiles and list its top functions
   --help`;
 
@@ -75,6 +78,7 @@ export function parseOptions(argv: string[]): Options | 'help' {
     instances: 1,
     pacedRate: 2000,
     ackBatch: 0,
+    tails: false,
     recipientDevices: 2,
   };
   for (let i = 0; i < argv.length; i++) {
@@ -83,6 +87,7 @@ export function parseOptions(argv: string[]): Options | 'help' {
     if (a === '--help' || a === '-h') return 'help';
     else if (a === '--quick') continue;
     else if (a === '--profile') o.profile = true;
+    else if (a === '--tails') o.tails = true;
     else if (a === '--backend') {
       const b = v();
       if (b !== 'sqlite' && b !== 'postgres') throw new Error('--backend must be sqlite or postgres');

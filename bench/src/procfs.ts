@@ -39,3 +39,10 @@ export function rssBytes(pid: number): number {
   if (!m) throw new Error(`no VmRSS for pid ${pid}`);
   return Number(m[1]) * 1024;
 }
+
+/** Read- and write-type system calls of a process so far (syscr, syscw of /proc/<pid>/io): socket reads and writes, and SQLite's file I/O. */
+export function ioCalls(pid: number): { reads: number; writes: number } {
+  const io = readFileSync(`/proc/${pid}/io`, 'utf8');
+  const field = (name: string) => Number(new RegExp(`^${name}: (\\d+)$`, 'm').exec(io)?.[1] ?? NaN);
+  return { reads: field('syscr'), writes: field('syscw') };
+}

@@ -6,7 +6,7 @@
  * and event streams over them by instance number, and CPU time and memory are summed over them.
  */
 import type { ChildService } from '@svc/testkit/child';
-import { cpuTimes, rssBytes } from './procfs.js';
+import { cpuTimes, ioCalls, rssBytes } from './procfs.js';
 import type { StoreCpu } from './store-cpu.js';
 import { Endpoint, expect, pool, sessionCookie } from './http.js';
 import { id16, registerBody, wrappedKey } from './fixtures.js';
@@ -40,6 +40,8 @@ export interface Target {
   sizeFor(senders: readonly { instance: number }[]): void;
   /** User and system CPU time of all its processes so far, in ms. */
   cpu(): { user: number; system: number };
+  /** Read- and write-type system calls of all its processes so far. */
+  io(): { reads: number; writes: number };
   /** Resident memory of all its processes, in bytes. */
   rss(): number;
   /** Fresh processes on the same ports and store (what the ceiling was told by /setup is lost). */
@@ -88,6 +90,16 @@ abstract class Processes {
       const t = cpuTimes(c.pid);
       sum.user += t.user;
       sum.system += t.system;
+    }
+    return sum;
+  }
+
+  io(): { reads: number; writes: number } {
+    const sum = { reads: 0, writes: 0 };
+    for (const c of this.children) {
+      const n = ioCalls(c.pid);
+      sum.reads += n.reads;
+      sum.writes += n.writes;
     }
     return sum;
   }

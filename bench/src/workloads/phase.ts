@@ -4,7 +4,7 @@
  * and a bounded wait for the deliveries still on their way.
  */
 import type { EventStream } from '../sse.js';
-import { Recorder, type Latency } from '../stats.js';
+import { Recorder, type Latency, type Tails } from '../stats.js';
 import type { Target } from '../targets.js';
 import type { SendResult } from './load.js';
 
@@ -27,6 +27,9 @@ export interface PhaseResult {
   serverCpuMs: number;
   serverSystemMs: number;
   cpuMsPer1000Deliveries: number;
+  /** The server's read- and write-type system calls (/proc/<pid>/io) over the phase, per delivery. */
+  readCallsPerDelivery: number;
+  writeCallsPerDelivery: number;
   /** CPU time of the whole PostgreSQL and Redis servers over the phase (they are shared), with --backend postgres only. */
   postgresCpuMs?: number;
   redisCpuMs?: number;
@@ -48,12 +51,14 @@ export async function measurePhase(
   for (const s of streams) s.onMsg = rec.onMsg;
   const store0 = t.storeCpu?.read();
   const cpu0 = t.cpu();
+  const io0 = t.io();
   const gen0 = process.cpuUsage();
   const wall0 = performance.now();
   const r = await send(rec);
   const expected = r.accepted * fanout;
   const delivered = await rec.drain(expected, DRAIN_TIMEOUT_MS);
   const cpu1 = t.cpu();
+  const io1 = t.io();
   const serverSystemMs = cpu1.system - cpu0.system;
   const serverCpuMs = cpu1.user - cpu0.user + serverSystemMs;
   const gen = process.cpuUsage(gen0);
@@ -75,6 +80,8 @@ export async function measurePhase(
     serverCpuMs,
     serverSystemMs,
     cpuMsPer1000Deliveries: delivered > 0 ? (serverCpuMs * 1000) / delivered : NaN,
+    readCallsPerDelivery: delivered > 0 ? (io1.reads - io0.reads) / delivered : NaN,
+    writeCallsPerDelivery: delivered > 0 ? (io1.writes - io0.writes) / delivered : NaN,
     ...(store0 && store1 ? { postgresCpuMs: store1.postgres - store0.postgres, redisCpuMs: store1.redis - store0.redis } : {}),
     generatorCpuMs: (gen.user + gen.system) / 1000,
     wallMs,
@@ -84,6 +91,12 @@ export async function measurePhase(
 /** CPU time `ms` of a phase per 1,000 of its deliveries. */
 export const per1000 = (ms: number, p: PhaseResult): number => (p.delivered > 0 ? (ms * 1000) / p.delivered : NaN);
 
+function tailText(t: Tails): string {
+  return Object.entries(t.per100ms)
+    .map(([w, n]) => `${w}:${n}`)
+    .join(' ');
+}
+
 /** One line of progress on stderr, so a long run shows where it is. */
 export function progress(t: Target, what: string, p: PhaseResult): void {
   const l = p.latency;
@@ -91,12 +104,14 @@ export function progress(t: Target, what: string, p: PhaseResult): void {
   process.stderr.write(
     `  ${t.name.padEnd(7)} ${what.padEnd(14)} ${p.throughput.toFixed(0).padStart(6)} msg/s ${p.deliveriesPerSec.toFixed(0).padStart(7)} del/s` +
       `  p50 ${l.p50.toFixed(2)} p95 ${l.p95.toFixed(2)} p99 ${l.p99.toFixed(2)} ms  cpu/1k ${p.cpuMsPer1000Deliveries.toFixed(1)} ms (sys ${((100 * p.serverSystemMs) / p.serverCpuMs).toFixed(0)}%)` +
+      `  calls/del r ${p.readCallsPerDelivery.toFixed(2)} w ${p.writeCallsPerDelivery.toFixed(2)}` +
       (p.postgresCpuMs !== undefined
         ? `  pg/1k ${per1000(p.postgresCpuMs, p).toFixed(1)} redis/1k ${per1000(p.redisCpuMs ?? NaN, p).toFixed(1)} ms`
         : '') +
       (p.errors ? `  errors ${p.errors} (${p.firstError})` : '') +
       (p.skipped ? `  skipped ${p.skipped}` : '') +
       (lost ? `  LOST ${lost}` : '') +
+      (l.tails ? `\n    deliveries ≥ p99 by 100 ms of send time from ${l.tails.firstSendEpochMs}: ${tailText(l.tails)}` : '') +
       '\n',
   );
 }
