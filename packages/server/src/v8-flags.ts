@@ -14,10 +14,20 @@
  * setting, 17 KB and 1.1 ms, and the p99 at 2,000 DM/s 1.4 ms instead of 3.5–13.7
  * (docs/BENCHMARKS.md, row 24).
  *
+ * The old generation may grow to four times what the last full collection left alive before the
+ * next one (`--heap-growing-percent=300`: V8's largest factor, where it otherwise picks one from
+ * 1.1 up by its own measure of collection speed). Each full collection stops the process for 5–15
+ * ms and marks on another thread meanwhile; on a busy machine every event in flight waits for it,
+ * and the slowest deliveries of a paced run are the ones sent around those collections. At half the
+ * maximum rate of two instances, each instance made one every 1–2 s with a live heap of about 20
+ * MB; with this setting one every several seconds, for a heap of up to about 90 MB under load
+ * instead of 30–40 (docs/BENCHMARKS.md, row 36).
+ *
  * Set here rather than as a `node` flag, so that it holds however the service is started (the
  * unit, `npm start`, the benchmark, a container); V8 reads this flag at each collection, so
- * setting it after start-up takes effect.
+ * setting it after start-up takes effect; the heap's growing factor too is read at each collection.
  */
 import { setFlagsFromString } from 'node:v8';
 
 setFlagsFromString('--no-allocation-site-pretenuring');
+setFlagsFromString('--heap-growing-percent=300');
