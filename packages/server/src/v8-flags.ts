@@ -16,12 +16,12 @@
  *
  * The old generation may grow to four times what the last full collection left alive before the
  * next one (`--heap-growing-percent=300`: V8's largest factor, where it otherwise picks one from
- * 1.1 up by its own measure of collection speed). Each full collection stops the process for 5–15
+ * 1.1 up by its own measure of collection speed). Each full collection stops the process for 2–10
  * ms and marks on another thread meanwhile; on a busy machine every event in flight waits for it,
- * and the slowest deliveries of a paced run are the ones sent around those collections. At half the
- * maximum rate of two instances, each instance made one every 1–2 s with a live heap of about 20
- * MB; with this setting one every several seconds, for a heap of up to about 90 MB under load
- * instead of 30–40 (docs/BENCHMARKS.md, row 36).
+ * and the slowest deliveries of a paced run were the ones sent around those collections. At half
+ * the maximum rate of two instances, each instance made one every 1–2 s with a live heap of about
+ * 20 MB; with this setting 4–5 in a whole two-run benchmark instead of 7, none in most phases, for a
+ * heap of up to about 90 MB under load instead of 30–40 (docs/BENCHMARKS.md, row 36).
  *
  * Set here rather than as a `node` flag, so that it holds however the service is started (the
  * unit, `npm start`, the benchmark, a container); V8 reads this flag at each collection, so
