@@ -85,23 +85,18 @@ abstract class Processes {
   }
 
   cpu(): { user: number; system: number } {
-    const sum = { user: 0, system: 0 };
-    for (const c of this.children) {
-      const t = cpuTimes(c.pid);
-      sum.user += t.user;
-      sum.system += t.system;
-    }
-    return sum;
+    return this.sum(cpuTimes);
   }
 
   io(): { reads: number; writes: number } {
-    const sum = { reads: 0, writes: 0 };
-    for (const c of this.children) {
-      const n = ioCalls(c.pid);
-      sum.reads += n.reads;
-      sum.writes += n.writes;
-    }
-    return sum;
+    return this.sum(ioCalls);
+  }
+
+  /** What `read` says of each of its processes, field by field summed. */
+  private sum<T extends Record<string, number>>(read: (pid: number) => T): T {
+    const total = {} as Record<string, number>;
+    for (const c of this.children) for (const [k, v] of Object.entries(read(c.pid))) total[k] = (total[k] ?? 0) + v;
+    return total as T;
   }
 
   rss(): number {
