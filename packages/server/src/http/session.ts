@@ -11,16 +11,20 @@ export const TOUCH_EVERY_MS = 10 * 60 * 1000;
 
 /**
  * The session check. `remember`, when given, keeps the session it found (remembered-sessions.ts);
- * it is given on the routes whose store confirms the caller inside a send. `renew` is told the
- * token whenever the session's last use is recorded, so that the cookie's lifetime can follow
- * the session's (renewCookie below).
+ * it is given on the routes whose store confirms the caller inside a send.
+ *
+ * `res`, when given, gets the session cookie again, with a fresh Max-Age, whenever the session's
+ * last use is recorded: a session lives 30 days after its last use, and its cookie then does too,
+ * instead of ending in the browser 30 days after login. Set on the raw response, so that it goes
+ * out with whatever answers the request, an error or an event stream included, and the cleared
+ * cookie of logout and account deletion takes its place.
  */
 export async function authenticate(
   deps: Deps,
   cookieHeader: string | undefined,
   deviceHeader: string | string[] | undefined,
   remember?: RememberedSessions,
-  renew?: (token: string) => void,
+  res?: ServerResponse,
 ): Promise<Caller> {
   const token = readSessionToken(cookieHeader);
   if (!token) throw new ApiError('unauthenticated');
@@ -42,7 +46,7 @@ export async function authenticate(
   if (now - s.lastUsedAt >= TOUCH_EVERY_MS) {
     await deps.store.touchSession(id, now);
     lastUsedAt = now;
-    renew?.(token);
+    res?.setHeader('set-cookie', sessionCookie(token, deps.config.secureCookies));
   }
   remember?.remember(id, { nick: s.nick, lastUsedAt });
   const caller: Caller = { nick: s.nick, sessionId: id, device };
@@ -67,15 +71,4 @@ export function rememberedCaller(
   const s = remembered.get(id, deps.now());
   if (s === null) return null;
   return { nick: s.nick, sessionId: id, device: typeof deviceHeader === 'string' ? deviceHeader : undefined, provisional: true };
-}
-
-/**
- * Sends the session cookie again, with a fresh Max-Age, on the response of a request that
- * recorded its session's use: a session lives 30 days after its last use, and its cookie then
- * does too, instead of ending in the browser 30 days after login. Set on the raw response, so
- * that it goes out with whatever answers the request, an error or an event stream included,
- * and the cleared cookie of logout and account deletion takes its place.
- */
-export function renewCookie(res: ServerResponse, secure: boolean): (token: string) => void {
-  return (token) => res.setHeader('set-cookie', sessionCookie(token, secure));
 }

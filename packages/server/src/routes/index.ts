@@ -10,7 +10,7 @@ import type { Deps } from '../domain/deps.js';
 import { whenDurable } from '../domain/durability.js';
 import { parseJsonObject } from '../http/body.js';
 import { clientIp } from '../http/client-ip.js';
-import { TOUCH_EVERY_MS, authenticate, rememberedCaller, renewCookie } from '../http/session.js';
+import { TOUCH_EVERY_MS, authenticate, rememberedCaller } from '../http/session.js';
 import { RememberedSessions } from '../http/remembered-sessions.js';
 import { accountRoutes } from './account.js';
 import { contactRoutes } from './contacts.js';
@@ -79,7 +79,7 @@ export function registerRoutes(app: FastifyInstance, deps: Deps): void {
       onRequest.push(async (req: FastifyRequest, reply: FastifyReply) => {
         req.caller =
           (provisional ? rememberedCaller(deps, remembered, req.headers.cookie, req.headers['x-device']) : null) ??
-          (await authenticate(deps, req.headers.cookie, req.headers['x-device'], remembered, renewCookie(reply.raw, deps.config.secureCookies)));
+          (await authenticate(deps, req.headers.cookie, req.headers['x-device'], remembered, reply.raw));
       });
     }
     if (check === null && writes) {
@@ -139,7 +139,7 @@ async function beforeRefusal(
     return;
   }
   try {
-    await authenticate(deps, req.headers.cookie, req.headers['x-device'], remembered, renewCookie(reply.raw, deps.config.secureCookies));
+    await authenticate(deps, req.headers.cookie, req.headers['x-device'], remembered, reply.raw);
   } catch (e) {
     remembered.forget(caller.sessionId);
     throw e;
