@@ -41,8 +41,12 @@ export interface RoomGuard {
   changed(room: Room, change: MemberChange, final: string[]): Promise<void>;
   /** This account created `room`; `alone`: no members are added right after. */
   created(room: Room, alone: boolean): Promise<void>;
-  /** This account is about to leave `room`. Never throws. */
+  /** This account is about to leave `room`: nothing more may be sent there once it has. Never throws. */
   leaving(room: Room): Promise<void>;
+  /** This account (its owner) is about to delete `room`. Never throws. */
+  deleting(room: Room): Promise<void>;
+  /** The leave or deletion announced by `leaving` or `deleting` did not happen (its request failed). */
+  stayed(room: Room): void;
 }
 
 export class RoomBook {
@@ -205,12 +209,24 @@ export class RoomBook {
   async leave(roomId: string): Promise<void> {
     const room = this.cache.get(roomId);
     if (room) await this.guard?.leaving(room);
-    await this.o.api.leaveRoom(roomId);
+    await this.ended(room, () => this.o.api.leaveRoom(roomId));
     this.drop(roomId);
   }
 
   async delete(roomId: string): Promise<void> {
-    await this.o.api.deleteRoom(roomId);
+    const room = this.cache.get(roomId);
+    if (room) await this.guard?.deleting(room);
+    await this.ended(room, () => this.o.api.deleteRoom(roomId));
     this.drop(roomId);
+  }
+
+  /** The leave or deletion request; when it fails, the guard hears that the room stays. */
+  private async ended(room: Room | undefined, request: () => Promise<void>): Promise<void> {
+    try {
+      await request();
+    } catch (e) {
+      if (room) this.guard?.stayed(room);
+      throw e;
+    }
   }
 }

@@ -245,3 +245,75 @@ test('what was queued survives a reload: a new outbox over the same store sends 
     ['first', 'second'],
   );
 });
+
+test('a chat being left gets nothing more: what waits for it is dropped, later receipts ignored, later messages refused', async () => {
+  let down = true;
+  const r = rig({
+    answer: () => {
+      if (down) throw new SdkError('network');
+      return 1;
+    },
+  });
+  await r.box.add('room:r1', text('unsent'));
+  await r.box.add('dm:bob', text('elsewhere'));
+  r.box.receipt('room:r1', ['01JD0000000000000000000001'], 'delivered');
+  r.box.receipt('dm:bob', ['01JD0000000000000000000002'], 'read');
+  await r.box.close('room:r1');
+  assert.deepEqual(
+    r.box.pending.map((i) => i.chat),
+    ['dm:bob'],
+    "the left room's message is out of the outbox",
+  );
+  assert.deepEqual(
+    (await r.store.outboxList()).map((i) => i.chat),
+    ['dm:bob'],
+    '…and out of the store',
+  );
+  r.box.receipt('room:r1', ['01JD0000000000000000000003'], 'read');
+  await assert.rejects(r.box.add('room:r1', text('too late')), (e) => e instanceof SdkError && e.code === 'not_member');
+  down = false;
+  r.advance(2_000);
+  r.box.online();
+  await settle(() => r.sent.length === 2, 'the other chat’s message and receipt sent');
+  await sleep(30);
+  assert.deepEqual(
+    r.sent.map((s) => s.chat),
+    ['dm:bob', 'dm:bob'],
+    'nothing went to the left room',
+  );
+});
+
+test('closing a chat waits for a send to it that is under way, and that send is not tried again', async () => {
+  let release!: () => void;
+  let calls = 0;
+  const r = rig({
+    answer: async () => {
+      calls++;
+      await new Promise<void>((ok) => (release = ok));
+      throw new SdkError('not_member');
+    },
+  });
+  await r.box.add('room:r1', text('on its way'));
+  await settle(() => calls === 1, 'the send under way');
+  let closed = false;
+  const closing = r.box.close('room:r1').then(() => (closed = true));
+  await sleep(20);
+  assert.equal(closed, false, 'close waits for the send under way');
+  release();
+  await closing;
+  await sleep(30);
+  assert.equal(calls, 1, 'not tried again');
+  assert.deepEqual(await r.store.outboxList(), [], 'dropped, not kept as failed');
+  assert.ok(!r.updates.some((u) => u.state === 'failed'), 'never shown as "Not sent"');
+});
+
+test('a chat reopened (the leave did not happen) is written to again', async () => {
+  const r = rig();
+  await r.box.close('room:r1');
+  r.box.reopen('room:r1');
+  await r.box.add('room:r1', text('still here'));
+  r.box.receipt('room:r1', ['01JD0000000000000000000001'], 'read');
+  r.advance(2_000);
+  r.box.kick();
+  await settle(() => r.sent.length === 2, 'the message and the receipt sent');
+});

@@ -12,6 +12,7 @@ import Database from 'better-sqlite3';
 import type { Envelope } from '@svc/protocol';
 import { Conversations, MemoryStore, newMid, type PlainInput } from '../src/index.js';
 import { register, reload, sleep, startServer, type Device, type TestServer } from './server.js';
+import type { FetchLike } from '../src/cookies.js';
 
 let server: TestServer;
 before(async () => {
@@ -334,5 +335,57 @@ test('the record survives a reload, and the reloaded device still refuses a memb
     }
   } finally {
     await B.close();
+  }
+});
+
+test('a member who leaves sends nothing to the room after its leave: a receipt on its way goes first, none is refused not_member', async () => {
+  // Bob's sends can be held on their way to the service, so that his receipt is still on its way
+  // when he leaves (as on a slow network); every answer he gets is kept.
+  let hold: { released: Promise<void>; held: () => void } | null = null;
+  const answers: string[] = [];
+  const wrap =
+    (f: FetchLike): FetchLike =>
+    async (url, init) => {
+      const what = `${init?.method ?? 'GET'} ${new URL(url).pathname}`;
+      const h = what === 'POST /api/messages' ? hold : null;
+      if (h) {
+        hold = null;
+        h.held();
+        await h.released;
+      }
+      const res = await f(url, init);
+      answers.push(`${what} ${res.status}`);
+      return res;
+    };
+  const [alice, bob] = await Promise.all([register(server), register(server, undefined, undefined, { wrap })]);
+  const [A, B] = [await run(alice), await run(bob)];
+  try {
+    const id = await roomOf(A, [B]);
+    let release!: () => void;
+    const onItsWay = new Promise<void>((held) => (hold = { released: new Promise<void>((r) => (release = r)), held }));
+    await A.conv.sendText(`room:${id}`, 'see you');
+    // Bob's client takes the text and sends its delivered receipt after RECEIPT_DELAY_MS: held.
+    await onItsWay;
+    const leaving = bob.m.leaveRoom(id);
+    await sleep(300);
+    release();
+    await leaving;
+    await sleep(300);
+    assert.deepEqual(
+      answers.filter((a) => a.startsWith('POST /api/messages') && !a.endsWith(' 202')),
+      [],
+      'no send refused',
+    );
+    const leave = bob.requests.indexOf(`POST /api/rooms/${id}/leave`);
+    assert.ok(leave >= 0);
+    assert.deepEqual(
+      bob.requests.slice(leave + 1).filter((r) => r === 'POST /api/messages'),
+      [],
+      'no send after the leave',
+    );
+    // Alice is told of the leave all the same: its announcement goes before the leave.
+    await until(recorded(A, id, alice.m.nick, [alice.m.nick]), 'alice to follow the leave');
+  } finally {
+    await Promise.all([A.close(), B.close()]);
   }
 });

@@ -82,6 +82,8 @@ export class Conversations {
       enqueue: (chat, plain, id) => this.outbox.add(chat, plain, { id }),
       pending: () => this.outbox.pending,
       drop: (id) => this.outbox.drop(id),
+      close: (chat) => this.outbox.close(chat),
+      reopen: (chat) => this.outbox.reopen(chat),
       newMid,
       ...(o.warnAfterMs !== undefined ? { warnAfterMs: o.warnAfterMs } : {}),
       ...(o.onError ? { onError: o.onError } : {}),

@@ -13,9 +13,13 @@
  *
  * Receipts are outbox items too, kept in memory only: merged per chat, sent after the person's
  * own messages, and dropped after a few refusals rather than retried forever.
+ *
+ * A chat this account is leaving (a room left or deleted) is closed first (close()): what waits
+ * for it is dropped and nothing more goes to it, so no receipt reaches the service after the
+ * leave and comes back refused, an error the client could have avoided.
  */
 import { ulidTime } from '@svc/protocol';
-import { isSdkError } from '../errors.js';
+import { isSdkError, SdkError } from '../errors.js';
 import type { ChatId } from '../messages.js';
 import type { OutboxItem, Priority } from './model.js';
 import { Pacer } from './pacer.js';
@@ -59,6 +63,10 @@ export class Outbox {
   private stopped = false;
   /** createdAt orders the outbox across reloads, so no two items share one. */
   private lastCreated = 0;
+  /** Chats being left: nothing more is sent to them (close()). */
+  private readonly closed = new Set<ChatId>();
+  /** The send under way, so that close() can wait for one to its chat. */
+  private current: { item: OutboxItem; done: Promise<unknown> } | null = null;
 
   constructor(private readonly d: OutboxDeps) {}
 
@@ -75,6 +83,7 @@ export class Outbox {
   }
 
   async add(chat: ChatId, plain: PlainInput, o: { id?: string; priority?: Priority } = {}): Promise<OutboxItem> {
+    if (this.closed.has(chat)) throw new SdkError('not_member', { message: 'This conversation was left.' });
     this.lastCreated = Math.max(this.d.now(), this.lastCreated + 1);
     const item: OutboxItem = {
       id: o.id ?? this.d.newId(),
@@ -93,7 +102,7 @@ export class Outbox {
 
   /** Queues a receipt, merged with any that waits for the same chat (a read one replaces delivered). */
   receipt(chat: ChatId, ids: string[], status: ReceiptPlain['status']): void {
-    if (ids.length === 0) return;
+    if (ids.length === 0 || this.closed.has(chat)) return;
     if (status === 'read') {
       for (const r of this.receipts)
         if (r.chat === chat && r.plain.type === 'receipt' && r.plain.status === 'delivered')
@@ -164,6 +173,25 @@ export class Outbox {
     return this.d.pacer.waitMs(item.priority, ahead);
   }
 
+  /**
+   * This account is about to leave `chat` (a room left or deleted): what waits for it is dropped
+   * (receipts, and messages that could only come back refused once it has left), later receipts
+   * for it are ignored and later messages refused. Resolves once a send to it that is under way
+   * has ended, so that the leave goes after it.
+   */
+  async close(chat: ChatId): Promise<void> {
+    this.closed.add(chat);
+    this.receipts = this.receipts.filter((r) => r.chat !== chat || r === this.receiptInFlight);
+    for (const i of this.items.filter((x) => x.chat === chat && x !== this.current?.item)) await this.drop(i.id);
+    if (this.current?.item.chat === chat) await this.current.done;
+  }
+
+  /** The leave did not happen (its request failed): `chat` may be written to again. */
+  reopen(chat: ChatId): void {
+    this.closed.delete(chat);
+    this.kick();
+  }
+
   stop(): void {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
@@ -208,7 +236,7 @@ export class Outbox {
     const heads = new Map<string, OutboxItem>();
     const blocked = new Set<string>();
     for (const i of this.items) {
-      if (heads.has(i.chat) || blocked.has(i.chat)) continue;
+      if (heads.has(i.chat) || blocked.has(i.chat) || this.closed.has(i.chat)) continue;
       if (i.state === 'held') blocked.add(i.chat);
       else if (i.state === 'waiting') heads.set(i.chat, i);
     }
@@ -239,12 +267,17 @@ export class Outbox {
   private async attempt(item: OutboxItem | Transient): Promise<boolean> {
     const transient = this.receipts.includes(item as Transient);
     if (!transient && this.d.now() - ulidTime(item.id) > FRESH_ID_MS) await this.renew(item);
+    // close() may have dropped it during that wait.
+    if (this.closed.has(item.chat)) return true;
     const id = transient ? this.d.newId() : item.id;
     item.attempts += 1;
     this.d.pacer.note();
     if (transient) this.receiptInFlight = item as Transient;
+    const sending = this.d.send(item.chat, item.plain, { id, sentAt: item.plain.sentAt || this.d.now() });
+    const current = { item, done: sending.catch(() => undefined) };
+    this.current = current;
     try {
-      const r = await this.d.send(item.chat, item.plain, { id, sentAt: item.plain.sentAt || this.d.now() });
+      const r = await sending;
       this.receiptInFlight = null;
       this.failures = 0;
       if (transient) this.receipts = this.receipts.filter((x) => x !== item);
@@ -256,7 +289,15 @@ export class Outbox {
       return true;
     } catch (e) {
       this.receiptInFlight = null;
+      // A send to a chat closed meanwhile is not tried again: the leave goes after it.
+      if (this.closed.has(item.chat)) {
+        if (transient) this.receipts = this.receipts.filter((x) => x !== item);
+        else await this.drop(item.id);
+        return true;
+      }
       return this.failed(item, transient, e);
+    } finally {
+      if (this.current === current) this.current = null;
     }
   }
 

@@ -60,6 +60,10 @@ export interface RoomMembersDeps {
   /** What waits in the outbox, and how to take an item out (a superseded announcement). */
   pending(): readonly OutboxItem[];
   drop(id: string): Promise<void>;
+  /** Nothing more goes to `chat` (the outbox drops what waits for it); resolves once a send to it under way has ended. */
+  close(chat: ChatId): Promise<void>;
+  /** `chat` may be written to again: the leave did not happen. */
+  reopen(chat: ChatId): void;
   newMid(): string;
   warnAfterMs?: number;
   now?: () => number;
@@ -79,6 +83,8 @@ export class RoomMembers implements RoomGuard {
   private readonly warnAfterMs: number;
   private readonly now: () => number;
   private stopped = false;
+  /** Rooms this account left or deleted in this session, with the keyIds they had then (rejoined()). */
+  private readonly left = new Map<string, Set<string>>();
 
   constructor(private readonly d: RoomMembersDeps) {
     this.warnAfterMs = d.warnAfterMs ?? WARN_AFTER_MS;
@@ -227,6 +233,7 @@ export class RoomMembers implements RoomGuard {
   }
 
   async seen(room: Room): Promise<void> {
+    this.rejoined(room);
     try {
       await this.serial(async () => {
         const rec = (await this.load(room.id)) ?? (await this.startFromList(room));
@@ -295,6 +302,11 @@ export class RoomMembers implements RoomGuard {
   }
 
   async leaving(room: Room): Promise<void> {
+    this.left.set(room.id, new Set(room.keys.map((k) => k.keyId)));
+    // First the outbox: a receipt or message for the room sent after the leave would come back
+    // refused (not_member), an error this client can foresee. The announcement below is not
+    // queued, so it still goes.
+    await this.d.close(`room:${room.id}`);
     try {
       const rec = await this.record(room.id);
       const plain = leaveAnnouncement(room.id, rec?.members ?? room.members, rec?.owner ?? room.owner, this.me, this.d.newMid());
@@ -305,6 +317,27 @@ export class RoomMembers implements RoomGuard {
       // Leaving goes ahead: the owner's next announcement drops this account all the same.
       this.d.onError?.(e);
     }
+  }
+
+  deleting(room: Room): Promise<void> {
+    this.left.set(room.id, new Set(room.keys.map((k) => k.keyId)));
+    return this.d.close(`room:${room.id}`);
+  }
+
+  stayed(room: Room): void {
+    this.left.delete(room.id);
+    this.d.reopen(`room:${room.id}`);
+  }
+
+  /**
+   * A room this account left lists it again, under a key made after the leave: it was added
+   * back, and may be written to again. A listing without such a key may be older than the leave.
+   */
+  private rejoined(room: Room): void {
+    const keys = this.left.get(room.id);
+    if (!keys || !room.members.includes(this.me) || room.keys.every((k) => keys.has(k.keyId))) return;
+    this.left.delete(room.id);
+    this.d.reopen(`room:${room.id}`);
   }
 
   /** Ownership passed to this account: it announces the membership as it took it over. */
