@@ -306,7 +306,7 @@ export class RoomMembers implements RoomGuard {
     // First the outbox: a receipt or message for the room sent after the leave would come back
     // refused (not_member), an error this client can foresee. The announcement below is not
     // queued, so it still goes.
-    await this.d.close(`room:${room.id}`);
+    await this.close(room);
     try {
       const rec = await this.record(room.id);
       const plain = leaveAnnouncement(room.id, rec?.members ?? room.members, rec?.owner ?? room.owner, this.me, this.d.newMid());
@@ -321,7 +321,16 @@ export class RoomMembers implements RoomGuard {
 
   deleting(room: Room): Promise<void> {
     this.left.set(room.id, new Set(room.keys.map((k) => k.keyId)));
-    return this.d.close(`room:${room.id}`);
+    return this.close(room);
+  }
+
+  /** Closes the room's chat in the outbox; leaving goes ahead whatever becomes of that (the guard never throws). */
+  private async close(room: Room): Promise<void> {
+    try {
+      await this.d.close(`room:${room.id}`);
+    } catch (e) {
+      this.d.onError?.(e);
+    }
   }
 
   stayed(room: Room): void {
