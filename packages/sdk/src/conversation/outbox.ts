@@ -54,8 +54,6 @@ interface Transient extends OutboxItem {
 export class Outbox {
   private items: OutboxItem[] = [];
   private receipts: Transient[] = [];
-  /** The receipt being sent: its plaintext is sealed already, so nothing more is merged into it. */
-  private receiptInFlight: Transient | null = null;
   private running = false;
   private again = false;
   private timer: ReturnType<typeof setTimeout> | null = null;
@@ -65,7 +63,10 @@ export class Outbox {
   private lastCreated = 0;
   /** Chats being left: nothing more is sent to them (close()). */
   private readonly closed = new Set<ChatId>();
-  /** The send under way, so that close() can wait for one to its chat. */
+  /**
+   * The send under way: close() waits for one to its chat, and a receipt in it has its plaintext
+   * sealed already, so nothing more is merged into it.
+   */
   private current: { item: OutboxItem; done: Promise<unknown> } | null = null;
 
   constructor(private readonly d: OutboxDeps) {}
@@ -111,7 +112,7 @@ export class Outbox {
     }
     const same = this.receipts.find(
       (r) =>
-        r !== this.receiptInFlight &&
+        r !== this.current?.item &&
         r.chat === chat &&
         r.plain.type === 'receipt' &&
         r.plain.status === status &&
@@ -181,7 +182,7 @@ export class Outbox {
    */
   async close(chat: ChatId): Promise<void> {
     this.closed.add(chat);
-    this.receipts = this.receipts.filter((r) => r.chat !== chat || r === this.receiptInFlight);
+    this.receipts = this.receipts.filter((r) => r.chat !== chat || r === this.current?.item);
     for (const i of this.items.filter((x) => x.chat === chat && x !== this.current?.item)) await this.drop(i.id);
     if (this.current?.item.chat === chat) await this.current.done;
   }
@@ -272,13 +273,11 @@ export class Outbox {
     const id = transient ? this.d.newId() : item.id;
     item.attempts += 1;
     this.d.pacer.note();
-    if (transient) this.receiptInFlight = item as Transient;
     const sending = this.d.send(item.chat, item.plain, { id, sentAt: item.plain.sentAt || this.d.now() });
     const current = { item, done: sending.catch(() => undefined) };
     this.current = current;
     try {
       const r = await sending;
-      this.receiptInFlight = null;
       this.failures = 0;
       if (transient) this.receipts = this.receipts.filter((x) => x !== item);
       else {
@@ -288,7 +287,6 @@ export class Outbox {
       }
       return true;
     } catch (e) {
-      this.receiptInFlight = null;
       // A send to a chat closed meanwhile is not tried again: the leave goes after it.
       if (this.closed.has(item.chat)) {
         if (transient) this.receipts = this.receipts.filter((x) => x !== item);
