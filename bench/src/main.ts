@@ -4,7 +4,7 @@
  * goes first, and prints a markdown table of medians and ratios; the full figures go to
  * bench/results/<backend>-<timestamp>.json. See docs/BENCHMARKS.md.
  */
-import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, freemem, loadavg, totalmem } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,6 +14,7 @@ import { parseOptions, USAGE, type Options } from './options.js';
 import { recording } from './stats.js';
 import { SERVICE_MAIN, killAllNow, startChildOnFreePort, stopAll, type ChildService, type ChildServiceOptions } from '@svc/testkit/child';
 import { formatSummary, summarise, type ProfileSummary } from './profile-top.js';
+import { PerfRun, layersTable, perfAvailable, phaseWindows, type PerfReport } from './perf-layers.js';
 import { integrityNotes, markdownTable, summaryRows, type TargetRuns } from './report.js';
 import { CeilingTarget, ServiceTarget, type Target } from './targets.js';
 import { DmWorkload } from './workloads/dm.js';
@@ -50,9 +51,12 @@ function maxOpenFiles(): number {
   return !m || m[1] === 'unlimited' ? Infinity : Number(m[1]);
 }
 
+/** `--perf`: JIT code named for perf (a map in /tmp per process, removed at the end). */
+const perfArgs = (o: Options): string[] => (o.perf ? ['--perf-basic-prof'] : []);
+
 /** Service process number `k` (0-based) of `--instances`; only the first is profiled, so the profile is one process's. */
 async function startService(o: Options, backend: Backend, k: number): Promise<ChildService> {
-  const args = [...(o.profile && k === 0 ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []), SERVICE_MAIN];
+  const args = [...(o.profile && k === 0 ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []), ...(k === 0 ? perfArgs(o) : []), SERVICE_MAIN];
   return startChildOnFreePort((port) => ({
     ...CHILD,
     name: o.instances > 1 ? `service #${k + 1}` : 'service',
@@ -72,11 +76,11 @@ async function startService(o: Options, backend: Backend, k: number): Promise<Ch
   }));
 }
 
-async function startCeiling(): Promise<ChildService> {
+async function startCeiling(o: Options): Promise<ChildService> {
   return startChildOnFreePort((port) => ({
     ...CHILD,
     name: 'ceiling',
-    args: [join(root, 'bench/dist/ceiling.js')],
+    args: [...perfArgs(o), join(root, 'bench/dist/ceiling.js')],
     env: { PORT: String(port), HOST: '127.0.0.1' },
   }));
 }
@@ -146,6 +150,8 @@ async function main(): Promise<void> {
   process.once('exit', killAllNow);
 
   let profile: ProfileSummary | null = null;
+  let perf: PerfReport | null = null;
+  if (o.perf && !perfAvailable()) throw new Error('--perf needs Linux perf on the PATH (Debian: linux-perf)');
   try {
     const profileSince = Date.now();
     // One after the other: the first applies the schema's migrations before the others start.
@@ -153,7 +159,9 @@ async function main(): Promise<void> {
     for (let k = 0; k < o.instances; k++) children.push(await startService(o, backend, k));
     if (backend.storeCpu) process.stderr.write(`store CPU read from: ${backend.storeCpu.describe()}\n`);
     const service = new ServiceTarget(children, backend.storeCpu);
-    const ceiling = new CeilingTarget(await startCeiling());
+    const ceiling = new CeilingTarget(await startCeiling(o));
+    // Every process that writes a perf map, including those the idle workload restarts.
+    const perfPids = o.perf ? [service.children[0]!.pid, ceiling.children[0]!.pid] : [];
     const targets: Target[] = [service, ceiling];
     const runs = new Map<Target, TargetRuns>(targets.map((t) => [t, { idle: [], dm: [], rooms: [], replay: [] }]));
     const collect = <K extends keyof TargetRuns>(k: K) => new Map(targets.map((t) => [t, runs.get(t)![k]])) as Map<Target, TargetRuns[K]>;
@@ -169,6 +177,12 @@ async function main(): Promise<void> {
         collect('idle'),
       );
     }
+    // Recorded from here: the idle workload restarts the processes, and replay has no ceiling.
+    const perfRun =
+      o.perf && (o.workloads.has('dm') || o.workloads.has('rooms'))
+        ? new PerfRun(service.children[0]!.pid, ceiling.children[0]!.pid, join(profileDir, `perf-${tag}`))
+        : null;
+    if (perfRun) perfPids.push(service.children[0]!.pid, ceiling.children[0]!.pid);
     if (o.workloads.has('dm')) {
       process.stderr.write(
         `dm: ${o.pairs} pairs, ${o.recipientDevices} recipient device(s) each${o.ackBatch > 0 ? `, acks of ${o.ackBatch}` : ''}\n`,
@@ -193,6 +207,10 @@ async function main(): Promise<void> {
         (w) => w.close(),
       );
     }
+    if (perfRun) {
+      const windows = (t: Target) => phaseWindows(runs.get(t)!.dm, runs.get(t)!.rooms, o.pacedRate);
+      perf = await perfRun.finish(windows(service), windows(ceiling));
+    }
     if (o.workloads.has('replay')) {
       process.stderr.write(`replay: ${o.replayCount} envelopes\n`);
       await sideBySide(
@@ -206,6 +224,7 @@ async function main(): Promise<void> {
 
     for (const t of targets) t.close();
     for (const c of [...service.children, ...ceiling.children]) await c.stop();
+    for (const pid of perfPids) rmSync(`/tmp/perf-${pid}.map`, { force: true });
     if (o.profile) {
       const file = newestProfile(profileSince);
       if (file) profile = summarise(file, 30);
@@ -222,6 +241,8 @@ async function main(): Promise<void> {
     if (notes.length) text += `\nWarnings:\n${notes.map((n) => `- ${n}`).join('\n')}\n`;
     text += `\nLoad average at start ${meta.machineAtStart.loadavg.map((x) => x.toFixed(2)).join(' ')}, at end ${machineAtEnd.loadavg.map((x) => x.toFixed(2)).join(' ')}\n`;
     if (profile) text += `\n${formatSummary({ ...profile, file: relative(root, profile.file) })}\n`;
+    if (perf)
+      text += `\nMain thread by layer (perf, ${relative(root, perf.files.service)} and ${relative(root, perf.files.ceiling)}):\n\n${layersTable(perf.service, perf.ceiling)}\n`;
     process.stdout.write(text);
 
     mkdirSync(resultsDir, { recursive: true });
@@ -235,6 +256,7 @@ async function main(): Promise<void> {
       warnings: notes,
       runs: { service: s, ceiling: c },
       ...(profile ? { profile: { ...profile, file: relative(root, profile.file) } } : {}),
+      ...(perf ? { perf: { ...perf, files: { service: relative(root, perf.files.service), ceiling: relative(root, perf.files.ceiling) } } } : {}),
     };
     writeFileSync(out, JSON.stringify(json, null, 1) + '\n');
     process.stderr.write(`results written to ${relative(process.cwd(), out)}\n`);

@@ -7,6 +7,8 @@ export interface Options {
   runs: number;
   workloads: Set<Workload>;
   profile: boolean;
+  /** Sample the first service process and the ceiling with Linux perf and show each phase by layer (perf-layers.ts). */
+  perf: boolean;
   /** Sender/recipient pairs of the DM workload. */
   pairs: number;
   /** Length of each measured send phase, in ms. */
@@ -51,6 +53,8 @@ export const USAGE = `npm run bench -- [options]
   --ack N                     DM recipients acknowledge in batches of N ids while the phases run (default 0: no acks)
   --tails                     print for each phase when its deliveries at or above the p99 were sent, per 100 ms
   --profile                   start the service with --cpu-prof into bench/results/profiles and list its top functions
+  --perf                      sample the service's and the ceiling's threads with Linux perf (kernel included) and show,
+                              for each DM and rooms phase, the main thread's CPU per message by layer (needs perf)
   --help`;
 
 function int(v: string | undefined, name: string, min: number, max: number): number {
@@ -67,6 +71,7 @@ export function parseOptions(argv: string[]): Options | 'help' {
     runs: quick ? 1 : 3,
     workloads: new Set(WORKLOADS),
     profile: false,
+    perf: false,
     pairs: quick ? 50 : 200,
     durationMs: quick ? 1500 : 4000,
     rooms: quick ? 1 : 4,
@@ -88,6 +93,7 @@ export function parseOptions(argv: string[]): Options | 'help' {
     else if (a === '--quick') continue;
     else if (a === '--profile') o.profile = true;
     else if (a === '--tails') o.tails = true;
+    else if (a === '--perf') o.perf = true;
     else if (a === '--backend') {
       const b = v();
       if (b !== 'sqlite' && b !== 'postgres') throw new Error('--backend must be sqlite or postgres');

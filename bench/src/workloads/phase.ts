@@ -36,7 +36,13 @@ export interface PhaseResult {
   /** The load generator's own CPU time over the phase (it shares the two cores), and the phase's wall time with the drain wait. */
   generatorCpuMs: number;
   wallMs: number;
+  /** When the phase began and ended (drain included) on the monotonic clock, in ms: the window `--perf` reads. */
+  monoFromMs: number;
+  monoToMs: number;
 }
+
+/** CLOCK_MONOTONIC in ms, the clock of `perf record -k mono` (perf-layers.ts). */
+const monoMs = (): number => Number(process.hrtime.bigint()) / 1e6;
 
 const DRAIN_TIMEOUT_MS = 10_000;
 
@@ -54,6 +60,7 @@ export async function measurePhase(
   const io0 = t.io();
   const gen0 = process.cpuUsage();
   const wall0 = performance.now();
+  const mono0 = monoMs();
   const r = await send(rec);
   const expected = r.accepted * fanout;
   const delivered = await rec.drain(expected, DRAIN_TIMEOUT_MS);
@@ -63,6 +70,7 @@ export async function measurePhase(
   const serverCpuMs = cpu1.user - cpu0.user + serverSystemMs;
   const gen = process.cpuUsage(gen0);
   const wallMs = performance.now() - wall0;
+  const mono1 = monoMs();
   const store1 = t.storeCpu?.read();
   for (const s of streams) s.onMsg = null;
   return {
@@ -85,6 +93,8 @@ export async function measurePhase(
     ...(store0 && store1 ? { postgresCpuMs: store1.postgres - store0.postgres, redisCpuMs: store1.redis - store0.redis } : {}),
     generatorCpuMs: (gen.user + gen.system) / 1000,
     wallMs,
+    monoFromMs: mono0,
+    monoToMs: mono1,
   };
 }
 

@@ -1,0 +1,259 @@
+/**
+ * Where a server's main thread spends a phase, by layer, from Linux `perf` samples (`--perf`).
+ *
+ * V8's profiler (`--profile`) sees JavaScript only, and counts a thread that the kernel has taken
+ * off its core as busy where it stood. `perf record` samples the thread only while it runs on a
+ * core, in the kernel as well as in JavaScript (named through `--perf-basic-prof`), in Node's
+ * C++, in libuv and in SQLite. Each sample is put in one layer by what its stack holds, first
+ * match wins:
+ *
+ * - socket writes: anything under Node's stream write (`Socket._writev` and the like, or, where
+ *   the compiler inlined those, `node::StreamBase`'s writes, libuv's and the `writev` system
+ *   call): the answers and the SSE frames, the kernel's TCP work on loopback included, which the
+ *   ceiling pays too; on PostgreSQL, also the statements and commands sent to it and to Redis;
+ * - SQLite: anything in `better_sqlite3.node` (the engine and its binding);
+ * - garbage collection: V8's collectors;
+ * - our code: a JavaScript frame of the server's or the protocol's package (of `ceiling.js` for
+ *   the ceiling), with whatever it calls that is not above;
+ * - framework: a frame of Fastify or its router, with what it calls;
+ * - Node and the kernel: the rest (the event loop, reading sockets, the HTTP parser, streams).
+ *
+ * Read `perf script` output of the main thread only (its tid is the process's pid): the other
+ * threads (V8's helpers, libuv's pool syncing the WAL, SQLite's checkpoint worker) are one sum.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { copyFileSync, existsSync, rmSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+
+export const LAYERS = ['socket writes', 'SQLite', 'garbage collection', 'our code', 'framework', 'Node and the kernel'] as const;
+export type Layer = (typeof LAYERS)[number];
+
+/** Sampling frequency: a sample stands for about a millisecond of CPU. */
+export const PERF_HZ = 999;
+
+export interface Frame {
+  sym: string;
+  dso: string;
+}
+
+/** What stands for "our code" in a stack: the service's packages, or the ceiling's one file. */
+export type Ours = 'service' | 'ceiling';
+
+const OURS: Record<Ours, RegExp> = {
+  service: /\/packages\/(server|protocol)\/dist\//,
+  ceiling: /\/bench\/dist\/ceiling\.js/,
+};
+const WRITES =
+  /^JS:.*\b(Socket\._writev|Socket\._writeGeneric|writevGeneric)\b|^node::StreamBase::.*Write|^uv_try_write$|^uv__write$|^__x64_sys_writev$|^do_writev$/;
+const GC =
+  /^v8::internal::(Scavenger|ScavengerCollector|MarkCompactCollector|Heap::CollectGarbage|MinorMarkCompact|ConcurrentMarking|IncrementalMarking)/;
+const FRAMEWORK = /\/node_modules\/(fastify|find-my-way|@fastify\/|avvio|light-my-request)/;
+
+/** The layer of one sample's stack (leaf first). */
+export function layerOf(frames: readonly Frame[], ours: Ours): Layer {
+  const mine = OURS[ours];
+  let sqlite = false;
+  let gc = false;
+  let code = false;
+  let framework = false;
+  for (const f of frames) {
+    if (WRITES.test(f.sym)) return 'socket writes';
+    if (f.dso.endsWith('better_sqlite3.node')) sqlite = true;
+    else if (GC.test(f.sym)) gc = true;
+    else if (f.sym.startsWith('JS:')) {
+      if (mine.test(f.sym)) code = true;
+      else if (FRAMEWORK.test(f.sym)) framework = true;
+    }
+  }
+  if (sqlite) return 'SQLite';
+  if (gc) return 'garbage collection';
+  if (code) return 'our code';
+  if (framework) return 'framework';
+  return 'Node and the kernel';
+}
+
+export interface Sample {
+  tid: number;
+  /** CLOCK_MONOTONIC, in ms (perf record -k mono; the same clock as process.hrtime). */
+  ms: number;
+  frames: Frame[];
+}
+
+/** Parses `perf script -F tid,time,ip,sym,dso` output, one sample at a time. */
+export async function* readSamples(lines: AsyncIterable<string>): AsyncGenerator<Sample> {
+  let cur: Sample | null = null;
+  for await (const line of lines) {
+    if (line.trim() === '') {
+      if (cur) yield cur;
+      cur = null;
+      continue;
+    }
+    if (line[0] !== ' ' && line[0] !== '\t') {
+      // "  19262  1028.088985: " — tid and time.
+      const m = /^\s*(\d+)\s+([\d.]+):/.exec(line);
+      cur = m ? { tid: Number(m[1]), ms: Number(m[2]) * 1000, frames: [] } : null;
+      continue;
+    }
+    const m = /^\s*[0-9a-f]+ (.*) \((.*)\)$/.exec(line);
+    if (cur && m) cur.frames.push({ sym: m[1]!, dso: m[2]! });
+  }
+  if (cur) yield cur;
+}
+
+/** A phase's window on the monotonic clock (ms), and what it carried. */
+export interface Window {
+  label: string;
+  fromMs: number;
+  toMs: number;
+  /** Messages sent in it: the table's unit. */
+  messages: number;
+}
+
+export interface WindowLayers {
+  label: string;
+  messages: number;
+  /** Main-thread samples in the window, and the share of the window's time they cover. */
+  mainSamples: number;
+  mainBusy: number;
+  /** µs of main-thread CPU per message, per layer; the kernel's own share of all of them. */
+  perMessageUs: Record<Layer, number>;
+  kernelShare: number;
+  /** µs per message of every other thread of the process. */
+  otherThreadsUs: number;
+}
+
+/**
+ * Sorts samples into the windows and layers. `pid` is the process's (and its main thread's) id.
+ * Windows with one label (the same phase of each repetition) are summed into one result.
+ */
+export async function layersByWindow(samples: AsyncIterable<Sample>, pid: number, windows: readonly Window[], ours: Ours): Promise<WindowLayers[]> {
+  const labels = [...new Set(windows.map((w) => w.label))];
+  const acc = labels.map(() => ({ main: 0, other: 0, kernel: 0, layers: Object.fromEntries(LAYERS.map((l) => [l, 0])) as Record<Layer, number> }));
+  for await (const s of samples) {
+    const w = windows.find((x) => s.ms >= x.fromMs && s.ms < x.toMs);
+    if (!w) continue;
+    const a = acc[labels.indexOf(w.label)]!;
+    if (s.tid !== pid) {
+      a.other++;
+      continue;
+    }
+    a.main++;
+    if (s.frames[0]?.dso.includes('kernel')) a.kernel++;
+    a.layers[layerOf(s.frames, ours)]++;
+  }
+  const usPerSample = 1e6 / PERF_HZ;
+  return labels.map((label, i) => {
+    const a = acc[i]!;
+    const mine = windows.filter((w) => w.label === label);
+    const messages = mine.reduce((n, w) => n + w.messages, 0);
+    const ms = mine.reduce((n, w) => n + (w.toMs - w.fromMs), 0);
+    const per = (n: number) => (messages > 0 ? (n * usPerSample) / messages : NaN);
+    return {
+      label,
+      messages,
+      mainSamples: a.main,
+      mainBusy: (a.main * usPerSample) / 1000 / ms,
+      perMessageUs: Object.fromEntries(LAYERS.map((l) => [l, per(a.layers[l])])) as Record<Layer, number>,
+      kernelShare: a.main > 0 ? a.kernel / a.main : NaN,
+      otherThreadsUs: per(a.other),
+    };
+  });
+}
+
+/** Whether `perf` can be run here. */
+export function perfAvailable(): boolean {
+  const r = spawnSync('perf', ['--version'], { stdio: 'ignore' });
+  return r.status === 0;
+}
+
+/** A `perf record` of one process (all its threads), on the monotonic clock, until `stop()`. */
+export class PerfRecording {
+  private readonly child: ChildProcess;
+  private readonly exited: Promise<void>;
+
+  constructor(
+    readonly pid: number,
+    readonly file: string,
+  ) {
+    this.child = spawn('perf', ['record', '-F', String(PERF_HZ), '-g', '-k', 'mono', '-p', String(pid), '-o', file], { stdio: 'ignore' });
+    this.exited = new Promise((resolve) => this.child.once('exit', () => resolve()));
+  }
+
+  /** Ends the recording (perf writes its file on SIGINT). */
+  async stop(): Promise<void> {
+    if (this.child.exitCode === null) this.child.kill('SIGINT');
+    await this.exited;
+  }
+
+  /** The main thread's samples and the others', as `perf script` prints them. */
+  samples(): AsyncIterable<Sample> {
+    const script = spawn('perf', ['script', '-F', 'tid,time,ip,sym,dso', '-i', this.file], { stdio: ['ignore', 'pipe', 'ignore'] });
+    return readSamples(createInterface({ input: script.stdout, crlfDelay: Infinity }));
+  }
+}
+
+const fmt = (n: number) => (Number.isFinite(n) ? n.toFixed(1) : '–');
+
+/** A markdown table of one workload's phases: µs of main-thread CPU per message by layer, service beside ceiling. */
+export function layersTable(service: readonly WindowLayers[], ceiling: readonly WindowLayers[]): string {
+  const head = ['µs of CPU per message', ...service.flatMap((w) => [`service ${w.label}`, `ceiling ${w.label}`])];
+  const pair = (f: (w: WindowLayers) => number) => service.flatMap((w, i) => [fmt(f(w)), ceiling[i] ? fmt(f(ceiling[i])) : '–']);
+  const rows = [
+    ...LAYERS.map((l) => [l, ...pair((w) => w.perMessageUs[l])]),
+    ['main thread, all layers', ...pair((w) => LAYERS.reduce((n, l) => n + w.perMessageUs[l], 0))],
+    ['… of which in the kernel (%)', ...pair((w) => 100 * w.kernelShare)],
+    ['main thread busy (% of the phase)', ...pair((w) => 100 * w.mainBusy)],
+    ['other threads', ...pair((w) => w.otherThreadsUs)],
+  ];
+  const line = (cells: string[]) => `| ${cells.join(' | ')} |`;
+  return [line(head), line(head.map((_, i) => (i === 0 ? '---' : '---:'))), ...rows.map(line)].join('\n');
+}
+
+/** The phases of the DM and rooms workloads of one target, as windows. */
+export function phaseWindows(
+  dm: readonly { max: PhaseWindow; paced: PhaseWindow; half: PhaseWindow }[],
+  rooms: readonly PhaseWindow[],
+  pacedRate: number,
+): Window[] {
+  const w = (label: string, p: PhaseWindow): Window => ({ label, fromMs: p.monoFromMs, toMs: p.monoToMs, messages: p.accepted });
+  return [...dm.flatMap((r) => [w('dm max', r.max), w(`dm ${pacedRate}/s`, r.paced), w('dm ½ max', r.half)]), ...rooms.map((p) => w('rooms', p))];
+}
+
+/** What a phase result tells about its window. */
+export interface PhaseWindow {
+  monoFromMs: number;
+  monoToMs: number;
+  accepted: number;
+}
+
+/** One `--perf` run: a recording of the service's first process and one of the ceiling. */
+export class PerfRun {
+  private readonly service: PerfRecording;
+  private readonly ceiling: PerfRecording;
+
+  constructor(servicePid: number, ceilingPid: number, fileStem: string) {
+    this.service = new PerfRecording(servicePid, `${fileStem}-service.data`);
+    this.ceiling = new PerfRecording(ceilingPid, `${fileStem}-ceiling.data`);
+  }
+
+  /** Ends both recordings and sorts their samples into the phases' windows. */
+  async finish(service: readonly Window[], ceiling: readonly Window[]): Promise<PerfReport> {
+    await Promise.all([this.service.stop(), this.ceiling.stop()]);
+    const s = await layersByWindow(this.service.samples(), this.service.pid, service, 'service');
+    const c = await layersByWindow(this.ceiling.samples(), this.ceiling.pid, ceiling, 'ceiling');
+    // The JIT symbol maps that --perf-basic-prof made the processes write, kept beside the data
+    // (`perf report` reads /tmp/perf-<pid>.map: copy one back there to read the data again).
+    for (const r of [this.service, this.ceiling]) {
+      const map = `/tmp/perf-${r.pid}.map`;
+      if (existsSync(map)) copyFileSync(map, r.file.replace(/\.data$/, `-${r.pid}.map`));
+      rmSync(map, { force: true });
+    }
+    return { files: { service: this.service.file, ceiling: this.ceiling.file }, service: s, ceiling: c };
+  }
+}
+
+export interface PerfReport {
+  files: { service: string; ceiling: string };
+  service: WindowLayers[];
+  ceiling: WindowLayers[];
+}
