@@ -51,8 +51,12 @@ function maxOpenFiles(): number {
   return !m || m[1] === 'unlimited' ? Infinity : Number(m[1]);
 }
 
-/** `--perf`: JIT code named for perf (a map in /tmp per process, removed at the end). */
-const perfArgs = (o: Options): string[] => (o.perf ? ['--perf-basic-prof'] : []);
+/**
+ * `--perf`: JIT code named for perf (a map in /tmp per process, removed at the end). V8 then also
+ * writes a small log of its own, by default into the working directory: it goes with the profiles.
+ */
+const perfArgs = (o: Options): string[] =>
+  o.perf ? ['--perf-basic-prof', '--no-logfile-per-isolate', `--logfile=${join(profileDir, 'v8-%p.log')}`] : [];
 
 /** Service process number `k` (0-based) of `--instances`; only the first is profiled, so the profile is one process's. */
 async function startService(o: Options, backend: Backend, k: number): Promise<ChildService> {
