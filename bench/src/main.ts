@@ -181,9 +181,9 @@ async function main(): Promise<void> {
         collect('idle'),
       );
     }
-    // Recorded from here: the idle workload restarts the processes, and replay has no ceiling.
+    // Recorded from here: the idle workload restarts the processes.
     const perfRun =
-      o.perf && (o.workloads.has('dm') || o.workloads.has('rooms'))
+      o.perf && (o.workloads.has('dm') || o.workloads.has('rooms') || o.workloads.has('replay'))
         ? new PerfRun(service.children[0]!.pid, ceiling.children[0]!.pid, join(profileDir, `perf-${tag}`))
         : null;
     if (perfRun) perfPids.push(service.children[0]!.pid, ceiling.children[0]!.pid);
@@ -211,10 +211,6 @@ async function main(): Promise<void> {
         (w) => w.close(),
       );
     }
-    if (perfRun) {
-      const windows = (t: Target) => phaseWindows(runs.get(t)!.dm, runs.get(t)!.rooms, o.pacedRate);
-      perf = await perfRun.finish(windows(service), windows(ceiling));
-    }
     if (o.workloads.has('replay')) {
       process.stderr.write(`replay: ${o.replayCount} envelopes\n`);
       await sideBySide(
@@ -226,6 +222,10 @@ async function main(): Promise<void> {
       );
     }
 
+    if (perfRun) {
+      const windows = (t: Target) => phaseWindows(runs.get(t)!.dm, runs.get(t)!.rooms, runs.get(t)!.replay, o.pacedRate);
+      perf = await perfRun.finish(windows(service), windows(ceiling));
+    }
     for (const t of targets) t.close();
     for (const c of [...service.children, ...ceiling.children]) await c.stop();
     for (const pid of perfPids) rmSync(`/tmp/perf-${pid}.map`, { force: true });

@@ -54,7 +54,7 @@ export const USAGE = `npm run bench -- [options]
   --tails                     print for each phase when its deliveries at or above the p99 were sent, per 100 ms
   --profile                   start the service with --cpu-prof into bench/results/profiles and list its top functions
   --perf                      sample the service's and the ceiling's threads with Linux perf (kernel included) and show,
-                              for each DM and rooms phase, the main thread's CPU per message by layer (needs perf)
+                              for each DM and rooms phase and the offline fill, the main thread's CPU per message by layer (needs perf)
   --help`;
 
 function int(v: string | undefined, name: string, min: number, max: number): number {

@@ -197,7 +197,11 @@ const fmt = (n: number) => (Number.isFinite(n) ? n.toFixed(1) : '–');
 /** A markdown table of one workload's phases: µs of main-thread CPU per message by layer, service beside ceiling. */
 export function layersTable(service: readonly WindowLayers[], ceiling: readonly WindowLayers[]): string {
   const head = ['µs of CPU per message', ...service.flatMap((w) => [`service ${w.label}`, `ceiling ${w.label}`])];
-  const pair = (f: (w: WindowLayers) => number) => service.flatMap((w, i) => [fmt(f(w)), ceiling[i] ? fmt(f(ceiling[i])) : '–']);
+  const pair = (f: (w: WindowLayers) => number) =>
+    service.flatMap((w) => {
+      const c = ceiling.find((x) => x.label === w.label);
+      return [fmt(f(w)), c ? fmt(f(c)) : '–'];
+    });
   const rows = [
     ...LAYERS.map((l) => [l, ...pair((w) => w.perMessageUs[l])]),
     ['main thread, all layers', ...pair((w) => LAYERS.reduce((n, l) => n + w.perMessageUs[l], 0))],
@@ -209,14 +213,19 @@ export function layersTable(service: readonly WindowLayers[], ceiling: readonly 
   return [line(head), line(head.map((_, i) => (i === 0 ? '---' : '---:'))), ...rows.map(line)].join('\n');
 }
 
-/** The phases of the DM and rooms workloads of one target, as windows. */
+/** The phases of the DM and rooms workloads of one target, and the service's offline fills, as windows. */
 export function phaseWindows(
   dm: readonly { max: PhaseWindow; paced: PhaseWindow; half: PhaseWindow }[],
   rooms: readonly PhaseWindow[],
+  replay: readonly { offlineFromMs: number; offlineToMs: number; offlineQueued: number }[],
   pacedRate: number,
 ): Window[] {
   const w = (label: string, p: PhaseWindow): Window => ({ label, fromMs: p.monoFromMs, toMs: p.monoToMs, messages: p.accepted });
-  return [...dm.flatMap((r) => [w('dm max', r.max), w(`dm ${pacedRate}/s`, r.paced), w('dm ½ max', r.half)]), ...rooms.map((p) => w('rooms', p))];
+  return [
+    ...dm.flatMap((r) => [w('dm max', r.max), w(`dm ${pacedRate}/s`, r.paced), w('dm ½ max', r.half)]),
+    ...rooms.map((p) => w('rooms', p)),
+    ...replay.map((r) => ({ label: 'offline fill', fromMs: r.offlineFromMs, toMs: r.offlineToMs, messages: r.offlineQueued })),
+  ];
 }
 
 /** What a phase result tells about its window. */

@@ -42,7 +42,7 @@ export interface PhaseResult {
 }
 
 /** CLOCK_MONOTONIC in ms, the clock of `perf record -k mono` (perf-layers.ts). */
-const monoMs = (): number => Number(process.hrtime.bigint()) / 1e6;
+export const monoMs = (): number => Number(process.hrtime.bigint()) / 1e6;
 
 const DRAIN_TIMEOUT_MS = 10_000;
 

@@ -14,6 +14,7 @@ import type { Options } from '../options.js';
 import { EventStream } from '../sse.js';
 import type { Account, Target } from '../targets.js';
 import { closedLoop, type Sender } from './load.js';
+import { monoMs } from './phase.js';
 
 export interface ReplayRun {
   /** Envelopes stored for the offline device, and the time from the first send to the last answer. */
@@ -21,6 +22,9 @@ export interface ReplayRun {
   offlineMs: number;
   /** The service's CPU time (user + system, all instances) during the offline fill, in ms. */
   offlineCpuMs: number;
+  /** The offline fill's window on the monotonic clock, in ms (`--perf`). */
+  offlineFromMs: number;
+  offlineToMs: number;
   queued: number;
   fillMs: number;
   /** From the start of the stream request to the `ready` event. */
@@ -54,7 +58,9 @@ export class ReplayWorkload {
   async run(o: Options): Promise<ReplayRun> {
     this.t.sizeFor(this.toOffline);
     const cpu0 = this.t.cpu();
+    const mono0 = monoMs();
     const offline = await this.fill(this.toOffline, o.offlineCount);
+    const mono1 = monoMs();
     const cpu1 = this.t.cpu();
     await this.drain(this.offline);
     const fill = await this.fill(this.toReplay, o.replayCount);
@@ -63,6 +69,8 @@ export class ReplayWorkload {
       offlineQueued: offline.accepted,
       offlineMs: offline.elapsedMs,
       offlineCpuMs: cpu1.user + cpu1.system - cpu0.user - cpu0.system,
+      offlineFromMs: mono0,
+      offlineToMs: mono1,
       queued: fill.accepted,
       fillMs: fill.elapsedMs,
       toReadyMs: d.toReadyMs,
