@@ -52,11 +52,12 @@ function maxOpenFiles(): number {
 }
 
 /**
- * `--perf`: JIT code named for perf (a map in /tmp per process, removed at the end). V8 then also
- * writes a small log of its own, by default into the working directory: it goes with the profiles.
+ * `--perf`: JavaScript named for perf, compiled and interpreted alike (a map in /tmp per process,
+ * removed at the end). V8 then also writes a small log of its own, by default into the working
+ * directory: it goes with the profiles.
  */
 const perfArgs = (o: Options): string[] =>
-  o.perf ? ['--perf-basic-prof', '--no-logfile-per-isolate', `--logfile=${join(profileDir, 'v8-%p.log')}`] : [];
+  o.perf ? ['--perf-basic-prof', '--interpreted-frames-native-stack', '--no-logfile-per-isolate', `--logfile=${join(profileDir, 'v8-%p.log')}`] : [];
 
 /** Service process number `k` (0-based) of `--instances`; only the first is profiled, so the profile is one process's. */
 async function startService(o: Options, backend: Backend, k: number): Promise<ChildService> {
@@ -139,12 +140,16 @@ async function main(): Promise<void> {
     `bench: ${meta.command}, ${meta.machineAtStart.nproc} CPUs, load ${meta.machineAtStart.loadavg.map((x) => x.toFixed(2)).join(' ')}\n`,
   );
 
+  if (o.perf && !perfAvailable()) throw new Error('--perf needs Linux perf on the PATH (Debian: linux-perf)');
   const backend = o.backend === 'sqlite' ? sqliteBackend() : await postgresBackend();
+  /** The targets, once started: with --perf, their processes' JIT maps are removed at the end. */
+  const started: Target[] = [];
   let cleaned = false;
   const cleanup = async () => {
     if (cleaned) return;
     cleaned = true;
     await stopAll();
+    if (o.perf) for (const t of started) for (const pid of t.pids) rmSync(`/tmp/perf-${pid}.map`, { force: true });
     await backend.destroy().catch((e: Error) => process.stderr.write(`cleanup of the ${backend.name} store failed: ${e.message}\n`));
   };
   process.once('SIGINT', () => {
@@ -155,7 +160,6 @@ async function main(): Promise<void> {
 
   let profile: ProfileSummary | null = null;
   let perf: PerfReport | null = null;
-  if (o.perf && !perfAvailable()) throw new Error('--perf needs Linux perf on the PATH (Debian: linux-perf)');
   try {
     const profileSince = Date.now();
     // One after the other: the first applies the schema's migrations before the others start.
@@ -164,9 +168,8 @@ async function main(): Promise<void> {
     if (backend.storeCpu) process.stderr.write(`store CPU read from: ${backend.storeCpu.describe()}\n`);
     const service = new ServiceTarget(children, backend.storeCpu);
     const ceiling = new CeilingTarget(await startCeiling(o));
-    // Every process that writes a perf map, including those the idle workload restarts.
-    const perfPids = o.perf ? [service.children[0]!.pid, ceiling.children[0]!.pid] : [];
     const targets: Target[] = [service, ceiling];
+    started.push(...targets);
     const runs = new Map<Target, TargetRuns>(targets.map((t) => [t, { idle: [], dm: [], rooms: [], replay: [] }]));
     const collect = <K extends keyof TargetRuns>(k: K) => new Map(targets.map((t) => [t, runs.get(t)![k]])) as Map<Target, TargetRuns[K]>;
     const tag = runTag();
@@ -186,7 +189,6 @@ async function main(): Promise<void> {
       o.perf && (o.workloads.has('dm') || o.workloads.has('rooms') || o.workloads.has('replay'))
         ? new PerfRun(service.children[0]!.pid, ceiling.children[0]!.pid, join(profileDir, `perf-${tag}`))
         : null;
-    if (perfRun) perfPids.push(service.children[0]!.pid, ceiling.children[0]!.pid);
     if (o.workloads.has('dm')) {
       process.stderr.write(
         `dm: ${o.pairs} pairs, ${o.recipientDevices} recipient device(s) each${o.ackBatch > 0 ? `, acks of ${o.ackBatch}` : ''}\n`,
@@ -228,7 +230,6 @@ async function main(): Promise<void> {
     }
     for (const t of targets) t.close();
     for (const c of [...service.children, ...ceiling.children]) await c.stop();
-    for (const pid of perfPids) rmSync(`/tmp/perf-${pid}.map`, { force: true });
     if (o.profile) {
       const file = newestProfile(profileSince);
       if (file) profile = summarise(file, 30);

@@ -117,6 +117,8 @@ export function parseOptions(argv: string[]): Options | 'help' {
   }
   if (o.instances > 1 && o.backend !== 'postgres')
     throw new Error('--instances needs --backend postgres: a SQLite file is served by exactly one service process (docs/DEPLOY.md)');
+  // Only the first process is recorded, while the messages of every instance would be counted.
+  if (o.perf && o.instances > 1) throw new Error('--perf records one service process: use it with --instances 1');
   if (!(o.durationMs >= 200 && o.durationMs <= 60_000)) throw new Error('--duration must be from 0.2 to 60 seconds');
   return o;
 }

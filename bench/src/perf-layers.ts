@@ -22,7 +22,7 @@
  * threads (V8's helpers, libuv's pool syncing the WAL, SQLite's checkpoint worker) are one sum.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { copyFileSync, existsSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 
 export const LAYERS = ['socket writes', 'SQLite', 'garbage collection', 'our code', 'framework', 'Node and the kernel'] as const;
@@ -43,8 +43,10 @@ const OURS: Record<Ours, RegExp> = {
   service: /\/packages\/(server|protocol)\/dist\//,
   ceiling: /\/bench\/dist\/ceiling\.js/,
 };
+// Node's stream writes in JavaScript; where the compiler inlined those, its C++ and libuv's; and
+// the kernel's socket send, which write(2), writev(2) and sendmsg(2) all pass through.
 const WRITES =
-  /^JS:.*\b(Socket\._writev|Socket\._writeGeneric|writevGeneric)\b|^node::StreamBase::.*Write|^uv_try_write$|^uv__write$|^__x64_sys_writev$|^do_writev$/;
+  /^JS:.*\b(Socket\._writev|Socket\._writeGeneric|writevGeneric)\b|node::StreamBase::.*Write|^uv_try_write$|^uv__write$|^(sock_write_iter|sock_sendmsg|tcp_sendmsg|tcp_sendmsg_locked)$/;
 const GC =
   /^v8::internal::(Scavenger|ScavengerCollector|MarkCompactCollector|Heap::CollectGarbage|MinorMarkCompact|ConcurrentMarking|IncrementalMarking)/;
 const FRAMEWORK = /\/node_modules\/(fastify|find-my-way|@fastify\/|avvio|light-my-request)/;
@@ -88,9 +90,10 @@ export async function* readSamples(lines: AsyncIterable<string>): AsyncGenerator
       cur = null;
       continue;
     }
-    if (line[0] !== ' ' && line[0] !== '\t') {
-      // "  19262  1028.088985: " — tid and time.
-      const m = /^\s*(\d+)\s+([\d.]+):/.exec(line);
+    // A frame line starts with a tab; a sample's first line with its tid, which perf pads with
+    // spaces: "  19262  1028.088985: " (tid and time).
+    if (!line.startsWith('\t')) {
+      const m = /^\s*(\d+)\s+(\d+\.\d+):\s*$/.exec(line);
       cur = m ? { tid: Number(m[1]), ms: Number(m[2]) * 1000, frames: [] } : null;
       continue;
     }
@@ -122,6 +125,11 @@ export interface WindowLayers {
   otherThreadsUs: number;
 }
 
+/** The kernel and its modules show as `[kernel.kallsyms]`, `[virtio_net]`…; `[vdso]` is user space. */
+function inKernel(f: Frame | undefined): boolean {
+  return f !== undefined && f.dso.startsWith('[') && f.dso !== '[vdso]' && f.dso !== '[unknown]';
+}
+
 /**
  * Sorts samples into the windows and layers. `pid` is the process's (and its main thread's) id.
  * Windows with one label (the same phase of each repetition) are summed into one result.
@@ -138,7 +146,7 @@ export async function layersByWindow(samples: AsyncIterable<Sample>, pid: number
       continue;
     }
     a.main++;
-    if (s.frames[0]?.dso.includes('kernel')) a.kernel++;
+    if (inKernel(s.frames[0])) a.kernel++;
     a.layers[layerOf(s.frames, ours)]++;
   }
   const usPerSample = 1e6 / PERF_HZ;
@@ -166,31 +174,52 @@ export function perfAvailable(): boolean {
   return r.status === 0;
 }
 
-/** A `perf record` of one process (all its threads), on the monotonic clock, until `stop()`. */
+/**
+ * A `perf record` of one process (all its threads), on the monotonic clock, until `stop()`. The
+ * software clock event, so that every sample stands for the same time (1 / PERF_HZ s).
+ */
 export class PerfRecording {
   private readonly child: ChildProcess;
-  private readonly exited: Promise<void>;
+  private readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; error?: Error }>;
+  private stderr = '';
 
   constructor(
     readonly pid: number,
     readonly file: string,
   ) {
-    this.child = spawn('perf', ['record', '-F', String(PERF_HZ), '-g', '-k', 'mono', '-p', String(pid), '-o', file], { stdio: 'ignore' });
-    this.exited = new Promise((resolve) => this.child.once('exit', () => resolve()));
+    const args = ['record', '-e', 'cpu-clock', '-F', String(PERF_HZ), '-g', '-k', 'mono', '-p', String(pid), '-o', file];
+    this.child = spawn('perf', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    this.child.stderr?.on('data', (b: Buffer) => (this.stderr += b.toString()));
+    this.exited = new Promise((resolve) => {
+      this.child.once('error', (error) => resolve({ code: null, signal: null, error }));
+      this.child.once('close', (code, signal) => resolve({ code, signal }));
+    });
   }
 
-  /** Ends the recording (perf writes its file on SIGINT). */
+  /** Ends the recording (perf writes its file on SIGINT); throws if nothing was recorded. */
   async stop(): Promise<void> {
-    if (this.child.exitCode === null) this.child.kill('SIGINT');
-    await this.exited;
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGINT');
+    const e = await this.exited;
+    if (!e.error && (e.code === 0 || e.signal === 'SIGINT') && existsSync(this.file)) return;
+    throw new Error(`perf record of pid ${this.pid} failed: ${e.error?.message ?? lastLines(this.stderr)}`);
   }
 
-  /** The main thread's samples and the others', as `perf script` prints them. */
-  samples(): AsyncIterable<Sample> {
-    const script = spawn('perf', ['script', '-F', 'tid,time,ip,sym,dso', '-i', this.file], { stdio: ['ignore', 'pipe', 'ignore'] });
-    return readSamples(createInterface({ input: script.stdout, crlfDelay: Infinity }));
+  /** Every sample of the process, as `perf script` prints them; throws if perf script fails. */
+  async *samples(): AsyncGenerator<Sample> {
+    const script = spawn('perf', ['script', '-F', 'tid,time,ip,sym,dso', '-i', this.file], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    script.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+    const closed = new Promise<number | null>((resolve, reject) => {
+      script.once('error', reject);
+      script.once('close', resolve);
+    });
+    yield* readSamples(createInterface({ input: script.stdout, crlfDelay: Infinity }));
+    const code = await closed;
+    if (code !== 0) throw new Error(`perf script of ${this.file} failed (${code}): ${lastLines(stderr)}`);
   }
 }
+
+const lastLines = (text: string): string => text.trim().split('\n').slice(-3).join(' | ');
 
 const fmt = (n: number) => (Number.isFinite(n) ? n.toFixed(1) : '–');
 
@@ -250,13 +279,18 @@ export class PerfRun {
     await Promise.all([this.service.stop(), this.ceiling.stop()]);
     const s = await layersByWindow(this.service.samples(), this.service.pid, service, 'service');
     const c = await layersByWindow(this.ceiling.samples(), this.ceiling.pid, ceiling, 'ceiling');
-    // The JIT symbol maps that --perf-basic-prof made the processes write, kept beside the data
-    // (`perf report` reads /tmp/perf-<pid>.map: copy one back there to read the data again).
+    // The JIT symbol maps that --perf-basic-prof made the processes write, copied beside the data
+    // (`perf report` reads /tmp/perf-<pid>.map: copy one back there to read the data again); the
+    // harness removes them from /tmp when it stops the processes.
     for (const r of [this.service, this.ceiling]) {
       const map = `/tmp/perf-${r.pid}.map`;
       if (existsSync(map)) copyFileSync(map, r.file.replace(/\.data$/, `-${r.pid}.map`));
-      rmSync(map, { force: true });
     }
+    for (const [who, ws] of [
+      ['service', s],
+      ['ceiling', c],
+    ] as const)
+      if (ws.length > 0 && ws.every((w) => w.mainSamples === 0)) throw new Error(`perf: no samples of the ${who}'s main thread in any phase`);
     return { files: { service: this.service.file, ceiling: this.ceiling.file }, service: s, ceiling: c };
   }
 }

@@ -46,6 +46,8 @@ export interface Target {
   rss(): number;
   /** Fresh processes on the same ports and store (what the ceiling was told by /setup is lost). */
   restart(): Promise<void>;
+  /** Every process id it has had, restarts included (`--perf` removes their JIT maps). */
+  readonly pids: ReadonlySet<number>;
   close(): void;
   /** Accounts `<tag>_<i>` with `devicesEach` devices each. */
   createAccounts(tag: string, n: number, devicesEach: number): Promise<Account[]>;
@@ -65,9 +67,11 @@ function layout(tag: string, n: number, devicesEach: number): { nick: string; de
 /** What both targets share: their processes, an endpoint each, and the sums over them. */
 abstract class Processes {
   readonly apis: Endpoint[];
+  readonly pids = new Set<number>();
 
   constructor(readonly children: readonly ChildService[]) {
     this.apis = children.map((c) => new Endpoint(c.port, SETUP_CONCURRENCY));
+    for (const c of children) this.pids.add(c.pid);
   }
 
   get api(): Endpoint {
@@ -107,6 +111,7 @@ abstract class Processes {
     for (let k = 0; k < this.children.length; k++) {
       this.apis[k]!.resize(SETUP_CONCURRENCY);
       await this.children[k]!.restart();
+      this.pids.add(this.children[k]!.pid);
     }
   }
 
