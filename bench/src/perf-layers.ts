@@ -8,8 +8,8 @@
  * match wins:
  *
  * - socket writes: anything under Node's stream write (`Socket._writev` and the like, or, where
- *   the compiler inlined those, `node::StreamBase`'s writes, libuv's and the `writev` system
- *   call): the answers and the SSE frames, the kernel's TCP work on loopback included, which the
+ *   the compiler inlined those, `node::StreamBase`'s writes, libuv's and the kernel's socket
+ *   send): the answers and the SSE frames, the kernel's TCP work on loopback included, which the
  *   ceiling pays too; on PostgreSQL, also the statements and commands sent to it and to Redis;
  * - SQLite: anything in `better_sqlite3.node` (the engine and its binding);
  * - garbage collection: V8's collectors;
@@ -18,8 +18,8 @@
  * - framework: a frame of Fastify or its router, with what it calls;
  * - Node and the kernel: the rest (the event loop, reading sockets, the HTTP parser, streams).
  *
- * Read `perf script` output of the main thread only (its tid is the process's pid): the other
- * threads (V8's helpers, libuv's pool syncing the WAL, SQLite's checkpoint worker) are one sum.
+ * The main thread (its tid is the process's pid) is shown by layer; the other threads (V8's
+ * helpers, libuv's pool syncing the WAL, SQLite's checkpoint worker) as one sum.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { copyFileSync, existsSync } from 'node:fs';
@@ -213,6 +213,8 @@ export class PerfRecording {
       script.once('error', reject);
       script.once('close', resolve);
     });
+    // Awaited below, once the output is read; a failure to start must not go unhandled meanwhile.
+    closed.catch(() => undefined);
     yield* readSamples(createInterface({ input: script.stdout, crlfDelay: Infinity }));
     const code = await closed;
     if (code !== 0) throw new Error(`perf script of ${this.file} failed (${code}): ${lastLines(stderr)}`);
