@@ -12,6 +12,8 @@
  *   send): the answers and the SSE frames, the kernel's TCP work on loopback included, which the
  *   ceiling pays too; on PostgreSQL, also the statements and commands sent to it and to Redis;
  * - SQLite: anything in `better_sqlite3.node` (the engine and its binding);
+ * - drivers: the PostgreSQL and Redis clients' JavaScript (`pg`, `ioredis` and their parsers),
+ *   building statements and commands and reading their answers;
  * - garbage collection: V8's collectors;
  * - our code: a JavaScript frame of the server's or the protocol's package (of `ceiling.js` for
  *   the ceiling), with whatever it calls that is not above;
@@ -25,7 +27,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { copyFileSync, existsSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 
-export const LAYERS = ['socket writes', 'SQLite', 'garbage collection', 'our code', 'framework', 'Node and the kernel'] as const;
+export const LAYERS = ['socket writes', 'SQLite', 'drivers', 'garbage collection', 'our code', 'framework', 'Node and the kernel'] as const;
 export type Layer = (typeof LAYERS)[number];
 
 /** Sampling frequency: a sample stands for about a millisecond of CPU. */
@@ -50,11 +52,13 @@ const WRITES =
 const GC =
   /^v8::internal::(Scavenger|ScavengerCollector|MarkCompactCollector|Heap::CollectGarbage|MinorMarkCompact|ConcurrentMarking|IncrementalMarking)/;
 const FRAMEWORK = /\/node_modules\/(fastify|find-my-way|@fastify\/|avvio|light-my-request)/;
+const DRIVERS = /\/node_modules\/(pg|pg-protocol|pg-pool|pg-types|pg-connection-string|ioredis|redis-parser|denque|cluster-key-slot)\//;
 
 /** The layer of one sample's stack (leaf first). */
 export function layerOf(frames: readonly Frame[], ours: Ours): Layer {
   const mine = OURS[ours];
   let sqlite = false;
+  let driver = false;
   let gc = false;
   let code = false;
   let framework = false;
@@ -63,11 +67,13 @@ export function layerOf(frames: readonly Frame[], ours: Ours): Layer {
     if (f.dso.endsWith('better_sqlite3.node')) sqlite = true;
     else if (GC.test(f.sym)) gc = true;
     else if (f.sym.startsWith('JS:')) {
-      if (mine.test(f.sym)) code = true;
+      if (DRIVERS.test(f.sym)) driver = true;
+      else if (mine.test(f.sym)) code = true;
       else if (FRAMEWORK.test(f.sym)) framework = true;
     }
   }
   if (sqlite) return 'SQLite';
+  if (driver) return 'drivers';
   if (gc) return 'garbage collection';
   if (code) return 'our code';
   if (framework) return 'framework';
