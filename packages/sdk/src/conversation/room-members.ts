@@ -302,7 +302,6 @@ export class RoomMembers implements RoomGuard {
   }
 
   async leaving(room: Room): Promise<void> {
-    this.left.set(room.id, new Set(room.keys.map((k) => k.keyId)));
     // First the outbox: a receipt or message for the room sent after the leave would come back
     // refused (not_member), an error this client can foresee. The announcement below is not
     // queued, so it still goes.
@@ -320,12 +319,15 @@ export class RoomMembers implements RoomGuard {
   }
 
   deleting(room: Room): Promise<void> {
-    this.left.set(room.id, new Set(room.keys.map((k) => k.keyId)));
     return this.close(room);
   }
 
-  /** Closes the room's chat in the outbox; leaving goes ahead whatever becomes of that (the guard never throws). */
+  /**
+   * Notes the room as left, with its keys of now (rejoined()), and closes its chat in the outbox;
+   * leaving goes ahead whatever becomes of that (the guard never throws).
+   */
   private async close(room: Room): Promise<void> {
+    this.left.set(room.id, new Set(room.keys.map((k) => k.keyId)));
     try {
       await this.d.close(`room:${room.id}`);
     } catch (e) {
