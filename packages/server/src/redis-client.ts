@@ -18,9 +18,11 @@ export function redisClient(url: string, log: FastifyBaseLogger, role: string, q
     connectTimeout: 5_000,
     lazyConnect: true,
     enableOfflineQueue: queueWhileDown,
-    // Commands issued in the same tick (limiter hits, publishes, presence reads of concurrent
-    // requests) leave in one write and come back in one read. The subscriber issues none.
-    enableAutoPipelining: !queueWhileDown,
+    // No automatic pipelining: the callers already send one command for many requests (the
+    // limiter one script call per batch of sends, the bus one PUBLISH per round), and ioredis
+    // builds a Pipeline object for every tick that sends one, which cost about a third of the
+    // driver's time at moderate rates (docs/BENCHMARKS.md, row 38).
+    enableAutoPipelining: false,
     // The bus subscribes again by itself, so that it knows when Redis has the subscription (bus/redis.ts).
     autoResubscribe: false,
     ...(queueWhileDown ? {} : { commandTimeout: COMMAND_TIMEOUT_MS }),
