@@ -8,7 +8,7 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import Database from 'better-sqlite3';
+import { writeBehindService } from '@svc/testkit/harness';
 import type { Envelope } from '@svc/protocol';
 import { Conversations, MemoryStore, newMid, type PlainInput } from '../src/index.js';
 import { register, reload, sleep, startServer, type Device, type TestServer } from './server.js';
@@ -32,14 +32,8 @@ async function until(pred: () => boolean | Promise<boolean>, what: string, timeo
 }
 
 /** What a hostile service does to its own database: the clients only see the result. */
-function tamper(sql: string, ...args: unknown[]): void {
-  const db = new Database(server.dbPath);
-  try {
-    db.pragma('busy_timeout = 5000');
-    db.prepare(sql).run(...args);
-  } finally {
-    db.close();
-  }
+function tamper(sql: string, ...args: unknown[]): Promise<void> {
+  return writeBehindService(server.dbPath, sql, args);
 }
 
 /** Who holds a wrapped copy of room key `keyId`, from the server's own table. */
@@ -117,8 +111,8 @@ test('a member the server adds on its own gets no room key: the owner refuses to
     assert.deepEqual(status(A, id).warned, []);
 
     // The service puts eve in the room and asks for a key rotation, with no announcement at all.
-    tamper('INSERT INTO room_members (room_id, nick) VALUES (?, ?)', id, eve.m.nick);
-    tamper('UPDATE rooms SET needs_rekey = 1 WHERE id = ?', id);
+    await tamper('INSERT INTO room_members (room_id, nick) VALUES (?, ?)', id, eve.m.nick);
+    await tamper('UPDATE rooms SET needs_rekey = 1 WHERE id = ?', id);
     await alice.m.syncRooms();
     assert.equal(alice.m.room(id)?.needsRekey, true);
     assert.deepEqual(alice.m.room(id)?.members, [alice.m.nick, bob.m.nick, eve.m.nick], 'the service lists eve');
@@ -165,7 +159,7 @@ test('the owner who adds a listed but unannounced member on purpose wraps for it
   const [A, B] = [await run(alice), await run(bob)];
   try {
     const id = await roomOf(A, [B]);
-    tamper('INSERT INTO room_members (room_id, nick) VALUES (?, ?)', id, dave.m.nick);
+    await tamper('INSERT INTO room_members (room_id, nick) VALUES (?, ?)', id, dave.m.nick);
     await alice.m.syncRooms();
     assert.deepEqual(status(A, id).unannounced, [dave.m.nick]);
     await alice.m.changeMembers(id, { add: [dave.m.nick] });
@@ -192,7 +186,7 @@ test('announcements from a member who is not the owner, relabelled by the servic
     const three = [alice.m.nick, bob.m.nick, carol.m.nick];
     const firstAnnouncement = C.envs.find((e) => e.from === alice.m.nick)!;
     assert.ok(firstAnnouncement, 'carol got the announcement that added her');
-    tamper('INSERT INTO room_members (room_id, nick) VALUES (?, ?)', id, eve.m.nick);
+    await tamper('INSERT INTO room_members (room_id, nick) VALUES (?, ?)', id, eve.m.nick);
 
     // Bob, a member, announces eve as added: once naming himself owner, once naming alice.
     const forged = (owner: string): PlainInput => ({
@@ -267,7 +261,7 @@ test('an owner whose account is deleted announces nothing: the records follow th
     assert.deepEqual(await keyHolders(id, bob.m.roomKeyId(id)!), [bob.m.nick, carol.m.nick].sort());
 
     // The service hands the room to carol, though bob is still a member: nobody follows.
-    tamper('UPDATE rooms SET owner = ? WHERE id = ?', carol.m.nick, id);
+    await tamper('UPDATE rooms SET owner = ? WHERE id = ?', carol.m.nick, id);
     await carol.m.syncRooms();
     assert.equal(status(C, id).ownerDisputed, true);
     assert.equal(status(C, id).owner, bob.m.nick);
@@ -295,8 +289,8 @@ test('a member the server names as owner before any announcement reached it make
     assert.equal(status(C, room.id).recorded, false, 'a member waits for an announcement');
 
     // The service hands the room to carol, lists eve and asks for a rotation.
-    tamper('UPDATE rooms SET owner = ?, needs_rekey = 1 WHERE id = ?', carol.m.nick, room.id);
-    tamper('INSERT INTO room_members (room_id, nick) VALUES (?, ?)', room.id, eve.m.nick);
+    await tamper('UPDATE rooms SET owner = ?, needs_rekey = 1 WHERE id = ?', carol.m.nick, room.id);
+    await tamper('INSERT INTO room_members (room_id, nick) VALUES (?, ?)', room.id, eve.m.nick);
     await carol.m.syncRooms();
     assert.equal(C.conv.membership.isOwner(room.id), false);
     const calls = membersCalls(carol, room.id).length;
@@ -320,8 +314,8 @@ test('the record survives a reload, and the reloaded device still refuses a memb
     const before = await A.conv.membership.record(id);
     await A.close();
 
-    tamper('INSERT INTO room_members (room_id, nick) VALUES (?, ?)', id, eve.m.nick);
-    tamper('UPDATE rooms SET needs_rekey = 1 WHERE id = ?', id);
+    await tamper('INSERT INTO room_members (room_id, nick) VALUES (?, ?)', id, eve.m.nick);
+    await tamper('UPDATE rooms SET needs_rekey = 1 WHERE id = ?', id);
     const again = await reload(server, alice, alice.m.exportSession());
     const A2 = await run(again, store);
     try {

@@ -46,6 +46,37 @@ export interface TestServer {
 }
 
 /**
+ * Writes one statement into the SQLite file of a service that runs in this process, behind its
+ * clients' backs (what an operator, or anyone holding the database, can do). The service's group
+ * commit keeps its transaction open until the sync of the one before is reported on the event
+ * loop, so a synchronous busy wait here (`busy_timeout`) would block the very loop the service
+ * needs to commit and free the write lock: both would wait until the timeout and the write would
+ * fail with SQLITE_BUSY. Instead a refused attempt is tried again after a few milliseconds, with
+ * the event loop free in between, until `timeoutMs` has passed.
+ */
+export async function writeBehindService(dbPath: string, sql: string, params: unknown[] = [], timeoutMs = 10_000): Promise<void> {
+  const db = new Database(dbPath, { fileMustExist: true });
+  try {
+    db.pragma('busy_timeout = 0');
+    const statement = db.prepare(sql);
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      try {
+        statement.run(...params);
+        return;
+      } catch (err) {
+        const code = (err as { code?: unknown }).code;
+        const busy = typeof code === 'string' && code.startsWith('SQLITE_BUSY');
+        if (!busy || Date.now() > deadline) throw err;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+  } finally {
+    db.close();
+  }
+}
+
+/**
  * Rate limits are raised by default so that tests about other rules never meet them (every test
  * client comes from 127.0.0.1); tests about limits pass the values they need in `env`.
  */
