@@ -46,13 +46,13 @@ export interface TestServer {
 }
 
 /**
- * Writes one statement into the SQLite file of a service that runs in this process, behind its
- * clients' backs (what an operator, or anyone holding the database, can do). The service's group
- * commit keeps its transaction open until the sync of the one before is reported on the event
- * loop, so a synchronous busy wait here (`busy_timeout`) would block the very loop the service
- * needs to commit and free the write lock: both would wait until the timeout and the write would
- * fail with SQLITE_BUSY. Instead a refused attempt is tried again after a few milliseconds, with
- * the event loop free in between, until `timeoutMs` has passed.
+ * Writes one statement into the SQLite file of a running service, behind its clients' backs (what
+ * an operator, or anyone holding the database, can do). Where the service runs in this process,
+ * its group commit keeps its transaction open until the sync of the one before is reported on the
+ * event loop, so a synchronous busy wait here (`busy_timeout`) would block the very loop the
+ * service needs to commit and free the write lock: both would wait until the timeout and the
+ * write would fail with SQLITE_BUSY. Instead a refused attempt is tried again after a few
+ * milliseconds, with the event loop free in between, until `timeoutMs` has passed.
  */
 export async function writeBehindService(dbPath: string, sql: string, params: unknown[] = [], timeoutMs = 10_000): Promise<void> {
   const db = new Database(dbPath, { fileMustExist: true });

@@ -54,7 +54,7 @@ describe('web client: a member nobody added', { skip: missingBrowser() }, () => 
       const start = roomState(scene.server.dbPath, room);
       assert.ok(start);
 
-      addMemberBehindClients(scene.server.dbPath, start.id, stranger);
+      await addMemberBehindClients(scene.server.dbPath, start.id, stranger);
       await leaveRoom(carol.page);
       // The server owes a rotation and lists the stranger; the owner's client makes no key.
       await warning(alice.page).waitFor();
