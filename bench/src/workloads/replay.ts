@@ -86,7 +86,7 @@ export class ReplayWorkload {
     await this.drain(this.offline);
     const fill = await this.fill(this.toReplay, o.replayCount);
     const d = await this.drain(this.recipient);
-    const run = {
+    return {
       offlineQueued: offline.accepted,
       offlineMs: offline.elapsedMs,
       offlineCpuMs: cpu1.user + cpu1.system - cpu0.user - cpu0.system,
@@ -99,7 +99,6 @@ export class ReplayWorkload {
       ackMs: d.ackMs,
       ackBatches: d.batches,
     };
-    return run;
   }
 
   private async fill(senders: Sender[], count: number) {
