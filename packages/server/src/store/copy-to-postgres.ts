@@ -1,8 +1,9 @@
 /**
  * Copying a SQLite database into an empty PostgreSQL database (`admin copy-to-postgres`), so an
  * installation can move to several instances without losing accounts, rooms, queues or its
- * secrets. Every row is copied as stored, `seq` values included (join order, queue order), in
- * one PostgreSQL transaction: the target ends with all of it or none of it.
+ * secrets. Every row is copied as stored, `seq` values included (join order, queue order; the
+ * queue's are numbered in SQLite's key order), in one PostgreSQL transaction: the target ends
+ * with all of it or none of it.
  */
 import Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
@@ -161,14 +162,18 @@ const TABLES: TableSpec[] = [
     order: 'id',
   },
   {
+    // SQLite keys an entry by its envelope's key and its device (its migration 6); PostgreSQL
+    // numbers entries in queue order and names the envelope by id. A device's entries come in
+    // key order in both.
     name: 'queue',
     cols: [
-      ['seq', 'int8'],
-      ['device_id', 'text'],
-      ['envelope_id', 'text'],
-      ['ts', 'int8'],
+      ['seq', 'int8', 'ROW_NUMBER() OVER (ORDER BY q.envelope_key, q.device_id)'],
+      ['device_id', 'text', 'q.device_id'],
+      ['envelope_id', 'text', 'e.id'],
+      ['ts', 'int8', 'e.ts'],
     ],
     order: 'seq',
+    from: 'queue q JOIN envelopes e ON e.rowid = q.envelope_key',
   },
 ];
 

@@ -132,6 +132,7 @@ export type SendResult =
   SendQueued | { status: 'retry'; id: string; ts: number } | Refusal<'id_conflict' | 'not_member' | 'unknown_key' | 'unknown_user' | 'self'>;
 
 export interface QueuedEntry {
+  /** The entry's place in its device's queue (the replay's cursor): a number only its store reads. */
   seq: number;
   id: string;
   /** The bytes the send stored, as its live `msg` events carried them. */

@@ -33,7 +33,7 @@ function inspect(path: string): Snapshot & { check: string; journal: string } {
       // Each send adds the envelope and its queue rows in one transaction: a torn copy would
       // show them out of step (checked below: two queue rows per envelope, no orphan row).
       queue: n('SELECT COUNT(*) AS n FROM queue'),
-      orphans: n('SELECT COUNT(*) AS n FROM queue WHERE envelope_id NOT IN (SELECT id FROM envelopes)'),
+      orphans: n('SELECT COUNT(*) AS n FROM queue WHERE envelope_key NOT IN (SELECT rowid FROM envelopes)'),
     };
   } finally {
     db.close();

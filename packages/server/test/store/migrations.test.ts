@@ -81,7 +81,10 @@ test('migration 5 keys kept envelopes by their time in the order they came, and 
     v4.prepare('DELETE FROM queue WHERE seq = 1').run();
     v4.close();
 
-    const db = openDatabase(t.path);
+    const db = openDatabase(
+      t.path,
+      SQLITE_MIGRATIONS.filter((m) => m.version <= 5),
+    );
     assert.deepEqual(db.prepare('SELECT rowid AS key, id, sender, ts, json FROM envelopes ORDER BY rowid').all(), [
       { key: 1000 * 1024, id: 'E1', sender: 'alice', ts: 1000, json: '{"n":1}' },
       { key: 2000 * 1024, id: 'E2', sender: 'alice', ts: 2000, json: '{"n":2}' },
@@ -98,6 +101,43 @@ test('migration 5 keys kept envelopes by their time in the order they came, and 
     assert.throws(() => db.prepare("INSERT INTO queue (device_id, envelope_id, ts) VALUES ('d2', 'E2', 1)").run(), /UNIQUE/);
     // A new entry is placed after every kept one.
     assert.equal(db.prepare("INSERT INTO queue (device_id, envelope_id, ts) VALUES ('d3', 'E3', 2000)").run().lastInsertRowid, 4);
+    db.close();
+  } finally {
+    t.cleanup();
+  }
+});
+
+test('migration 6 keys each queue entry by its envelope and device, keeps every entry, and drops the by-id index', () => {
+  const t = tempDb();
+  try {
+    const v5 = openDatabase(
+      t.path,
+      SQLITE_MIGRATIONS.filter((m) => m.version <= 5),
+    );
+    const env = v5.prepare('INSERT INTO envelopes (rowid, id, sender, ts, json) VALUES (?, ?, ?, ?, ?)');
+    env.run(2000 * 1024, 'E2', 'alice', 2000, '{"n":2}');
+    env.run(1000 * 1024, 'E1', 'alice', 1000, '{"n":1}');
+    const q = v5.prepare('INSERT INTO queue (device_id, envelope_id, ts) VALUES (?, ?, ?)');
+    q.run('d1', 'E2', 2000);
+    q.run('d2', 'E2', 2000);
+    q.run('d1', 'E1', 1000);
+    // An entry whose envelope is gone could never be replayed (readQueue joins the envelope).
+    q.run('d1', 'gone', 1500);
+    v5.close();
+
+    const db = openDatabase(t.path);
+    assert.deepEqual(db.prepare('SELECT envelope_key AS k, device_id AS d FROM queue').all(), [
+      { k: 1000 * 1024, d: 'd1' },
+      { k: 2000 * 1024, d: 'd1' },
+      { k: 2000 * 1024, d: 'd2' },
+    ]);
+    // One b-tree: the table is its own key, and nothing else indexes it.
+    const indexes = db.prepare("SELECT origin FROM pragma_index_list('queue')").all() as { origin: string }[];
+    assert.deepEqual(
+      indexes.map((i) => i.origin),
+      ['pk'],
+    );
+    assert.throws(() => db.prepare("INSERT INTO queue (envelope_key, device_id) VALUES (2048000, 'd2')").run(), /UNIQUE|PRIMARY KEY/);
     db.close();
   } finally {
     t.cleanup();

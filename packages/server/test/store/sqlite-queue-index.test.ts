@@ -139,13 +139,17 @@ test('queue changes made by another process (the admin command) are counted, not
   }
 });
 
-test('the file keeps no index by device; replay pages through each device in seq order, across a restart and a lost write', async () => {
+test('the file keeps no index by device; replay pages through each device in key order, across a restart and a lost write', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'svc-counts-'));
   const path = join(dir, 'svc.db');
   let s = SqliteStore.open(path);
   try {
-    const indexes = (s.db.prepare("SELECT name FROM pragma_index_list('queue')").all() as { name: string }[]).map((r) => r.name);
-    assert.ok(!indexes.includes('queue_device'), indexes.join(', '));
+    const indexes = s.db.prepare("SELECT name, origin FROM pragma_index_list('queue')").all() as { name: string; origin: string }[];
+    assert.deepEqual(
+      indexes.filter((i) => i.origin !== 'pk'),
+      [],
+      'the queue is one b-tree: its own key (envelope key, device), and no index',
+    );
     await setup(s);
     await dm(s, 7);
     await s.registerAccount(account('carol'));
@@ -170,13 +174,17 @@ test('the file keeps no index by device; replay pages through each device in seq
       }
     };
     const expected = (device: string) =>
-      s.db.prepare('SELECT seq, envelope_id AS id FROM queue WHERE device_id = ? ORDER BY seq').all(device) as { seq: number; id: string }[];
+      s.db
+        .prepare(
+          'SELECT q.envelope_key AS seq, e.id AS id FROM queue q JOIN envelopes e ON e.rowid = q.envelope_key WHERE device_id = ? ORDER BY seq',
+        )
+        .all(device) as { seq: number; id: string }[];
     assert.equal((await all('b-device-1')).length, 8);
     assert.deepEqual(await all('b-device-1'), expected('b-device-1'));
     // A write that fails after queueing rows is rolled back; the index is read again from the file.
     await assert.rejects(
       s.group.run(() => {
-        s.db.prepare("INSERT INTO queue (device_id, envelope_id, ts) VALUES ('b-device-1', 'ghost', 1)").run();
+        s.db.prepare("INSERT INTO queue (envelope_key, device_id) VALUES (1, 'b-device-1')").run();
         throw new Error('fails after queueing');
       }),
       /fails after queueing/,
@@ -195,29 +203,59 @@ test('the file keeps no index by device; replay pages through each device in seq
   }
 });
 
-test("a seq used again after the newest entry is gone never reaches another device's entry, even from a stale index", async () => {
+test("an envelope's entries share its key, and a stale one in the index never reaches another device's entry", async () => {
   const dir = mkdtempSync(join(tmpdir(), 'svc-counts-'));
   const s = SqliteStore.open(join(dir, 'svc.db'));
   try {
     await setup(s);
-    await s.registerAccount(account('carol'));
-    await s.addDevice('carol', 'c-device-1', NOW);
     await dm(s, 2);
-    // The newest entry (b-device-2's) deleted behind the store's back, on its own connection:
-    // the index in memory still holds its seq, as a bug in a delete path would leave it.
-    const stale = (s.db.prepare('SELECT MAX(seq) AS seq FROM queue').get() as { seq: number }).seq;
-    s.db.prepare('DELETE FROM queue WHERE seq = ?').run(stale);
-    const id = ulid(NOW + 50);
-    await s.sendMessage({ id, from: 'alice', to: { dm: 'carol' }, keyId: 'dm', iv: iv(), ct: ct(), senderDevice: 'a-device-1', now: NOW + 50 });
-    const carols = s.db.prepare("SELECT seq FROM queue WHERE device_id = 'c-device-1'").get() as { seq: number };
-    assert.equal(carols.seq, stale, 'the seq was used again, for another device');
-    assert.ok(!(await s.readQueue('b-device-2', 0, 10)).some((e) => e.id === id), 'no replay of it to the stale device');
+    const keys = (device: string) =>
+      (s.db.prepare('SELECT envelope_key AS k FROM queue WHERE device_id = ? ORDER BY k').all(device) as { k: number }[]).map((r) => r.k);
+    assert.deepEqual(keys('b-device-1'), keys('b-device-2'), "a DM's two entries are its envelope's key, once per device");
+    // b-device-2's newest entry deleted behind the store's back, on its own connection: the index
+    // in memory still holds its key, as a bug in a delete path would leave it. b-device-1's entry
+    // of the same envelope has the same key.
+    const [, newest] = keys('b-device-2');
+    s.db.prepare("DELETE FROM queue WHERE device_id = 'b-device-2' AND envelope_key = ?").run(newest);
+    const stale = (await s.readQueue('b-device-2', 0, 10)).map((e) => e.seq);
+    assert.ok(!stale.includes(newest!), 'no replay of it to the stale device');
     await s.deleteDevice('bob', 'b-device-2');
+    assert.deepEqual(keys('b-device-2'), []);
     assert.deepEqual(
-      (await s.readQueue('c-device-1', 0, 10)).map((e) => e.id),
-      [id],
-      "dropping the stale device's queue leaves it",
+      (await s.readQueue('b-device-1', 0, 10)).map((e) => e.seq),
+      keys('b-device-1'),
+      "dropping the stale device's queue leaves the other device's entries of the same envelopes",
     );
+    assert.equal(keys('b-device-1').length, 2);
+  } finally {
+    await s.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('an envelope accepted after the clock went back is queued by its time, and the index keeps matching the rows', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-counts-'));
+  const s = SqliteStore.open(join(dir, 'svc.db'));
+  try {
+    await setup(s);
+    const send = (id: string, now: number) =>
+      s.sendMessage({ id, from: 'alice', to: { dm: 'bob' }, keyId: 'dm', iv: iv(), ct: ct(), senderDevice: 'a-device-1', now });
+    const [late, early, latest] = [ulid(NOW + 100), ulid(NOW + 50), ulid(NOW + 200)];
+    await send(late, NOW + 100);
+    await send(early, NOW + 50);
+    await send(latest, NOW + 200);
+    const order = async () => (await s.readQueue('b-device-1', 0, 10)).map((e) => e.id);
+    assert.deepEqual(await order(), [early, late, latest], 'replayed in time order');
+    // A replay resumed after the first entry finds the rest in order.
+    const [first] = await s.readQueue('b-device-1', 0, 1);
+    assert.deepEqual(
+      (await s.readQueue('b-device-1', first!.seq, 10)).map((e) => e.id),
+      [late, latest],
+    );
+    await s.ack('b-device-1', [late]);
+    assert.deepEqual(await order(), [early, latest]);
+    assert.equal((await s.stats()).queuedEnvelopes, 5);
+    assert.equal(rows(s), 5);
   } finally {
     await s.close();
     rmSync(dir, { recursive: true, force: true });

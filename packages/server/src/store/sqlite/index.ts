@@ -261,6 +261,7 @@ export class SqliteStore implements Store {
   }
 
   async readQueue(deviceId: string, afterSeq: number, limit: number): Promise<QueuedEntry[]> {
+    // An entry's seq here is its envelope's key (queue-index.ts).
     return messages.readQueue(this.q, this.mem.queues, deviceId, afterSeq, limit);
   }
 
@@ -301,9 +302,9 @@ export class SqliteStore implements Store {
 
   /** Deletes a device's queue, found through the index in memory (the file has none by device). */
   private dropQueue(deviceId: string): void {
-    const seqs = this.mem.queues.oldest(deviceId, Infinity);
-    messages.deleteSeqs(this.q, deviceId, seqs);
-    this.mem.queues.removed(deviceId, seqs);
+    const keys = this.mem.queues.oldest(deviceId, Infinity);
+    messages.deleteEntries(this.q, deviceId, keys);
+    this.mem.queues.removed(deviceId, keys);
   }
 
   lossMark(): number {

@@ -73,8 +73,9 @@ const ROOM_DEVICES = `SELECT d.id AS deviceId, d.nick AS nick, d.seq AS seq, rm.
 /**
  * Queues the envelope for every target with one statement (up to 200 targets), after making
  * room in the few queues that are full (each device's entries are known in memory: queue-index.ts).
+ * `key` is the envelope's own (its rowid): the entries of one envelope share it.
  */
-function enqueue(q: Statements, index: QueueIndex, targets: readonly SendTarget[], envelopeId: string, ts: number): void {
+function enqueue(q: Statements, index: QueueIndex, targets: readonly SendTarget[], key: number): void {
   if (targets.length === 0) return;
   for (const t of targets) {
     // The kept index is exact: this process is the queue's writer, and the store forgets it
@@ -82,38 +83,35 @@ function enqueue(q: Statements, index: QueueIndex, targets: readonly SendTarget[
     const over = queueOverflow(index.of(t.deviceId), 1);
     if (over === 0) continue;
     const drop = index.oldest(t.deviceId, over);
-    deleteSeqs(q, t.deviceId, drop);
+    deleteEntries(q, t.deviceId, drop);
     index.removed(t.deviceId, drop);
   }
-  // Rows in fan-out order, so a device's entries get their seq in that order. A VALUES list per
-  // size is a prepared statement of its own (cached); it costs half of what json_each did.
+  // A VALUES list per size is a prepared statement of its own (cached); it costs half of what
+  // json_each did.
   for (let i = 0; i < targets.length; i += ENQUEUE_CHUNK) {
     const chunk = targets.slice(i, i + ENQUEUE_CHUNK);
     const rows: unknown[] = [];
-    for (const t of chunk) rows.push(t.deviceId, envelopeId, ts);
-    // One statement's rows get consecutive seqs (AUTOINCREMENT, one writer), the last of them
-    // reported as the last insert rowid.
-    const first = Number(q.run(ENQUEUE_SQL[chunk.length]!, ...rows).lastInsertRowid) - chunk.length + 1;
-    for (let j = 0; j < chunk.length; j++) index.added(chunk[j]!.deviceId, first + j);
+    for (const t of chunk) rows.push(key, t.deviceId);
+    q.run(ENQUEUE_SQL[chunk.length]!, ...rows);
+    for (const t of chunk) index.added(t.deviceId, key);
   }
 }
 
-/** At most this many rows per statement (3 variables each, well under SQLite's variable limit). */
+/** At most this many rows per statement (2 variables each, well under SQLite's variable limit). */
 const ENQUEUE_CHUNK = 200;
 const ENQUEUE_SQL = Array.from(
   { length: ENQUEUE_CHUNK + 1 },
-  (_, n) => `INSERT INTO queue (device_id, envelope_id, ts) VALUES ${new Array(n).fill('(?, ?, ?)').join(', ')}`,
+  (_, n) => `INSERT INTO queue (envelope_key, device_id) VALUES ${new Array(n).fill('(?, ?)').join(', ')}`,
 );
 
 /**
- * Deletes a device's queue entries by seq (the table's rowid), in statements of at most 500.
- * The device is checked too: a seq is used again once the newest entry is gone (migration 5),
- * so one left stale in memory by a bug must not reach another device's entry.
+ * Deletes a device's queue entries by their envelopes' keys, in statements of at most 500. The
+ * device is named with them: an envelope's entries for its other targets share the key.
  */
-export function deleteSeqs(q: Statements, deviceId: string, seqs: readonly number[]): void {
-  for (let i = 0; i < seqs.length; i += 500) {
-    const part = seqs.slice(i, i + 500);
-    q.run(`DELETE FROM queue WHERE device_id = ? AND seq IN (${placeholders(part.length)})`, deviceId, ...part);
+export function deleteEntries(q: Statements, deviceId: string, keys: readonly number[]): void {
+  for (let i = 0; i < keys.length; i += 500) {
+    const part = keys.slice(i, i + 500);
+    q.run(`DELETE FROM queue WHERE device_id = ? AND envelope_key IN (${placeholders(part.length)})`, deviceId, ...part);
   }
 }
 
@@ -132,11 +130,13 @@ export function sendMessage(q: Statements, known: Known, index: QueueIndex, keys
   // The primary key finds a used id: nothing is inserted, and the rules answer it. Nothing is
   // inserted either when the time key is taken, which only the next key mends.
   let key = keys.first(m.now);
-  while (q.run(INSERT_ENVELOPE, key, m.id, m.from, m.now, json).changes === 0) {
+  let stored = q.run(INSERT_ENVELOPE, key, m.id, m.from, m.now, json);
+  while (stored.changes === 0) {
     const prior = priorSend(q, m.id);
     if (prior !== null) return decideSend(m, prior, facts)!;
     if (key === null) throw new Error('the envelope could not be stored');
     key = keys.after(key);
+    stored = q.run(INSERT_ENVELOPE, key, m.id, m.from, m.now, json);
   }
 
   let targets: DeviceTarget[];
@@ -152,7 +152,8 @@ export function sendMessage(q: Statements, known: Known, index: QueueIndex, keys
     targets = dmTargets(known.devicesOf(m.to.dm), known.devicesOf(m.from), m.senderDevice);
     addContacts(q, known, m.from, m.to.dm, m.now);
   }
-  enqueue(q, index, targets, m.id, m.now);
+  // SQLite's own choice of key when `key` is null (time-keys.ts).
+  enqueue(q, index, targets, Number(stored.lastInsertRowid));
   return {
     status: 'queued',
     envelope,
@@ -168,34 +169,35 @@ function priorSend(q: Statements, id: string): PriorSend | null {
 
 export function ack(q: Statements, index: QueueIndex, deviceId: string, ids: string[]): void {
   if (ids.length === 0) return;
-  // Found by the (envelope_id, device_id) key.
-  const gone = q.all<{ seq: number }>(
-    `DELETE FROM queue WHERE device_id = ? AND envelope_id IN (${placeholders(ids.length)}) RETURNING seq`,
+  // Each id's key from the envelopes' id key, then the entry by its own key.
+  const gone = q.all<{ k: number }>(
+    `DELETE FROM queue WHERE device_id = ? AND envelope_key IN (SELECT rowid FROM envelopes WHERE id IN (${placeholders(ids.length)}))
+     RETURNING envelope_key AS k`,
     deviceId,
     ...ids,
   );
   index.removed(
     deviceId,
-    gone.map((r) => r.seq),
+    gone.map((r) => r.k),
   );
 }
 
-export function readQueue(q: Statements, index: QueueIndex, deviceId: string, afterSeq: number, limit: number): QueuedEntry[] {
+export function readQueue(q: Statements, index: QueueIndex, deviceId: string, afterKey: number, limit: number): QueuedEntry[] {
   const out: QueuedEntry[] = [];
   // Entries another process deleted (the admin command) stay in the index until this process's
   // next write notices; the page is filled past them, since a short page means the end.
-  for (let after = afterSeq; out.length < limit;) {
-    const seqs = index.after(deviceId, after, limit - out.length);
-    if (seqs.length === 0) break;
+  for (let after = afterKey; out.length < limit;) {
+    const keys = index.after(deviceId, after, limit - out.length);
+    if (keys.length === 0) break;
     out.push(
       ...q.all<QueuedEntry>(
-        `SELECT q.seq AS seq, q.envelope_id AS id, e.json AS json FROM queue q JOIN envelopes e ON e.id = q.envelope_id
-         WHERE q.device_id = ? AND q.seq IN (${placeholders(seqs.length)}) ORDER BY q.seq`,
+        `SELECT q.envelope_key AS seq, e.id AS id, e.json AS json FROM queue q JOIN envelopes e ON e.rowid = q.envelope_key
+         WHERE q.device_id = ? AND q.envelope_key IN (${placeholders(keys.length)}) ORDER BY q.envelope_key`,
         deviceId,
-        ...seqs,
+        ...keys,
       ),
     );
-    after = seqs[seqs.length - 1]!;
+    after = keys[keys.length - 1]!;
   }
   return out;
 }
@@ -206,23 +208,23 @@ export function readQueue(q: Statements, index: QueueIndex, deviceId: string, af
  * its ULID time is at most 5 minutes after its ts, so 10 minutes after ts is safe).
  */
 export function purgeEnvelopes(q: Statements, index: QueueIndex, now: number): number {
-  // A queue entry's ts is its envelope's, and old envelopes are a range of rowids (time-keys.ts).
+  // A queue entry's key is its envelope's, and old envelopes are a range of keys (time-keys.ts).
   const cutoff = now - LIMITS.queueRetentionMs;
-  const expired = q.all<{ device_id: string; seq: number }>(
-    'DELETE FROM queue WHERE envelope_id IN (SELECT id FROM envelopes WHERE rowid < ? AND ts < ?) RETURNING device_id, seq',
+  const expired = q.all<{ d: string; k: number }>(
+    'DELETE FROM queue WHERE envelope_key IN (SELECT rowid FROM envelopes WHERE rowid < ? AND ts < ?) RETURNING device_id AS d, envelope_key AS k',
     keysBefore(cutoff),
     cutoff,
   );
   const byDevice = new Map<string, number[]>();
   for (const e of expired) {
-    const list = byDevice.get(e.device_id);
-    if (list) list.push(e.seq);
-    else byDevice.set(e.device_id, [e.seq]);
+    const list = byDevice.get(e.d);
+    if (list) list.push(e.k);
+    else byDevice.set(e.d, [e.k]);
   }
   for (const [deviceId, seqs] of byDevice) index.removed(deviceId, seqs);
   const unused = now - 2 * LIMITS.clockWindowMs;
   const r = q.run(
-    'DELETE FROM envelopes WHERE rowid < ? AND ts < ? AND NOT EXISTS (SELECT 1 FROM queue WHERE queue.envelope_id = envelopes.id)',
+    'DELETE FROM envelopes WHERE rowid < ? AND ts < ? AND NOT EXISTS (SELECT 1 FROM queue WHERE queue.envelope_key = envelopes.rowid)',
     keysBefore(unused),
     unused,
   );

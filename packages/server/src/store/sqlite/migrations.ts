@@ -184,4 +184,27 @@ DROP TABLE queue;
 ALTER TABLE queue_v5 RENAME TO queue;
 `,
   },
+  {
+    version: 6,
+    name: 'queue entries keyed by their envelope',
+    // One b-tree for the queue instead of two: an entry is its envelope's time key (the
+    // envelope's rowid, time-keys.ts) and its device, and that pair is the table's key. The
+    // (envelope_id, device_id) index, which acks used, cost each target a second b-tree insert
+    // by a 26-character text key and its page in the WAL at every commit: without it the embedded
+    // store's send took about 5 µs less (docs/BENCHMARKS.md). Acks reach their entries through
+    // the envelopes' id key; the purge takes old entries as a range of the key; each device's
+    // entries are known in memory by their keys (queue-index.ts), oldest first. Entries whose
+    // envelope is gone (none are made) could never be replayed, and are not kept.
+    sql: `
+CREATE TABLE queue_v6 (
+  envelope_key INTEGER NOT NULL,
+  device_id TEXT NOT NULL,
+  PRIMARY KEY (envelope_key, device_id)
+) WITHOUT ROWID;
+INSERT INTO queue_v6 (envelope_key, device_id)
+  SELECT e.rowid, q.device_id FROM queue q JOIN envelopes e ON e.id = q.envelope_id;
+DROP TABLE queue;
+ALTER TABLE queue_v6 RENAME TO queue;
+`,
+  },
 ];
