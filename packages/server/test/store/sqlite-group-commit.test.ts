@@ -99,6 +99,50 @@ test('when SQLite gives up the whole transaction, the writes before it are rejec
   });
 });
 
+test('a write of one statement (no savepoint of its own) whose statement fails is undone by SQLite alone; the rest of the batch commits', async () => {
+  await withStore(async (s) => {
+    await s.createInvite('taken', 1, null, 1);
+    const insert = (code: string) => () =>
+      s.db.prepare('INSERT INTO invites (code, uses_left, expires_at, created_at) VALUES (?, 2, NULL, 1)').run(code);
+    // A multi-row statement that fails at its second row (a primary key violation) after
+    // inserting its first: SQLite's own statement journal undoes the first row too.
+    const multi = () =>
+      s.db.prepare("INSERT INTO invites (code, uses_left, expires_at, created_at) VALUES ('first-row', 2, NULL, 1), ('taken', 2, NULL, 1)").run();
+    const results = await Promise.allSettled([
+      s.group.run(insert('a'), true),
+      s.group.run(multi, true),
+      s.group.run(insert('b'), true),
+      s.group.run(insert('taken'), true),
+      s.createInvite('c', 1, null, 1),
+    ]);
+    assert.deepEqual(
+      results.map((r) => r.status),
+      ['fulfilled', 'rejected', 'fulfilled', 'rejected', 'fulfilled'],
+    );
+    assert.deepEqual(await codes(s), ['a', 'b', 'c', 'taken']);
+    assert.equal(
+      (s.db.prepare("SELECT uses_left AS n FROM invites WHERE code = 'taken'").get() as { n: number }).n,
+      1,
+      'the failed statements changed nothing',
+    );
+  });
+});
+
+test('a write of one statement that SQLite answers by giving up the transaction loses the writes before it, as any write does', async () => {
+  await withStore(async (s) => {
+    const before = s.createInvite('before', 1, null, 1);
+    const lost = s.group.run(() => {
+      s.db.prepare('ROLLBACK').run();
+      throw new Error('transaction lost');
+    }, true);
+    const after = s.createInvite('after', 1, null, 1);
+    await assert.rejects(before, /transaction lost/);
+    await assert.rejects(lost, /transaction lost/);
+    await after;
+    assert.deepEqual(await codes(s), ['after']);
+  });
+});
+
 test('closing the store commits the writes still queued', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'svc-group-'));
   try {

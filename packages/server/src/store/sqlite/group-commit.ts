@@ -5,8 +5,8 @@
  *
  * - Every write asked for during one turn of the event loop is queued and run at the end of that
  *   turn (setImmediate), each inside its own savepoint of one open transaction (the first of a
- *   transaction needs none). A write whose own statements fail is rolled back to its savepoint
- *   and rejected alone; the others go on.
+ *   transaction needs none, nor does a write of one statement: see `run`). A write whose own
+ *   statements fail is rolled back to its savepoint and rejected alone; the others go on.
  * - The transaction is committed when no sync is under way; otherwise it stays open, and the
  *   writes of the following turns join it, until the sync ends. So there is one COMMIT and one
  *   fsync per sync cycle, however many writes arrive meanwhile: under load, batches grow by
@@ -33,6 +33,8 @@ import type { Durability } from './wal-sync.js';
 
 interface Job {
   fn: () => unknown;
+  /** The job writes with one statement at most (`run`'s `oneStatement`). */
+  one: boolean;
   resolve: (v: unknown) => void;
   reject: (e: unknown) => void;
 }
@@ -62,7 +64,7 @@ function generation(): Generation {
 }
 
 /** A job settled early (`settleBeforeSync`): what is left to tell it is nothing. */
-const SETTLED: Job = { fn: () => undefined, resolve: () => {}, reject: () => {} };
+const SETTLED: Job = { fn: () => undefined, one: true, resolve: () => {}, reject: () => {} };
 
 const RESOLVED = Promise.resolve();
 
@@ -137,12 +139,18 @@ export class GroupCommit {
   /**
    * Runs `fn` (synchronous statements only) in a group transaction; resolves once it is committed
    * and synced, or with `settleBeforeSync` once its statements are done (then see `durable()`).
+   *
+   * `oneStatement`: `fn` writes with one statement at most, and throws at once if it fails. It then
+   * needs no savepoint of its own: SQLite undoes a failed statement alone and leaves the
+   * transaction open (or gives up the whole transaction, which is handled as for any write). A
+   * savepoint copies every page its write first touches into a journal in memory: measured, 5 µs
+   * of the acks of a DM, half of their cost (docs/BENCHMARKS.md, row 40).
    */
-  run<T>(fn: () => T): Promise<T> {
+  run<T>(fn: () => T, oneStatement = false): Promise<T> {
     if (this.failed !== null) return Promise.reject(this.failed);
     if (this.closing) return Promise.reject(new Error('the store is closing'));
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
+      this.queue.push({ fn, one: oneStatement, resolve: resolve as (v: unknown) => void, reject });
       if (!this.scheduled) {
         this.scheduled = true;
         setImmediate(() => this.flush());
@@ -192,10 +200,12 @@ export class GroupCommit {
         return true;
       }
     }
+    // The first write of a transaction needs no savepoint either (see above).
+    const saved = !first && !job.one;
     try {
-      if (!first) this.savepoint.run();
+      if (saved) this.savepoint.run();
       const value = job.fn();
-      if (!first) this.release.run();
+      if (saved) this.release.run();
       if (this.early) {
         this.openGen ??= generation();
         job.resolve(value);
@@ -212,6 +222,8 @@ export class GroupCommit {
         this.rollbackQuietly();
         return true;
       }
+      // Its one statement failed and SQLite undid it: the transaction goes on without it.
+      if (job.one && this.db.inTransaction) return true;
       if (this.db.inTransaction) {
         try {
           this.rollbackTo.run();

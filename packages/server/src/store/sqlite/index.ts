@@ -83,10 +83,15 @@ export class SqliteStore implements Store {
 
   /**
    * Every write goes through group commit: atomic on its own, and durable when the promise
-   * resolves, or with `settleBeforeSync` once `durable()` has resolved after it.
+   * resolves, or with `settleBeforeSync` once `durable()` has resolved after it. A write of one
+   * statement, which nothing after it can fail, goes without a savepoint (`GroupCommit.run`).
    */
   private write<T>(fn: () => T): Promise<T> {
     return this.group.run(fn);
+  }
+
+  private writeOne<T>(fn: () => T): Promise<T> {
+    return this.group.run(fn, true);
   }
 
   async getOrCreateMeta(key: string, make: () => string): Promise<string> {
@@ -133,14 +138,14 @@ export class SqliteStore implements Store {
   }
 
   async touchSession(id: string, now: number): Promise<void> {
-    await this.write(() => {
+    await this.writeOne(() => {
       this.mem.sessions.forget(id);
       accounts.touchSession(this.q, id, now);
     });
   }
 
   async deleteSession(id: string): Promise<void> {
-    await this.write(() => {
+    await this.writeOne(() => {
       this.mem.sessions.forget(id);
       accounts.deleteSession(this.q, id);
     });
@@ -202,12 +207,12 @@ export class SqliteStore implements Store {
   }
 
   async deviceConnected(deviceId: string, now: number): Promise<void> {
-    await this.write(() => devices.deviceConnected(this.pushChanged(), deviceId, now));
+    await this.writeOne(() => devices.deviceConnected(this.pushChanged(), deviceId, now));
   }
 
   async claimPush(deviceIds: string[]): Promise<PushTarget[]> {
     if (deviceIds.length === 0) return [];
-    return this.write(() => devices.claimPush(this.pushChanged(), deviceIds));
+    return this.writeOne(() => devices.claimPush(this.pushChanged(), deviceIds));
   }
 
   async dropPushSubscription(deviceId: string, endpoint: string): Promise<void> {
@@ -257,7 +262,7 @@ export class SqliteStore implements Store {
   }
 
   async ack(deviceId: string, ids: string[]): Promise<void> {
-    await this.write(() => messages.ack(this.q, this.mem.queues, deviceId, ids));
+    await this.writeOne(() => messages.ack(this.q, this.mem.queues, deviceId, ids));
   }
 
   async readQueue(deviceId: string, afterSeq: number, limit: number): Promise<QueuedEntry[]> {
