@@ -212,6 +212,66 @@ test('a write is answered only after the WAL holding it is synced; writes arrivi
   }
 });
 
+test('the writes of a turn share one savepoint; when one throws, the turn is undone and its writes run again alone, as they would have', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-group-'));
+  try {
+    const db = openDatabase(join(dir, 'svc.db'));
+    const pending: ((err: Error | null) => void)[] = [];
+    const group = new GroupCommit(db, { sync: (done) => pending.push(done), close() {} }, { settleBeforeSync: true });
+    const runs = new Map<string, number>();
+    const insert = (code: string) => () => {
+      runs.set(code, (runs.get(code) ?? 0) + 1);
+      db.prepare('INSERT INTO invites (code, uses_left, expires_at, created_at) VALUES (?, 1, NULL, 1)').run(code);
+      return code;
+    };
+    const codes = () => (db.prepare('SELECT code FROM invites ORDER BY code').all() as { code: string }[]).map((r) => r.code);
+    await group.run(insert('earlier'));
+    assert.equal(pending.length, 1, 'a sync runs: the next turns join one open transaction');
+
+    // A turn without failures: one savepoint, each write run once.
+    assert.deepEqual(await Promise.all([group.run(insert('a')), group.run(insert('b'))]), ['a', 'b']);
+    assert.deepEqual([runs.get('a'), runs.get('b')], [1, 1]);
+
+    // A turn with one write that throws after its statement: the turn is undone, the others
+    // run again alone and settle with their own results; the earlier turns' writes stay.
+    const turn = await Promise.allSettled([
+      group.run(insert('c')),
+      group.run(() => {
+        insert('half')();
+        throw new Error('fails after its statement');
+      }),
+      group.run(insert('d')),
+    ]);
+    assert.deepEqual(
+      turn.map((r) => (r.status === 'fulfilled' ? r.value : (r.reason as Error).message)),
+      ['c', 'fails after its statement', 'd'],
+    );
+    assert.deepEqual([runs.get('c'), runs.get('half'), runs.get('d')], [2, 2, 1], 'up to the one that threw run together, then each alone');
+    assert.deepEqual(codes(), ['a', 'b', 'c', 'd', 'earlier']);
+    assert.ok(db.inTransaction, 'the open transaction went on');
+
+    // All of it is committed and synced together once the sync under way ends.
+    pending.shift()!(null);
+    await new Promise((r) => setImmediate(r));
+    assert.equal(pending.length, 1);
+    const mark = group.lossMark();
+    pending.shift()!(null);
+    await group.durable(mark);
+    const other = new Database(join(dir, 'svc.db'), { readonly: true });
+    try {
+      assert.deepEqual(
+        (other.prepare('SELECT code FROM invites ORDER BY code').all() as { code: string }[]).map((r) => r.code),
+        ['a', 'b', 'c', 'd', 'earlier'],
+      );
+    } finally {
+      other.close();
+    }
+    db.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('the store keeps the WAL file it syncs: NORMAL on its connection, WAL journal', async () => {
   await withStore(async (s) => {
     assert.equal(s.db.pragma('journal_mode', { simple: true }), 'wal');

@@ -63,6 +63,16 @@ function generation(): Generation {
   return { promise, resolve, reject };
 }
 
+/**
+ * BEGIN failed (another process holds the write lock past the busy timeout, which blocks the
+ * event loop while it waits): the rest of the turn's writes are refused with it rather than each
+ * waiting as long again.
+ */
+function refuseBusy(jobs: Job[]): void {
+  const err = new Error('the database is busy: another process holds its write lock');
+  for (const j of jobs) j.reject(err);
+}
+
 /** A job settled early (`settleBeforeSync`): what is left to tell it is nothing. */
 const SETTLED: Job = { fn: () => undefined, one: true, resolve: () => {}, reject: () => {} };
 
@@ -163,17 +173,89 @@ export class GroupCommit {
     this.scheduled = false;
     const jobs = this.queue;
     this.queue = [];
+    if (jobs.length > 1 ? !this.runTogether(jobs) : jobs.length === 1) this.runEach(jobs);
+    if (!this.syncing) this.commitAndSync();
+  }
+
+  /**
+   * The turn's writes one after the other under one savepoint (none when the transaction begins
+   * with them), each settled only once all have run. Under load a turn holds dozens of writes,
+   * and a savepoint of each cost two statements and a copy of every page the write first touched
+   * (docs/BENCHMARKS.md, row 41). Returns false when a write threw: everything the turn wrote is
+   * undone, nothing is settled, and `runEach` runs them again, each alone, as it would have.
+   * A write's function may run twice therefore: those of the store are statements and what they
+   * forget or remember in memory, which a rollback makes it forget anyway (`onRollback`).
+   */
+  private runTogether(jobs: Job[]): boolean {
+    const fresh = !this.db.inTransaction;
+    if (fresh) {
+      try {
+        this.begin.run();
+      } catch (err) {
+        jobs[0]!.reject(err);
+        refuseBusy(jobs.slice(1));
+        return true;
+      }
+      try {
+        this.afterBegin();
+      } catch {
+        // `runEach` begins again for its first write, and answers it as ever.
+        this.rollbackQuietly();
+        return false;
+      }
+    } else {
+      try {
+        this.savepoint.run();
+      } catch {
+        // `runEach` meets it again, and answers it as ever.
+        return false;
+      }
+    }
+    const values: unknown[] = [];
+    try {
+      for (const job of jobs) values.push(job.fn());
+      if (!fresh) this.release.run();
+    } catch (err) {
+      this.onRollback();
+      if (fresh) {
+        this.rollbackQuietly();
+      } else if (this.db.inTransaction) {
+        try {
+          this.rollbackTo.run();
+          this.release.run();
+        } catch {
+          // The savepoint is beyond repair: give up the whole transaction below.
+          this.rollbackQuietly();
+        }
+      }
+      // SQLite gave up the whole transaction (disk full, I/O error): the earlier turns' writes
+      // in it are lost with it (this turn's run again).
+      if (!fresh && !this.db.inTransaction) this.loseOpen(err);
+      return false;
+    }
+    for (let i = 0; i < jobs.length; i++) this.settle(jobs[i]!, values[i]);
+    return true;
+  }
+
+  /** Each write in a savepoint of its own, the transaction begun first if none is open. */
+  private runEach(jobs: Job[]): void {
     for (let i = 0; i < jobs.length; i++) {
       if (!this.runJob(jobs[i]!)) {
-        // BEGIN failed (another process holds the write lock past the busy timeout, which
-        // blocks the event loop while it waits): the rest of this turn's writes are refused
-        // with it rather than each waiting as long again.
-        const err = new Error('the database is busy: another process holds its write lock');
-        for (const j of jobs.slice(i + 1)) j.reject(err);
+        refuseBusy(jobs.slice(i + 1));
         break;
       }
     }
-    if (!this.syncing) this.commitAndSync();
+  }
+
+  /** A write's statements are done: it settles now (`settleBeforeSync`) or once synced. */
+  private settle(job: Job, value: unknown): void {
+    if (this.early) {
+      this.openGen ??= generation();
+      job.resolve(value);
+      this.open.push({ job: SETTLED, value });
+    } else {
+      this.open.push({ job, value });
+    }
   }
 
   /**
@@ -206,13 +288,7 @@ export class GroupCommit {
       if (saved) this.savepoint.run();
       const value = job.fn();
       if (saved) this.release.run();
-      if (this.early) {
-        this.openGen ??= generation();
-        job.resolve(value);
-        this.open.push({ job: SETTLED, value });
-      } else {
-        this.open.push({ job, value });
-      }
+      this.settle(job, value);
       return true;
     } catch (err) {
       job.reject(err);
