@@ -4,9 +4,10 @@
  * one request per fsync, however many are waiting. Instead:
  *
  * - Every write asked for during one turn of the event loop is queued and run at the end of that
- *   turn (setImmediate), each inside its own savepoint of one open transaction (the first of a
- *   transaction needs none, nor does a write of one statement: see `run`). A write whose own
- *   statements fail is rolled back to its savepoint and rejected alone; the others go on.
+ *   turn (setImmediate), in one open transaction, the turn's writes under one savepoint (none
+ *   when the transaction begins with them). A write whose own statements fail is rejected alone:
+ *   the turn is undone and its writes run again, each in a savepoint of its own (the first of a
+ *   transaction needs none, nor does a write of one statement: see `run`), and the others go on.
  * - The transaction is committed when no sync is under way; otherwise it stays open, and the
  *   writes of the following turns join it, until the sync ends. So there is one COMMIT and one
  *   fsync per sync cycle, however many writes arrive meanwhile: under load, batches grow by
