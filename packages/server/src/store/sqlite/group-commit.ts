@@ -154,8 +154,8 @@ export class GroupCommit {
    * `oneStatement`: `fn` writes with one statement at most, and throws at once if it fails. It then
    * needs no savepoint of its own: SQLite undoes a failed statement alone and leaves the
    * transaction open (or gives up the whole transaction, which is handled as for any write). A
-   * savepoint copies every page its write first touches into a journal in memory: measured, 5 µs
-   * of the acks of a DM, half of their cost (docs/BENCHMARKS.md, row 40).
+   * savepoint copies every page its write first touches into a journal in memory: measured, 3–4 µs
+   * of the acks of a DM, about 40 % of their cost (docs/BENCHMARKS.md, row 40).
    */
   run<T>(fn: () => T, oneStatement = false): Promise<T> {
     if (this.failed !== null) return Promise.reject(this.failed);
@@ -218,20 +218,8 @@ export class GroupCommit {
       if (!fresh) this.release.run();
     } catch (err) {
       this.onRollback();
-      if (fresh) {
-        this.rollbackQuietly();
-      } else if (this.db.inTransaction) {
-        try {
-          this.rollbackTo.run();
-          this.release.run();
-        } catch {
-          // The savepoint is beyond repair: give up the whole transaction below.
-          this.rollbackQuietly();
-        }
-      }
-      // SQLite gave up the whole transaction (disk full, I/O error): the earlier turns' writes
-      // in it are lost with it (this turn's run again).
-      if (!fresh && !this.db.inTransaction) this.loseOpen(err);
+      // If the transaction is lost, the earlier turns' writes are lost with it; this turn's run again.
+      this.undo(fresh, err);
       return false;
     }
     for (let i = 0; i < jobs.length; i++) this.settle(jobs[i]!, values[i]);
@@ -294,28 +282,34 @@ export class GroupCommit {
     } catch (err) {
       job.reject(err);
       this.onRollback();
-      if (first) {
-        // Nothing else is in this transaction: roll all of it back, and the next write begins anew.
-        this.rollbackQuietly();
-        return true;
-      }
       // Its one statement failed and SQLite undid it: the transaction goes on without it.
-      if (job.one && this.db.inTransaction) return true;
-      if (this.db.inTransaction) {
-        try {
-          this.rollbackTo.run();
-          this.release.run();
-          return true;
-        } catch {
-          // The savepoint is beyond repair: give up the whole transaction below.
-          this.rollbackQuietly();
-        }
-      }
-      // SQLite gave up the whole transaction (disk full, I/O error): the writes done in it
-      // before this one are lost with it. The next write begins a fresh transaction.
-      this.loseOpen(err);
+      if (!first && job.one && this.db.inTransaction) return true;
+      this.undo(first, err);
       return true;
     }
+  }
+
+  /**
+   * Undoes what failed: the whole transaction when it began with it (`fromBegin`: nothing else is
+   * in it, and the next write begins anew), else back to the savepoint. If SQLite gave up the
+   * whole transaction itself (disk full, I/O error), or the savepoint is beyond repair, the
+   * writes done in the transaction before are lost with it; the next write begins a fresh one.
+   */
+  private undo(fromBegin: boolean, err: unknown): void {
+    if (fromBegin) {
+      this.rollbackQuietly();
+      return;
+    }
+    if (this.db.inTransaction) {
+      try {
+        this.rollbackTo.run();
+        this.release.run();
+        return;
+      } catch {
+        this.rollbackQuietly();
+      }
+    }
+    this.loseOpen(err);
   }
 
   /** ROLLBACK where it may fail too (an I/O error): what matters is that nothing is committed. */

@@ -75,8 +75,9 @@ export class QueueIndex {
   added(deviceId: string, key: number): void {
     if (!this.loaded) return; // read whole, with this entry, when next needed
     const list = this.perDevice.get(deviceId);
+    // A list in the map is never empty (`removed` deletes an emptied one).
     if (!list) this.perDevice.set(deviceId, [key]);
-    else if (list.length === 0 || list[list.length - 1]! < key) list.push(key);
+    else if (list[list.length - 1]! < key) list.push(key);
     else list.splice(firstAbove(list, key), 0, key);
     this.total++;
   }
