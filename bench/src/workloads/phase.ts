@@ -39,6 +39,8 @@ export interface PhaseResult {
   /** When the phase began and ended (drain included) on the monotonic clock, in ms: the window `--perf` reads. */
   monoFromMs: number;
   monoToMs: number;
+  /** When the phase began, as an ISO time: to set beside PostgreSQL's log (its checkpoints) when a phase stalls. */
+  startedAt: string;
 }
 
 /** CLOCK_MONOTONIC in ms, the clock of `perf record -k mono` (perf-layers.ts). */
@@ -59,6 +61,7 @@ export async function measurePhase(
   const cpu0 = t.cpu();
   const io0 = t.io();
   const gen0 = process.cpuUsage();
+  const startedAt = new Date().toISOString();
   const wall0 = performance.now();
   const mono0 = monoMs();
   const r = await send(rec);
@@ -95,6 +98,7 @@ export async function measurePhase(
     wallMs,
     monoFromMs: mono0,
     monoToMs: mono1,
+    startedAt,
   };
 }
 
