@@ -221,7 +221,7 @@ export function purgeEnvelopes(q: Statements, index: QueueIndex, now: number): n
     if (list) list.push(e.k);
     else byDevice.set(e.d, [e.k]);
   }
-  for (const [deviceId, seqs] of byDevice) index.removed(deviceId, seqs);
+  for (const [deviceId, keys] of byDevice) index.removed(deviceId, keys);
   const unused = now - 2 * LIMITS.clockWindowMs;
   const r = q.run(
     'DELETE FROM envelopes WHERE rowid < ? AND ts < ? AND NOT EXISTS (SELECT 1 FROM queue WHERE queue.envelope_key = envelopes.rowid)',
