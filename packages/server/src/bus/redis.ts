@@ -24,6 +24,9 @@ const MAX_PENDING_CLOSES = 10_000;
 /** Most deliveries in one PUBLISH: a larger round is split, so that no one message grows without bound. */
 const MAX_DELIVERIES_PER_PUBLISH = 500;
 
+/** A stream is refused when the subscription does not answer its fence within this time (a hung Redis). */
+const FENCE_TIMEOUT_MS = 2_000;
+
 /** `at`: the publisher's clock when sent, for the bus-lag metric. */
 type Wire = (
   { t: 'deliver'; from: string; d: Delivery[] } | { t: 'close'; from: string; sel: CloseSelector } | { t: 'attach'; from: string; device: string }
@@ -161,6 +164,7 @@ export class RedisBus implements Bus {
   async attach(conn: StreamConn): Promise<void> {
     // A stream opened while the subscription is down would miss other instances' events.
     if (!this.subscribed || this.o.sub.status !== 'ready') throw new Error('bus subscription is down');
+    await this.fence();
     this.local.add(conn);
     const token = `${this.instanceId}:${randomBytes(8).toString('hex')}`;
     this.tokens.set(conn, token);
@@ -173,6 +177,30 @@ export class RedisBus implements Bus {
       this.local.remove(conn);
       this.tokens.delete(conn);
       throw err;
+    }
+  }
+
+  /**
+   * Waits until every message Redis had published before now has reached this instance. A
+   * request on another instance answers only once its events are published, but they reach this
+   * instance's subscription some time later: a stream registered before they arrive would get
+   * the events of actions its client saw finish before it opened (a `room` it then also reads in
+   * `GET /api/rooms`). Redis answers a PING on the subscription after the messages it sent there
+   * before it, so a stream registered once the answer is in gets only later events. What is
+   * published between the PING and the registration is not lost: a `msg` is committed to the
+   * queue before it is published, and the replay after the registration reads it; room changes
+   * the client reads in `GET /api/rooms` after `ready` (docs/API.md §3).
+   */
+  private async fence(): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      // The subscriber keeps its offline queue and has no command timeout (redis-client.ts).
+      timer = setTimeout(() => reject(new Error('bus subscription did not answer')), FENCE_TIMEOUT_MS);
+    });
+    try {
+      await Promise.race([this.o.sub.ping(), timeout]);
+    } finally {
+      clearTimeout(timer);
     }
   }
 

@@ -1,7 +1,8 @@
 /**
  * The Redis bus on its own, two buses on one channel (two instances): a revocation that could not
  * be published is still carried out on the other instances once the connection is back; each
- * delivery is applied once on each instance.
+ * delivery is applied once on each instance; a stream opened after an event was published never
+ * gets it late.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -163,6 +164,46 @@ test('a round whose publish fails still answers its callers, logs once, and has 
     await b.close();
     local.closeAll();
     localB.closeAll();
+    await dropRedisPrefix(prefix);
+  }
+});
+
+test('a stream opened after an event was published does not get it, however late the event reaches its instance; a later event it gets', async () => {
+  await withTwoBuses(async (a, b) => {
+    const got: string[] = [];
+    const s = { ...sink(), send: (ev: { event: string; data: string }) => (got.push(`${ev.event} ${ev.data}`), true) };
+    const left = (id: string) => ({ devices: ['device-on-b'], event: 'room_left' as const, data: eventData('room_left', { id }) });
+    // B's subscription is held back, as a busy instance or network would: the first event is
+    // published (A's request has answered) but has not reached B when B's stream opens.
+    const subB = (b as unknown as { o: { sub: Redis } }).o.sub;
+    subB.stream.pause();
+    await a.deliver([left('aaaaaaaaaaaaaaaaaaaaaa')]);
+    const conn = new StreamConn('device-on-b', 'alice', 'session-1', s);
+    const attached = b.attach(conn);
+    await new Promise((r) => setTimeout(r, 100));
+    subB.stream.resume();
+    await attached;
+    conn.finishReplay(new Set(), { event: 'ready', data: eventData('ready', {}) });
+    await a.deliver([left('bbbbbbbbbbbbbbbbbbbbbb')]);
+    await eventually(() => got.length >= 2);
+    await new Promise((r) => setTimeout(r, 100)); // room for the earlier event, were it to come
+    assert.deepEqual(got, ['ready {}', `room_left ${eventData('room_left', { id: 'bbbbbbbbbbbbbbbbbbbbbb' })}`]);
+  });
+});
+
+test('a stream is refused, and left unregistered, when the subscription does not answer its fence', async () => {
+  const prefix = `test:${randomBytes(6).toString('hex')}:`;
+  const local = new LocalStreams(60_000);
+  const b = await bus(local, prefix);
+  const subB = (b as unknown as { o: { sub: Redis } }).o.sub;
+  try {
+    subB.stream.pause(); // a hung Redis, as this instance sees it
+    await assert.rejects(b.attach(new StreamConn('device-on-b', 'alice', 'session-1', sink())), /did not answer/);
+    assert.equal(local.has('device-on-b'), false);
+  } finally {
+    subB.stream.resume();
+    await b.close();
+    local.closeAll();
     await dropRedisPrefix(prefix);
   }
 });
