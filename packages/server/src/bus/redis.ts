@@ -164,7 +164,11 @@ export class RedisBus implements Bus {
   async attach(conn: StreamConn): Promise<void> {
     // A stream opened while the subscription is down would miss other instances' events.
     if (!this.subscribed || this.o.sub.status !== 'ready') throw new Error('bus subscription is down');
+    const connection = this.connection;
     await this.fence();
+    // The connection may have gone during the PING (ioredis sends it again on the next one,
+    // before the bus has subscribed there): a stream registered now would miss events.
+    if (connection !== this.connection || !this.subscribed) throw new Error('bus subscription is down');
     this.local.add(conn);
     const token = `${this.instanceId}:${randomBytes(8).toString('hex')}`;
     this.tokens.set(conn, token);

@@ -207,3 +207,21 @@ test('a stream is refused, and left unregistered, when the subscription does not
     await dropRedisPrefix(prefix);
   }
 });
+
+test('a stream whose fence outlives the subscription it was sent on is refused, and left unregistered', async () => {
+  const prefix = `test:${randomBytes(6).toString('hex')}:`;
+  const local = new LocalStreams(60_000);
+  const b = await bus(local, prefix);
+  const subB = (b as unknown as { o: { sub: Redis } }).o.sub;
+  try {
+    subB.stream.pause();
+    const attached = b.attach(new StreamConn('device-on-b', 'alice', 'session-1', sink()));
+    subB.stream.destroy(); // the connection drops with the PING unanswered; ioredis reconnects
+    await assert.rejects(attached, /subscription is down|did not answer/);
+    assert.equal(local.has('device-on-b'), false);
+  } finally {
+    await b.close();
+    local.closeAll();
+    await dropRedisPrefix(prefix);
+  }
+});
