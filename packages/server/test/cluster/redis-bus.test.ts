@@ -191,37 +191,36 @@ test('a stream opened after an event was published does not get it, however late
   });
 });
 
-test('a stream is refused, and left unregistered, when the subscription does not answer its fence', async () => {
+/** One instance's bus on a fresh Redis prefix, with its subscriber connection to hold back or cut. */
+async function withOneBus(fn: (b: RedisBus, local: LocalStreams, sub: Redis) => Promise<void>): Promise<void> {
   const prefix = `test:${randomBytes(6).toString('hex')}:`;
   const local = new LocalStreams(60_000);
   const b = await bus(local, prefix);
-  const subB = (b as unknown as { o: { sub: Redis } }).o.sub;
+  const sub = (b as unknown as { o: { sub: Redis } }).o.sub;
   try {
-    subB.stream.pause(); // a hung Redis, as this instance sees it
-    await assert.rejects(b.attach(new StreamConn('device-on-b', 'alice', 'session-1', sink())), /did not answer/);
-    assert.equal(local.has('device-on-b'), false);
+    await fn(b, local, sub);
   } finally {
-    subB.stream.resume();
+    sub.stream.resume();
     await b.close();
     local.closeAll();
     await dropRedisPrefix(prefix);
   }
+}
+
+test('a stream is refused, and left unregistered, when the subscription does not answer its fence', async () => {
+  await withOneBus(async (b, local, sub) => {
+    sub.stream.pause(); // a hung Redis, as this instance sees it
+    await assert.rejects(b.attach(new StreamConn('device-on-b', 'alice', 'session-1', sink())), /did not answer/);
+    assert.equal(local.has('device-on-b'), false);
+  });
 });
 
 test('a stream whose fence outlives the subscription it was sent on is refused, and left unregistered', async () => {
-  const prefix = `test:${randomBytes(6).toString('hex')}:`;
-  const local = new LocalStreams(60_000);
-  const b = await bus(local, prefix);
-  const subB = (b as unknown as { o: { sub: Redis } }).o.sub;
-  try {
-    subB.stream.pause();
+  await withOneBus(async (b, local, sub) => {
+    sub.stream.pause();
     const attached = b.attach(new StreamConn('device-on-b', 'alice', 'session-1', sink()));
-    subB.stream.destroy(); // the connection drops with the PING unanswered; ioredis reconnects
+    sub.stream.destroy(); // the connection drops with the PING unanswered; ioredis reconnects
     await assert.rejects(attached, /subscription is down|did not answer/);
     assert.equal(local.has('device-on-b'), false);
-  } finally {
-    await b.close();
-    local.closeAll();
-    await dropRedisPrefix(prefix);
-  }
+  });
 });
