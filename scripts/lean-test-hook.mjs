@@ -1,5 +1,5 @@
 // Loaded into every test process (scripts/test.mjs, through NODE_OPTIONS --import), before
-// node:test sets itself up. Node 20's test runner enables an async hook with `init` and `destroy`
+// node:test sets itself up. Node's test runner (20 and 24 alike) enables an async hook with `init` and `destroy`
 // callbacks to tell which test an uncaught error came from. A `destroy` callback makes V8 track the
 // end of every promise, and every promise of the process pays for it: 0.98 µs to make one inside a
 // test against 0.08 µs outside, a large part of the CPU of the suites that run a server in the

@@ -7,7 +7,6 @@
  * - a search: one query over the 10,000 indexed records.
  * Prints a markdown table of min / median / max over the runs (docs/BENCHMARKS.md, "Client").
  */
-import { webcrypto } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { openAtRest, sealAtRest, SearchIndex, type ChatMessage, type Sealed } from '@svc/sdk';
 
@@ -22,7 +21,7 @@ function stats(xs: number[]): { min: number; median: number; max: number } {
 }
 
 async function main(): Promise<void> {
-  const key = await webcrypto.subtle.importKey('raw', webcrypto.getRandomValues(new Uint8Array(32)), 'AES-GCM', false, ['encrypt', 'decrypt']);
+  const key = await crypto.subtle.importKey('raw', crypto.getRandomValues(new Uint8Array(32)), 'AES-GCM', false, ['encrypt', 'decrypt']);
   const rows: { id: string; ts: number; sealed: Sealed }[] = [];
   const t0 = 1_800_000_000_000;
   for (let i = 0; i < N; i++) {

@@ -6,6 +6,7 @@ import { ConfigError, parseConfig } from './config.js';
 import { readBuildInfo } from './build-info.js';
 import { buildInfoFile, defaultWebRoot } from './paths.js';
 import { NewerSchemaError } from './store/errors.js';
+import { runtimeWarning } from './runtime.js';
 
 /** Exit codes that restarting cannot cure, so a supervisor should stop (deploy/svc.service). */
 const EXIT_CONFIG = 2;
@@ -30,6 +31,8 @@ async function main(): Promise<void> {
       process.exit(1);
     },
   });
+  const runtime = runtimeWarning(process.version);
+  if (runtime) app.deps.log.warn(runtime);
   if (config.pushAllowPrivateTargets)
     app.deps.log.warn('PUSH_ALLOW_PRIVATE_TARGETS=1: push may reach loopback and private addresses; for tests only');
 
