@@ -31,6 +31,13 @@ export const ERROR_STATUS = {
   nick_taken: 409,
   invite_required: 403,
   invalid_invite: 403,
+  unknown_attachment: 404,
+  attachment_conflict: 409,
+  attachment_finished: 409,
+  attachment_mismatch: 400,
+  not_uploader: 403,
+  file_too_large: 413,
+  quota_exceeded: 413,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
@@ -64,6 +71,13 @@ export const ERROR_MESSAGE: Record<ErrorCode, string> = {
   nick_taken: 'This nick is taken.',
   invite_required: 'An invite code is required.',
   invalid_invite: 'The invite code is unknown, used up or expired.',
+  unknown_attachment: 'No such attachment (never finished, deleted, or expired).',
+  attachment_conflict: 'This attachment id is used by another account.',
+  attachment_finished: 'This attachment is finished and no longer changes.',
+  attachment_mismatch: 'The parts uploaded do not match the stated count, size or SHA-256.',
+  not_uploader: 'Only the account that uploaded the attachment may delete it.',
+  file_too_large: 'The attachment is larger than the service allows.',
+  quota_exceeded: 'The attachments of this account would exceed its storage quota.',
 };
 
 export interface ErrorBody {

@@ -19,6 +19,25 @@ export const LIMITS = {
   sessionIdleMs: 30 * 24 * 3600 * 1000,
 } as const;
 
+/**
+ * The attachment store (docs/API.md, "Attachments"). A part's data travels as base64url inside a JSON body
+ * under the 32 KiB body limit: 24,000 bytes make 32,000 characters, with room for the rest of
+ * the body. Every part of a finished attachment but its last holds exactly `partBytes`.
+ */
+export const ATTACHMENT = {
+  partBytes: 24_000,
+  /** An upload not finished within a day is purged with its parts. */
+  unfinishedTtlMs: 24 * 3600 * 1000,
+} as const;
+
+/** Defaults of the attachment settings an operator may change (ATTACHMENT_* and LIMIT_UPLOAD_BYTES_PER_MIN). */
+export const DEFAULT_ATTACHMENTS = {
+  maxBytes: 25 * 1024 * 1024,
+  quotaBytes: 1024 * 1024 * 1024,
+  uploadBytesPerMin: 200 * 1024 * 1024,
+  ttlDays: 30,
+} as const;
+
 export const DEFAULT_RATES = {
   messagesPerMin: 30,
   writesPerMin: 60,

@@ -5,12 +5,14 @@
  * route's own code such as `invalid_nick`). Checks that need the service's state (rights, business
  * rules) are not here: they come after these, in the service.
  */
-import { decodeB64urlLenient, encodeB64url } from './b64url.js';
+import { b64urlDecodedLength, decodeB64urlLenient, encodeB64url, isB64url } from './b64url.js';
 import { ApiError, invalid } from './errors.js';
-import { LIMITS } from './limits.js';
+import { ATTACHMENT, LIMITS } from './limits.js';
 import type {
+  AttachmentPartRequest,
   CreateRoomRequest,
   EncryptedKey,
+  FinishAttachmentRequest,
   Kdf,
   LoginRequest,
   MembersRequest,
@@ -24,6 +26,7 @@ import type {
 import { isUlid } from './ulid.js';
 import {
   isAuthKey,
+  isB64urlOfLength,
   isCt,
   isDeviceId,
   isEncryptedKey,
@@ -169,4 +172,21 @@ export function checkAck(b: Body): AckRequest {
   const ids = b.ids;
   if (!Array.isArray(ids) || ids.length > LIMITS.ackBatch || !ids.every((x) => typeof x === 'string')) throw invalid('ids');
   return { ids: ids };
+}
+
+/** A part's data: 1 to ATTACHMENT.partBytes bytes of base64url. */
+export function checkAttachmentPart(b: Body): AttachmentPartRequest {
+  const d = b.data;
+  if (!isB64url(d) || d.length === 0 || b64urlDecodedLength(d) > ATTACHMENT.partBytes) throw invalid('data');
+  return { data: d };
+}
+
+const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 1;
+
+/** The finish of an upload: the part count, the size in bytes and the SHA-256, in this order. */
+export function checkFinishAttachment(b: Body): FinishAttachmentRequest {
+  if (!isCount(b.parts)) throw invalid('parts');
+  if (!isCount(b.size)) throw invalid('size');
+  if (!isB64urlOfLength(b.sha256, 32)) throw invalid('sha256');
+  return { parts: b.parts, size: b.size, sha256: b.sha256 };
 }

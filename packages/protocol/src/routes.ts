@@ -10,6 +10,8 @@
 import type { ErrorCode } from './errors.js';
 import {
   checkAck,
+  checkAttachmentPart,
+  checkFinishAttachment,
   checkAddContact,
   checkAddDevice,
   checkCreateRoom,
@@ -27,10 +29,13 @@ import {
   type SetPushRequest,
 } from './requests.js';
 import type {
+  AttachmentInfo,
+  AttachmentPartRequest,
   ConfigResponse,
   Contact,
   CreateRoomRequest,
   Device,
+  FinishAttachmentRequest,
   Kdf,
   LoginRequest,
   LoginResponse,
@@ -49,9 +54,10 @@ export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
 /**
  * The rate limit a route counts against. `write` is the shared write limit of the routes marked W,
  * checked right after the session; the others are the route's own and are checked by the route at
- * its place in the order of checks (register and login before the body, messages at step 6).
+ * its place in the order of checks (register and login before the body, messages at step 6, an
+ * upload's bytes after its part's checks).
  */
-export type LimitClass = 'write' | 'register' | 'login' | 'messages';
+export type LimitClass = 'write' | 'register' | 'login' | 'messages' | 'upload';
 
 export interface RegisterResponse {
   nick: string;
@@ -76,9 +82,11 @@ export interface RouteSpec<Req = unknown, Res = unknown> {
   /** Query parameters the route reads. */
   query: readonly string[];
   /** The statuses of success. */
-  success: readonly (200 | 201 | 202 | 204)[];
+  success: readonly (200 | 201 | 202 | 204 | 206)[];
   /** Error codes of this route, besides ROUTE_PIPELINE_ERRORS and those of its session, limit and body. */
   errors: readonly ErrorCode[];
+  /** A route of an optional part of the service, absent (404 `not_found`) when the operator turns it off. */
+  feature: 'attachments' | null;
   /** The check of the parsed JSON body (routes with a body only). */
   body: ((b: Record<string, unknown>) => Req) | null;
   /** Carries the response type for the SDK's typing; never set. */
@@ -88,12 +96,20 @@ export interface RouteSpec<Req = unknown, Res = unknown> {
 /** Answered by any route: the origin check, a body over the size limit, an unexpected failure. */
 export const ROUTE_PIPELINE_ERRORS: readonly ErrorCode[] = ['bad_origin', 'too_large', 'internal'];
 
-type Spec<Req, Res> = Omit<RouteSpec<Req, Res>, 'write' | 'query' | 'body' | 'limit' | 'device'> &
-  Partial<Pick<RouteSpec<Req, Res>, 'query' | 'body' | 'limit' | 'device'>>;
+type Spec<Req, Res> = Omit<RouteSpec<Req, Res>, 'write' | 'query' | 'body' | 'limit' | 'device' | 'feature'> &
+  Partial<Pick<RouteSpec<Req, Res>, 'query' | 'body' | 'limit' | 'device' | 'feature'>>;
 
 function route<Req = void, Res = void>(s: Spec<Req, Res>): RouteSpec<Req, Res> {
   const limit = s.limit ?? null;
-  return { ...s, limit, write: limit === 'write', device: s.device ?? 'none', query: s.query ?? [], body: s.body ?? null };
+  return {
+    ...s,
+    limit,
+    write: limit === 'write',
+    device: s.device ?? 'none',
+    query: s.query ?? [],
+    body: s.body ?? null,
+    feature: s.feature ?? null,
+  };
 }
 
 const session = { auth: true } as const;
@@ -210,6 +226,42 @@ export const API = {
     errors: ['invalid', 'unknown_device'],
   }),
   openEvents: route({ method: 'GET', path: '/api/events', ...session, query: ['device'], success: [200], errors: ['invalid', 'unknown_device'] }),
+  uploadAttachmentPart: route<AttachmentPartRequest>({
+    method: 'PUT',
+    path: '/api/attachments/:id/parts/:n',
+    ...session,
+    limit: 'upload',
+    feature: 'attachments',
+    body: checkAttachmentPart,
+    success: [204],
+    errors: ['invalid', 'attachment_conflict', 'attachment_finished', 'file_too_large', 'quota_exceeded'],
+  }),
+  finishAttachment: route<FinishAttachmentRequest, AttachmentInfo>({
+    method: 'POST',
+    path: '/api/attachments/:id/finish',
+    ...W,
+    feature: 'attachments',
+    body: checkFinishAttachment,
+    success: [201, 200],
+    errors: ['invalid', 'unknown_attachment', 'attachment_conflict', 'attachment_finished', 'file_too_large', 'attachment_mismatch'],
+  }),
+  /** The whole ciphertext as application/octet-stream (206 for a `Range: bytes=N-` request). */
+  downloadAttachment: route<void, Uint8Array>({
+    method: 'GET',
+    path: '/api/attachments/:id',
+    ...session,
+    feature: 'attachments',
+    success: [200, 206],
+    errors: ['invalid', 'unknown_attachment'],
+  }),
+  deleteAttachment: route({
+    method: 'DELETE',
+    path: '/api/attachments/:id',
+    ...W,
+    feature: 'attachments',
+    success: [204],
+    errors: ['invalid', 'unknown_attachment', 'not_uploader'],
+  }),
 } as const;
 
 export type RouteName = keyof typeof API;

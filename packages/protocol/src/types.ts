@@ -94,6 +94,44 @@ export interface ConfigResponse {
   commitTime: Ms | null;
   registration: 'open' | 'invite';
   vapidPublicKey: string;
+  /** The attachment store's limits, or null when the service runs with ATTACHMENTS=off. */
+  attachments: AttachmentLimits | null;
+}
+
+export interface AttachmentLimits {
+  /** Bytes of one part's data; every part of a finished attachment but its last holds exactly this. */
+  partBytes: number;
+  /** Ciphertext bytes of one attachment at most. */
+  maxBytes: number;
+  /** Bytes of live attachments one account may keep (unfinished uploads count). */
+  quotaBytes: number;
+  /** Part bytes one nick may upload per minute, counted in whole parts. */
+  uploadBytesPerMin: number;
+  /** Days a finished attachment is kept. */
+  ttlDays: number;
+}
+
+/** One part of an attachment upload: its ciphertext bytes as base64url. */
+export interface AttachmentPartRequest {
+  data: string;
+}
+
+/** The end of an upload: what the service checks the parts against. */
+export interface FinishAttachmentRequest {
+  /** Number of parts, numbered 0 to parts - 1. */
+  parts: number;
+  /** Ciphertext bytes in all. */
+  size: number;
+  /** SHA-256 of the whole ciphertext, base64url. */
+  sha256: string;
+}
+
+/** A finished attachment. */
+export interface AttachmentInfo {
+  id: string;
+  size: number;
+  /** When it was finished; it is kept for the service's ATTACHMENT_TTL_DAYS from then. */
+  finishedAt: Ms;
 }
 
 export interface RegisterRequest {

@@ -12,6 +12,8 @@ import {
   type RouteName,
   type RouteSpec,
   type AddDeviceResponse,
+  type AttachmentInfo,
+  type FinishAttachmentRequest,
   type RegisterResponse,
   type ConfigResponse,
   type Contact,
@@ -50,6 +52,8 @@ export interface ApiOptions {
 
 export interface RequestOptions {
   body?: unknown;
+  /** Asks for the body from this byte on (`Range: bytes=N-`). */
+  from?: number;
   /** X-Device value (only the routes that take one send it). */
   device?: string;
   signal?: AbortSignal;
@@ -64,6 +68,7 @@ export type ApiMethods = { [N in RouteName]: (...args: never[]) => Promise<unkno
 /** What a call of one route sends: path parameters, query parameters, body, and the device header. */
 interface Call {
   params?: Record<string, string>;
+  from?: number;
   query?: Record<string, string>;
   body?: unknown;
   /** X-Device for this call; otherwise the route's table entry decides (required: this client's, optional: when set). */
@@ -111,6 +116,7 @@ export class ApiClient implements ApiMethods {
     const headers: Record<string, string> = { accept: 'application/json' };
     if (this.origin) headers.origin = this.origin;
     if (o.device !== undefined) headers['x-device'] = o.device;
+    if (o.from !== undefined && o.from > 0) headers.range = `bytes=${o.from}-`;
     let body: string | undefined;
     if (o.body !== undefined) {
       body = JSON.stringify(o.body);
@@ -141,6 +147,7 @@ export class ApiClient implements ApiMethods {
     const device = c.device ?? (spec.device === 'required' ? this.needDevice() : spec.device === 'optional' ? this.deviceId : undefined);
     if (device !== undefined) o.device = device;
     if (c.signal) o.signal = c.signal;
+    if (c.from !== undefined) o.from = c.from;
     return this.raw(spec.method, path, o);
   }
 
@@ -292,6 +299,30 @@ export class ApiClient implements ApiMethods {
   /** Opens the raw event stream (a streaming Response); EventStream parses and drives it. */
   async openEvents(deviceId?: string, signal?: AbortSignal): Promise<Response> {
     return this.send(API.openEvents, { query: { device: deviceId ?? this.needDevice() }, ...(signal ? { signal } : {}) });
+  }
+
+  // ---- attachments ----
+
+  /** Stores part `n` (base64url of at most the service's partBytes); sending it again replaces it. */
+  uploadAttachmentPart(id: string, n: number, data: string, signal?: AbortSignal): Promise<void> {
+    return this.none(API.uploadAttachmentPart, { params: { id, n: String(n) }, body: { data }, ...(signal ? { signal } : {}) });
+  }
+
+  /** Ends an upload; the service checks the parts against the stated count, size and SHA-256. */
+  finishAttachment(id: string, body: FinishAttachmentRequest): Promise<AttachmentInfo> {
+    return this.json(API.finishAttachment, { params: { id }, body });
+  }
+
+  /**
+   * The ciphertext as a streaming Response, from byte `from` on when given: status 206 when the
+   * service took the range, 200 when it sends the whole.
+   */
+  downloadAttachment(id: string, from?: number, signal?: AbortSignal): Promise<Response> {
+    return this.send(API.downloadAttachment, { params: { id }, ...(from ? { from } : {}), ...(signal ? { signal } : {}) });
+  }
+
+  deleteAttachment(id: string): Promise<void> {
+    return this.none(API.deleteAttachment, { params: { id } });
   }
 }
 

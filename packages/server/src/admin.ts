@@ -6,7 +6,7 @@
  *
  * Exit codes: 0 done, 1 failed, 2 bad arguments or configuration, 3 invite to revoke not found.
  */
-import { parseConfig, ConfigError, type Config } from './config.js';
+import { attachmentTtlMs, parseConfig, ConfigError, type Config } from './config.js';
 import { parseAdminArgs, USAGE, type CopyArgs } from './admin-args.js';
 import { copyToPostgres } from './store/copy-to-postgres.js';
 import { openStore } from './backends.js';
@@ -75,7 +75,7 @@ async function main(argv: string[]): Promise<number> {
     case 'stats':
       return withStore(async (s) => print(await commands.stats(s)));
     case 'purge':
-      return withStore(async (s) => print(await commands.purge(s, now)));
+      return withStore(async (s) => print(await commands.purge(s, now, attachmentTtlMs(config()))));
   }
 }
 

@@ -7,7 +7,7 @@
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { ApiError, LIMITS } from '@svc/protocol';
 import type { DestinationStream } from 'pino';
-import type { Config } from './config.js';
+import { attachmentTtlMs, type Config } from './config.js';
 import type { Deps, Secrets } from './domain/deps.js';
 import { whenDurable } from './domain/durability.js';
 import type { Store } from './store/types.js';
@@ -188,7 +188,7 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
 
   const purger = setInterval(() => {
     store
-      .purge(deps.now())
+      .purge(deps.now(), { attachmentTtlMs: attachmentTtlMs(config) })
       .then((r) => (r.sessionIds.length > 0 ? bus.closeStreams({ sessions: r.sessionIds }) : undefined))
       .catch((err: unknown) => deps.log.error({ err }, 'purge failed'));
   }, PURGE_EVERY_MS);

@@ -2,7 +2,7 @@
  * Configuration (README.md "Configuration"), parsed and validated once at start. Only the entry point
  * reads the environment; everything else receives this typed object.
  */
-import { DEFAULT_RATES } from '@svc/protocol';
+import { ATTACHMENT, DEFAULT_ATTACHMENTS, DEFAULT_RATES } from '@svc/protocol';
 import { vapidPairProblem } from './push/vapid-keys.js';
 
 export interface Config {
@@ -19,12 +19,26 @@ export interface Config {
   vapid: { subject: string; publicKey: string | null; privateKey: string | null };
   rates: { messagesPerMin: number; writesPerMin: number; registerPerHour: number; loginPer10Min: number; loginPerIpPer10Min: number };
   pushAllowPrivateTargets: boolean;
+  /** The attachment store's limits, or null with ATTACHMENTS=off (its routes are then absent). */
+  attachments: AttachmentConfig | null;
   /** Port of the Prometheus endpoint on 127.0.0.1 (0: any free port), or null: no metrics. */
   metricsPort: number | null;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Folder of the web build served for every path outside /api/ and /healthz. */
   webRoot: string;
   build: { revision: string; commitTime: number | null };
+}
+
+export interface AttachmentConfig {
+  maxBytes: number;
+  quotaBytes: number;
+  uploadBytesPerMin: number;
+  ttlDays: number;
+}
+
+/** How long a finished attachment is kept; with ATTACHMENTS=off, what is left is purged after the default time. */
+export function attachmentTtlMs(c: Pick<Config, 'attachments'>): number {
+  return (c.attachments?.ttlDays ?? DEFAULT_ATTACHMENTS.ttlDays) * 24 * 3600 * 1000;
 }
 
 export class ConfigError extends Error {
@@ -75,6 +89,20 @@ function parseDatabase(raw: string): Config['database'] {
   throw new ConfigError(`DATABASE_URL must start with sqlite: or postgres://, got "${raw.replace(/\/\/.*@/, '//…@')}"`);
 }
 
+function parseAttachments(env: Env): AttachmentConfig | null {
+  if (oneOf(env, 'ATTACHMENTS', ['on', 'off'] as const, 'on') === 'off') return null;
+  const maxBytes = intVar(env, 'ATTACHMENT_MAX_BYTES', DEFAULT_ATTACHMENTS.maxBytes, 1, 1024 ** 3);
+  const quotaBytes = intVar(env, 'ATTACHMENT_QUOTA_BYTES', DEFAULT_ATTACHMENTS.quotaBytes, 1, 1024 ** 4);
+  if (quotaBytes < maxBytes) throw new ConfigError(`ATTACHMENT_QUOTA_BYTES (${quotaBytes}) must be at least ATTACHMENT_MAX_BYTES (${maxBytes})`);
+  return {
+    maxBytes,
+    quotaBytes,
+    // Counted in whole parts, so at least one part a minute.
+    uploadBytesPerMin: intVar(env, 'LIMIT_UPLOAD_BYTES_PER_MIN', DEFAULT_ATTACHMENTS.uploadBytesPerMin, ATTACHMENT.partBytes, 1024 ** 4),
+    ttlDays: intVar(env, 'ATTACHMENT_TTL_DAYS', DEFAULT_ATTACHMENTS.ttlDays, 1, 3650),
+  };
+}
+
 export function parseConfig(env: Env, defaults: { webRoot: string; build: Config['build'] }): Config {
   const port = intVar(env, 'PORT', 8080, 0, 65535);
   const origin = parseOrigin(env.ORIGIN || `http://localhost:${port}`);
@@ -110,6 +138,7 @@ export function parseConfig(env: Env, defaults: { webRoot: string; build: Config
       loginPerIpPer10Min: intVar(env, 'LIMIT_LOGIN_PER_IP_PER_10MIN', DEFAULT_RATES.loginPerIpPer10Min, 1, 10_000_000),
     },
     pushAllowPrivateTargets: allowPrivate === '1',
+    attachments: parseAttachments(env),
     metricsPort: env.METRICS_PORT ? intVar(env, 'METRICS_PORT', 0, 0, 65535) : null,
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info'),
     webRoot: defaults.webRoot,

@@ -170,6 +170,7 @@ export interface Res {
   status: number;
   headers: Headers;
   text: string;
+  bytes: Buffer;
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   json: any;
 }
@@ -214,7 +215,7 @@ export class Client {
     } catch {
       json = undefined;
     }
-    return { status: r.status, headers: r.headers, text, json };
+    return { status: r.status, headers: r.headers, text, bytes: r.bytes, json };
   }
 
   get = (path: string, o?: ReqOptions) => this.req('GET', path, o);
@@ -224,7 +225,7 @@ export class Client {
 }
 
 /** Asserts the error form of docs/API.md §1.3: the status, `{error, message}` and `field` exactly when given. */
-export function assertError(r: Res, status: number, code: string, field?: string): void {
+export function assertError(r: Pick<Res, 'status' | 'text' | 'json'>, status: number, code: string, field?: string): void {
   assert.equal(r.status, status, `expected ${status} ${code}, got ${r.status} ${r.text}`);
   assert.equal(r.json?.error, code, r.text);
   assert.equal(typeof r.json.message, 'string');

@@ -22,6 +22,8 @@ export interface HttpAnswer {
   status: number;
   headers: Headers;
   text: string;
+  /** The body's bytes as they came (an attachment download is not text). */
+  bytes: Buffer;
 }
 
 function answerHeaders(res: http.IncomingMessage): Headers {
@@ -44,7 +46,10 @@ export function httpRequest(url: string, method: string, headers: Record<string,
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('error', reject);
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: answerHeaders(res), text: Buffer.concat(chunks).toString('utf8') }));
+      res.on('end', () => {
+        const bytes = Buffer.concat(chunks);
+        resolve({ status: res.statusCode ?? 0, headers: answerHeaders(res), text: bytes.toString('utf8'), bytes });
+      });
     });
     req.on('error', reject);
     req.end(body);

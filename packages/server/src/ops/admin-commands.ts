@@ -45,6 +45,8 @@ export async function stats(store: Store): Promise<string> {
       ['rooms', String(s.rooms)],
       ['queued_envelopes', String(s.queuedEnvelopes)],
       ['push_subscriptions', String(s.pushSubscriptions)],
+      ['attachments', String(s.attachments)],
+      ['attachment_bytes', String(s.attachmentBytes)],
     ],
   );
 }
@@ -53,13 +55,14 @@ export async function stats(store: Store): Promise<string> {
  * The purge the service runs every 10 minutes, now. Streams of the ended sessions, if the
  * service is running, close at its next request check or its own purge.
  */
-export async function purge(store: Store, now: number): Promise<string> {
-  const r = await store.purge(now);
+export async function purge(store: Store, now: number, attachmentTtlMs: number): Promise<string> {
+  const r = await store.purge(now, { attachmentTtlMs });
   return table(
     ['what', 'removed'],
     [
       ['idle_sessions', String(r.sessionIds.length)],
       ['envelopes', String(r.envelopes)],
+      ['attachments', String(r.attachments)],
     ],
   );
 }

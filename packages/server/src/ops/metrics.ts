@@ -69,7 +69,14 @@ export function createMetrics(fastify: FastifyInstance, deps: Deps, streams: Loc
     rooms: new Gauge({ name: 'svc_rooms', help: 'Rooms.', registers }),
     queuedEnvelopes: new Gauge({ name: 'svc_queued_envelopes', help: 'Queue entries waiting for an ack (one per envelope and device).', registers }),
     pushSubscriptions: new Gauge({ name: 'svc_push_subscriptions', help: 'Devices with a push subscription.', registers }),
+    attachments: new Gauge({ name: 'svc_attachments', help: 'Attachments stored, finished or still uploading.', registers }),
+    attachmentBytes: new Gauge({ name: 'svc_attachment_bytes', help: 'Bytes of ciphertext the stored attachments hold.', registers }),
   };
+  const uploaded = new Counter({
+    name: 'svc_attachment_uploaded_bytes_total',
+    help: 'Bytes of attachment parts this instance has stored.',
+    registers,
+  });
   const storeUp = new Gauge({ name: 'svc_store_up', help: '1 when the store answered the last scrape, else 0.', registers });
 
   const pusher = deps.pusher;
@@ -105,6 +112,7 @@ export function createMetrics(fastify: FastifyInstance, deps: Deps, streams: Loc
     requests.inc({ method, route, status: String(reply.statusCode) });
     duration.observe({ method, route }, reply.elapsedTime / 1000);
     if (reply.statusCode === 429) refused.inc({ route });
+    if (req.uploadedBytes > 0) uploaded.inc(req.uploadedBytes);
   });
 
   return {

@@ -1,5 +1,5 @@
 /** Account and session routes (docs/API.md §2.1). */
-import { ApiError, checkLogin, invalid, isNick, isPlainObject, type ConfigResponse } from '@svc/protocol';
+import { ApiError, ATTACHMENT, checkLogin, invalid, isNick, isPlainObject, type ConfigResponse } from '@svc/protocol';
 import * as accounts from '../domain/accounts.js';
 import { parseJson } from '../http/body.js';
 import { clearedSessionCookie, sessionCookie } from '../http/cookies.js';
@@ -22,6 +22,7 @@ export const accountRoutes: AccountRoutes = {
       commitTime: deps.config.build.commitTime,
       registration: deps.config.registration,
       vapidPublicKey: deps.secrets.vapidPublicKey,
+      attachments: deps.config.attachments && { partBytes: ATTACHMENT.partBytes, ...deps.config.attachments },
     };
     return ok(body);
   },

@@ -13,6 +13,7 @@ import { clientIp } from '../http/client-ip.js';
 import { TOUCH_EVERY_MS, authenticate, rememberedCaller } from '../http/session.js';
 import { RememberedSessions } from '../http/remembered-sessions.js';
 import { accountRoutes } from './account.js';
+import { attachmentRoutes } from './attachments.js';
 import { contactRoutes } from './contacts.js';
 import { deviceRoutes } from './devices.js';
 import { eventRoutes } from './events.js';
@@ -21,11 +22,21 @@ import { roomRoutes } from './rooms.js';
 import type { RouteContext, RouteHandler, RouteHandlers } from './context.js';
 import type { Caller } from '../domain/deps.js';
 
-const HANDLERS: RouteHandlers = { ...accountRoutes, ...deviceRoutes, ...contactRoutes, ...roomRoutes, ...messageRoutes, ...eventRoutes };
+const HANDLERS: RouteHandlers = {
+  ...accountRoutes,
+  ...deviceRoutes,
+  ...contactRoutes,
+  ...roomRoutes,
+  ...messageRoutes,
+  ...eventRoutes,
+  ...attachmentRoutes,
+};
 
 declare module 'fastify' {
   interface FastifyRequest {
     caller: Caller | null;
+    /** Bytes of an attachment part this request stored (for the metrics). */
+    uploadedBytes: number;
   }
 }
 
@@ -61,10 +72,13 @@ class Context implements RouteContext<RouteName> {
 export function registerRoutes(app: FastifyInstance, deps: Deps): void {
   for (const k of Object.keys(HANDLERS)) if (!(k in API)) throw new Error(`handler without a route in the protocol: ${k}`);
   app.decorateRequest('caller', null);
+  app.decorateRequest('uploadedBytes', 0);
   // Sessions checked lately, for sends that confirm their caller themselves (remembered-sessions.ts).
   const remembered = deps.store.confirmsCallerInSend ? new RememberedSessions(TOUCH_EVERY_MS) : undefined;
 
   for (const spec of ROUTES) {
+    // An optional part the operator turned off: its paths answer 404 `not_found` like any unknown one.
+    if (spec.feature === 'attachments' && deps.config.attachments === null) continue;
     const handler = HANDLERS[spec.name] as RouteHandler<RouteName> | undefined;
     if (!handler) throw new Error(`route without a handler: ${spec.name} (${spec.method} ${spec.path})`);
     const check = spec.body;

@@ -29,6 +29,8 @@ interface TableSpec {
   order: string;
   /** What to read from, when not the table alone. */
   from?: string;
+  /** Rows per insert when not BATCH (attachment parts are up to 24,000 bytes each). */
+  batch?: number;
 }
 
 /** Every table of the schema (as PostgreSQL's migrations define it), parents before children. */
@@ -175,6 +177,31 @@ const TABLES: TableSpec[] = [
     order: 'seq',
     from: 'queue q JOIN envelopes e ON e.rowid = q.envelope_key',
   },
+  {
+    name: 'attachments',
+    cols: [
+      ['id', 'text'],
+      ['uploader', 'text'],
+      ['created_at', 'int8'],
+      ['finished_at', 'int8'],
+      ['size', 'int8'],
+      ['sha256', 'bytea'],
+      ['bytes', 'int8'],
+      ['version', 'int8'],
+    ],
+    order: 'id',
+  },
+  {
+    name: 'attachment_parts',
+    cols: [
+      ['attachment_id', 'text'],
+      ['n', 'int4'],
+      ['data', 'bytea'],
+    ],
+    order: 'attachment_id, n',
+    // About 1 MB an insert.
+    batch: 40,
+  },
 ];
 
 const BATCH = 1000;
@@ -213,7 +240,7 @@ async function copyTable(src: Database.Database, q: Sql, t: TableSpec): Promise<
   for (const row of src.prepare(`SELECT ${select} FROM ${t.from ?? t.name} ORDER BY ${t.order}`).iterate() as Iterable<Record<string, unknown>>) {
     batch.push(row);
     n++;
-    if (batch.length === BATCH) {
+    if (batch.length === (t.batch ?? BATCH)) {
       await flush(batch);
       batch = [];
     }

@@ -149,6 +149,49 @@ export interface PurgeResult {
   /** Sessions ended by idleness: their open streams must close too. */
   sessionIds: string[];
   envelopes: number;
+  /** Attachments removed: unfinished uploads a day old, finished ones past their time to live. */
+  attachments: number;
+}
+
+export interface PurgeOptions {
+  /** How long a finished attachment is kept (ATTACHMENT_TTL_DAYS); 30 days when not given. */
+  attachmentTtlMs?: number;
+}
+
+/** An attachment as stored: an upload under way, or a finished one. */
+export interface AttachmentRecord {
+  id: string;
+  uploader: string;
+  createdAt: number;
+  /** null while the upload is under way. */
+  finishedAt: number | null;
+  /** The finish's stated size and SHA-256; null while uploading. */
+  size: number | null;
+  sha256: Uint8Array | null;
+  /** The parts stored so far, by number. */
+  parts: { n: number; bytes: number }[];
+  /** Counts every part written, so that a finish can tell that the parts it checked are still those stored. */
+  version: number;
+}
+
+export interface AttachmentPart {
+  id: string;
+  nick: string;
+  n: number;
+  data: Uint8Array;
+  now: number;
+  /** The uploader's quota: the bytes of its live attachments, this part included, may not exceed it. */
+  quotaBytes: number;
+}
+
+export interface AttachmentFinish {
+  id: string;
+  nick: string;
+  /** The record's version the caller checked the parts of. */
+  version: number;
+  size: number;
+  sha256: Uint8Array;
+  now: number;
 }
 
 export interface InviteRecord {
@@ -168,6 +211,9 @@ export interface StoreStats {
   queuedEnvelopes: number;
   /** Devices with a push subscription. */
   pushSubscriptions: number;
+  /** Attachments stored, finished or not, and the bytes of their parts. */
+  attachments: number;
+  attachmentBytes: number;
 }
 
 /** How a store is opened (backends.ts). */
@@ -276,7 +322,20 @@ export interface Store {
   ack(deviceId: string, ids: string[]): Promise<void>;
   /** Queued envelopes of a device after `afterSeq`, oldest first, at most `limit`. */
   readQueue(deviceId: string, afterSeq: number, limit: number): Promise<QueuedEntry[]>;
-  purge(now: number): Promise<PurgeResult>;
+  purge(now: number, o?: PurgeOptions): Promise<PurgeResult>;
+
+  // attachments (opaque ciphertext in numbered parts; the rules are the domain's, attachments.ts)
+  /** Stores part `n`, replacing an earlier upload of it; the first part makes the record. */
+  putAttachmentPart(p: AttachmentPart): Promise<{ ok: true } | Refusal<'attachment_conflict' | 'attachment_finished' | 'quota_exceeded'>>;
+  attachment(id: string): Promise<AttachmentRecord | null>;
+  /** Up to `limit` parts from number `from` on, in order (the parts of a finished attachment are 0 to n - 1). */
+  readAttachmentParts(id: string, from: number, limit: number): Promise<Uint8Array[]>;
+  /**
+   * Marks the upload finished with its size and hash, if it is still unfinished, the caller's, and
+   * at `version`: 'changed' when not (a part was written since, or another finish came first).
+   */
+  finishAttachment(f: AttachmentFinish): Promise<'finished' | 'changed'>;
+  deleteAttachment(id: string, nick: string): Promise<{ ok: true } | Refusal<'unknown_attachment' | 'not_uploader'>>;
 
   // durability
   /**

@@ -49,10 +49,11 @@ describe('accounts: config, kdf, register, users (open registration)', () => {
     return (await register(server, registerBody(n))).r.status === 201;
   }
 
-  test('GET /api/config is public and answers {revision, commitTime, registration, vapidPublicKey}', async () => {
+  test('GET /api/config is public and answers {revision, commitTime, registration, vapidPublicKey, attachments}', async () => {
     const r = await new Client(server).get('/api/config', { noOrigin: true });
     assert.equal(r.status, 200);
-    assert.deepEqual(Object.keys(r.json).sort(), ['commitTime', 'registration', 'revision', 'vapidPublicKey']);
+    assert.deepEqual(Object.keys(r.json).sort(), ['attachments', 'commitTime', 'registration', 'revision', 'vapidPublicKey']);
+    assert.equal(typeof r.json.attachments.maxBytes, 'number');
     assert.equal(r.json.revision, 'test');
     assert.equal(r.json.commitTime, 1700000000000);
     assert.equal(r.json.registration, 'open');

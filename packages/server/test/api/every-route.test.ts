@@ -37,6 +37,11 @@ const SESSION_ROUTES: [...Call, write: boolean][] = [
   ['POST', '/api/messages', false],
   ['POST', '/api/ack', true],
   ['GET', '/api/events?device=dev-every-0001', false],
+  // The attachment store (the one addition to the interface): parts have a limit of their own.
+  ['PUT', `/api/attachments/${id16()}/parts/0`, false],
+  ['POST', `/api/attachments/${id16()}/finish`, true],
+  ['GET', `/api/attachments/${id16()}`, false],
+  ['DELETE', `/api/attachments/${id16()}`, true],
 ];
 
 const WRITE_ROUTES: Call[] = SESSION_ROUTES.filter(([, , write]) => write).map(([method, path]) => [method, path]);

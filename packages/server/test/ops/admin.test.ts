@@ -11,7 +11,7 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { PostgresStore } from '../../src/store/postgres/index.js';
-import { Client, addDevice, assertError, dmBody, nick, registerBody, startServer, type TestServer } from '@svc/testkit/harness';
+import { Client, addDevice, assertError, b64, dmBody, id16, nick, registerBody, startServer, type TestServer } from '@svc/testkit/harness';
 import { dropSchema, freshSchema, sqlIn, testPgUrl } from '@svc/testkit/postgres';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -141,6 +141,8 @@ for (const b of backends) {
       await addDevice(bb.c);
       const sent = await a.c.post('/api/messages', dmBody(bb.c.nick), { device: da });
       assert.equal(sent.status, 202, sent.text);
+      const part = await a.c.put(`/api/attachments/${id16()}/parts/0`, { data: b64(10) });
+      assert.equal(part.status, 204, part.text);
 
       await settle();
       const r = await admin(['stats'], env);
@@ -148,12 +150,14 @@ for (const b of backends) {
       const after = rows(r.stdout);
       assert.deepEqual(
         after.map((x) => x[0]),
-        ['what', 'accounts', 'devices', 'rooms', 'queued_envelopes', 'push_subscriptions'],
+        ['what', 'accounts', 'devices', 'rooms', 'queued_envelopes', 'push_subscriptions', 'attachments', 'attachment_bytes'],
       );
       for (const line of after.slice(1)) assert.match(line[1]!, /^\d+$/);
       assert.equal(count(after, 'accounts') - count(before, 'accounts'), 2);
       assert.equal(count(after, 'devices') - count(before, 'devices'), 2);
       assert.equal(count(after, 'queued_envelopes') - count(before, 'queued_envelopes'), 1);
+      assert.equal(count(after, 'attachments') - count(before, 'attachments'), 1);
+      assert.equal(count(after, 'attachment_bytes') - count(before, 'attachment_bytes'), 10);
       for (const n of [a.c.nick, bb.c.nick]) assert.ok(!r.stdout.includes(n), 'a nick in the stats');
       assert.ok(!r.stdout.includes(da), 'a device id in the stats');
     });
@@ -164,7 +168,7 @@ for (const b of backends) {
       const t = rows(r.stdout);
       assert.deepEqual(
         t.map((x) => x[0]),
-        ['what', 'idle_sessions', 'envelopes'],
+        ['what', 'idle_sessions', 'envelopes', 'attachments'],
       );
       for (const line of t.slice(1)) assert.match(line[1]!, /^\d+$/);
     });

@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { metricsUrl } from '../../src/ops/metrics.js';
 import { ConfigError, parseConfig } from '../../src/config.js';
-import { Stream, addDevice, dmBody, id16, nick, signup, startServer, userWithDevices, wk } from '@svc/testkit/harness';
+import { Stream, addDevice, b64, dmBody, id16, nick, signup, startServer, userWithDevices, wk } from '@svc/testkit/harness';
 
 async function scrape(url: string): Promise<string> {
   const r = await fetch(url);
@@ -76,6 +76,10 @@ test('metrics count requests by route template, stream, queue and refusals, and 
     // an offline device of b, so one envelope stays queued
     await addDevice(b.c);
     assert.equal((await a.c.post('/api/messages', dmBody(b.c.nick), { device: a.devices[0] })).status, 202);
+    // Two attachment parts: 30 and 12 bytes.
+    const attachmentId = id16();
+    assert.equal((await a.c.put(`/api/attachments/${attachmentId}/parts/0`, { data: b64(30) })).status, 204);
+    assert.equal((await b.c.put(`/api/attachments/${id16()}/parts/0`, { data: b64(12) })).status, 204);
 
     const text = await scrape(url);
     assert.equal(sample(text, 'svc_http_requests_total', { method: 'POST', route: '/api/register', status: '201' }), 2);
@@ -89,11 +93,14 @@ test('metrics count requests by route template, stream, queue and refusals, and 
     assert.equal(sample(text, 'svc_queued_envelopes'), 3);
     assert.equal(sample(text, 'svc_accounts'), 2);
     assert.equal(sample(text, 'svc_rooms'), 1);
+    assert.equal(sample(text, 'svc_attachments'), 2);
+    assert.equal(sample(text, 'svc_attachment_bytes'), 42);
+    assert.equal(sample(text, 'svc_attachment_uploaded_bytes_total'), 42);
     assert.equal(sample(text, 'svc_store_up'), 1);
     assert.equal(sample(text, 'svc_push_notifications_total', { result: 'sent' }), 0);
     assert.ok(sample(text, 'svc_process_cpu_user_seconds_total') !== undefined);
 
-    for (const secret of [a.c.nick, b.c.nick, ...a.devices, ...b.devices, roomId, '127.0.0.1', 'metrics room']) {
+    for (const secret of [a.c.nick, b.c.nick, ...a.devices, ...b.devices, roomId, attachmentId, '127.0.0.1', 'metrics room']) {
       assert.ok(!text.includes(secret), `the metrics contain ${secret}`);
     }
     // Every route label is a template or `unmatched`, never a concrete path.

@@ -7,10 +7,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { PushPayload } from '@svc/protocol';
+import { ATTACHMENT, type PushPayload } from '@svc/protocol';
 import { SqliteStore } from '../../src/store/sqlite/index.js';
 import { PostgresStore } from '../../src/store/postgres/index.js';
 import { openDatabase } from '../../src/store/sqlite/db.js';
@@ -100,6 +101,18 @@ test('a SQLite database copied into PostgreSQL serves the same accounts, rooms, 
     assert.equal((await dave.del('/api/me', { authKey: dave.authKey })).status, 204);
     const inviteCode = 'invite-code-0001';
     await sqlite.createInvite(inviteCode, 1, null, Date.now());
+    // A finished attachment of three parts and an upload still under way.
+    const file = randomBytes(2 * ATTACHMENT.partBytes + 99);
+    const fileId = id16();
+    for (let n = 0; n * ATTACHMENT.partBytes < file.length; n++) {
+      const data = file.subarray(n * ATTACHMENT.partBytes, (n + 1) * ATTACHMENT.partBytes).toString('base64url');
+      assert.equal((await alice.put(`/api/attachments/${fileId}/parts/${n}`, { data })).status, 204);
+    }
+    const sha256 = createHash('sha256').update(file).digest('base64url');
+    const finished = await alice.post(`/api/attachments/${fileId}/finish`, { parts: 3, size: file.length, sha256 });
+    assert.equal(finished.status, 201, finished.text);
+    const openId = id16();
+    assert.equal((await bob.put(`/api/attachments/${openId}/parts/0`, { data: b64(500) })).status, 204);
 
     const before = {
       config: (await alice.get('/api/config')).json,
@@ -145,6 +158,16 @@ test('a SQLite database copied into PostgreSQL serves the same accounts, rooms, 
     );
     const eve = await new Client(s2).post('/api/register', { ...registerBody('eve_copied'), invite: inviteCode });
     assert.equal(eve.status, 201, `the invite was copied: ${eve.text}`);
+
+    // Attachments came along: the finished one downloads byte for byte and finishes again the
+    // same; the upload under way goes on where it was.
+    const got = await carol2.get(`/api/attachments/${fileId}`);
+    assert.equal(got.status, 200, got.text);
+    assert.ok(got.bytes.equals(file));
+    const refinish = await alice2.post(`/api/attachments/${fileId}/finish`, { parts: 3, size: file.length, sha256 });
+    assert.deepEqual([refinish.status, refinish.json], [200, finished.json]);
+    assert.equal((await bob2.put(`/api/attachments/${openId}/parts/1`, { data: b64(5) })).status, 204);
+    assert.equal((await alice2.put(`/api/attachments/${openId}/parts/2`, { data: b64(5) })).status, 409);
 
     // The queue replays in its order; the push subscription is there once the device reconnects.
     const stream = await Stream.open(bob2, b1);

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { openDatabase, NewerSchemaError } from '../../src/store/sqlite/db.js';
 import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
+import { SqliteStore } from '../../src/store/sqlite/index.js';
 
 function tempDb(): { path: string; cleanup(): void } {
   const dir = mkdtempSync(join(tmpdir(), 'svc-mig-'));
@@ -139,6 +140,35 @@ test('migration 6 keys each queue entry by its envelope and device, keeps every 
     );
     assert.throws(() => db.prepare("INSERT INTO queue (envelope_key, device_id) VALUES (2048000, 'd2')").run(), /UNIQUE|PRIMARY KEY/);
     db.close();
+  } finally {
+    t.cleanup();
+  }
+});
+
+test('migration 7 adds the attachment store to a database holding data of version 6, which stays as it was', async () => {
+  const t = tempDb();
+  try {
+    const v6 = openDatabase(
+      t.path,
+      SQLITE_MIGRATIONS.filter((m) => m.version <= 6),
+    );
+    v6.prepare("INSERT INTO meta (key, value) VALUES ('k', 'v')").run();
+    v6.prepare("INSERT INTO accounts (nick, created_at) VALUES ('ann', 1)").run();
+    v6.close();
+
+    const store = SqliteStore.open(t.path);
+    try {
+      assert.deepEqual(await store.getOrCreateMeta('k', () => 'other'), 'v');
+      assert.deepEqual(
+        await store.putAttachmentPart({ id: 'A'.repeat(22), nick: 'ann', n: 0, data: new Uint8Array([1, 2, 3]), now: 5, quotaBytes: 10 }),
+        {
+          ok: true,
+        },
+      );
+      assert.deepEqual((await store.attachment('A'.repeat(22)))?.parts, [{ n: 0, bytes: 3 }]);
+    } finally {
+      await store.close();
+    }
   } finally {
     t.cleanup();
   }

@@ -10,6 +10,8 @@ import { dropSchema, schemaName, sqlIn, testPgUrl } from '@svc/testkit/postgres'
 
 const TABLES = [
   'accounts',
+  'attachment_parts',
+  'attachments',
   'contacts',
   'devices',
   'envelopes',
@@ -77,6 +79,30 @@ test('a later migration applies to a database holding data of the previous schem
       await pool.end();
     }
     assert.deepEqual(await sqlIn(schema, "SELECT value, note FROM meta WHERE key = 'x'"), [{ value: 'kept', note: null }]);
+  }));
+
+test('migration 10 adds the attachment store to a database holding data of version 9, which stays as it was', () =>
+  inSchema(async (schema) => {
+    const pool = openPool(testPgUrl, { schema });
+    try {
+      await migrate(
+        pool,
+        schema,
+        PG_MIGRATIONS.filter((m) => m.version <= 9),
+      );
+      await pool.query("INSERT INTO meta (key, value) VALUES ('k', 'v')");
+    } finally {
+      await pool.end();
+    }
+    const store = await PostgresStore.open(testPgUrl, { schema });
+    try {
+      assert.equal(await store.getOrCreateMeta('k', () => 'other'), 'v');
+      const part = { id: 'A'.repeat(22), nick: 'ann', n: 0, data: new Uint8Array([1, 2, 3]), now: 5, quotaBytes: 10 };
+      assert.deepEqual(await store.putAttachmentPart(part), { ok: true });
+      assert.deepEqual((await store.attachment(part.id))?.parts, [{ n: 0, bytes: 3 }]);
+    } finally {
+      await store.close();
+    }
   }));
 
 test('the later migrations bring a database at version 1 holding queued envelopes to the current send, count and ack', () =>

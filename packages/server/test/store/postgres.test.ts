@@ -3,6 +3,7 @@ import { PostgresStore } from '../../src/store/postgres/index.js';
 import type { Store } from '../../src/store/types.js';
 import { storeSuite, type StoreFactory } from './suite.js';
 import { roomLeaveSuite } from './room-leave-suite.js';
+import { attachmentSuite } from './attachments-suite.js';
 import { dropSchema, freshSchema, testPgUrl } from '@svc/testkit/postgres';
 
 const schemas = new Map<Store, string>();
@@ -21,3 +22,4 @@ const factory: StoreFactory = {
 };
 storeSuite('postgres', factory);
 roomLeaveSuite('postgres', factory);
+attachmentSuite('postgres', factory);

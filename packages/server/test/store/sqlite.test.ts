@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { SqliteStore } from '../../src/store/sqlite/index.js';
 import { storeSuite, type StoreFactory } from './suite.js';
 import { roomLeaveSuite } from './room-leave-suite.js';
+import { attachmentSuite } from './attachments-suite.js';
 
 const dirs = new Map<object, string>();
 const factory: StoreFactory = {
@@ -21,3 +22,4 @@ const factory: StoreFactory = {
 };
 storeSuite('sqlite', factory);
 roomLeaveSuite('sqlite', factory);
+attachmentSuite('sqlite', factory);

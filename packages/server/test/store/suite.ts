@@ -494,7 +494,15 @@ export function storeSuite(name: string, factory: StoreFactory): void {
     });
 
     test('stats count accounts, devices, rooms, queued envelopes and subscriptions', async () => {
-      assert.deepEqual(await store.stats(), { accounts: 0, devices: 0, rooms: 0, queuedEnvelopes: 0, pushSubscriptions: 0 });
+      assert.deepEqual(await store.stats(), {
+        accounts: 0,
+        devices: 0,
+        rooms: 0,
+        queuedEnvelopes: 0,
+        pushSubscriptions: 0,
+        attachments: 0,
+        attachmentBytes: 0,
+      });
       await store.registerAccount(account('alice'));
       await store.registerAccount(account('bob'));
       await store.registerAccount(account('gone'));
@@ -506,7 +514,15 @@ export function storeSuite(name: string, factory: StoreFactory): void {
       await store.createRoom({ id: id16(), name: 'R', owner: 'alice', keyId: id16(), keys: [wrapped('alice')], now: NOW });
       const id = ulid(NOW);
       await store.sendMessage({ id, from: 'alice', to: { dm: 'bob' }, keyId: 'dm', iv: iv(), ct: ct(), senderDevice: 'a-device-1', now: NOW });
-      assert.deepEqual(await store.stats(), { accounts: 2, devices: 3, rooms: 1, queuedEnvelopes: 2, pushSubscriptions: 1 });
+      assert.deepEqual(await store.stats(), {
+        accounts: 2,
+        devices: 3,
+        rooms: 1,
+        queuedEnvelopes: 2,
+        pushSubscriptions: 1,
+        attachments: 0,
+        attachmentBytes: 0,
+      });
       await store.ack('b-device-1', [id]);
       assert.equal((await store.stats()).queuedEnvelopes, 1);
     });

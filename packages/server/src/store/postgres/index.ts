@@ -14,6 +14,10 @@ import type {
   InviteRecord,
   LeaveResult,
   NewAccount,
+  AttachmentFinish,
+  AttachmentPart,
+  AttachmentRecord,
+  PurgeOptions,
   PurgeResult,
   PushTarget,
   QueuedEntry,
@@ -28,6 +32,7 @@ import * as accounts from './accounts.js';
 import * as devices from './devices.js';
 import * as rooms from './rooms.js';
 import * as messages from './messages.js';
+import * as attachments from './attachments.js';
 import { Lookups } from './lookups.js';
 import { SendBatcher } from './send-batch.js';
 import { QueueCounts } from './queue-counts.js';
@@ -243,12 +248,32 @@ export class PostgresStore implements Store {
     return messages.readQueue(this.q, deviceId, afterSeq, limit);
   }
 
-  async purge(now: number): Promise<PurgeResult> {
+  async purge(now: number, o: PurgeOptions = {}): Promise<PurgeResult> {
     return this.tx(async (q) => {
       const sessionIds = await accounts.purgeSessions(q, now - LIMITS.sessionIdleMs);
       const envelopes = await messages.purgeEnvelopes(q, now);
-      return { sessionIds, envelopes };
+      return { sessionIds, envelopes, attachments: await attachments.purge(q, now, o.attachmentTtlMs ?? LIMITS.queueRetentionMs) };
     });
+  }
+
+  async putAttachmentPart(p: AttachmentPart) {
+    return this.tx((q) => attachments.putPart(q, p));
+  }
+
+  async attachment(id: string): Promise<AttachmentRecord | null> {
+    return attachments.get(this.q, id);
+  }
+
+  async readAttachmentParts(id: string, from: number, limit: number): Promise<Uint8Array[]> {
+    return attachments.readParts(this.q, id, from, limit);
+  }
+
+  async finishAttachment(f: AttachmentFinish): Promise<'finished' | 'changed'> {
+    return attachments.finish(this.q, f);
+  }
+
+  async deleteAttachment(id: string, nick: string) {
+    return this.tx((q) => attachments.remove(q, id, nick));
   }
 
   async stats(): Promise<StoreStats> {
@@ -260,7 +285,9 @@ export class PostgresStore implements Store {
               (SELECT COUNT(*) FROM devices) AS devices,
               (SELECT COUNT(*) FROM rooms) AS rooms,
               (SELECT COALESCE(SUM(queue_len), 0) FROM queue_lengths) AS "queuedEnvelopes",
-              (SELECT COUNT(*) FROM devices WHERE push_endpoint IS NOT NULL) AS "pushSubscriptions"`,
+              (SELECT COUNT(*) FROM devices WHERE push_endpoint IS NOT NULL) AS "pushSubscriptions",
+              (SELECT COUNT(*) FROM attachments) AS attachments,
+              (SELECT COALESCE(SUM(bytes), 0)::BIGINT FROM attachments) AS "attachmentBytes"`,
     ))!;
   }
 

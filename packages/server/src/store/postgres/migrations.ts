@@ -16,6 +16,7 @@ import { COMPACT_SEND_WRITE } from './migrations/006-compact-send-write.js';
 import { QUEUE_LENGTHS } from './migrations/007-queue-lengths.js';
 import { LEAN_SEND_FACTS } from './migrations/008-lean-send-facts.js';
 import { SEND_FACTS_CALLER } from './migrations/009-send-facts-caller.js';
+import { ATTACHMENTS } from './migrations/010-attachments.js';
 
 export interface PgMigration {
   version: number;
@@ -34,4 +35,5 @@ export const PG_MIGRATIONS: PgMigration[] = [
   QUEUE_LENGTHS,
   LEAN_SEND_FACTS,
   SEND_FACTS_CALLER,
+  ATTACHMENTS,
 ];

@@ -13,6 +13,10 @@ import type {
   InviteRecord,
   LeaveResult,
   NewAccount,
+  AttachmentFinish,
+  AttachmentPart,
+  AttachmentRecord,
+  PurgeOptions,
   PurgeResult,
   PushTarget,
   QueuedEntry,
@@ -36,6 +40,7 @@ import * as devices from './devices.js';
 import * as contacts from './contacts.js';
 import * as rooms from './rooms.js';
 import * as messages from './messages.js';
+import * as attachments from './attachments.js';
 
 export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
@@ -270,15 +275,35 @@ export class SqliteStore implements Store {
     return messages.readQueue(this.q, this.mem.queues, deviceId, afterSeq, limit);
   }
 
-  async purge(now: number): Promise<PurgeResult> {
+  async purge(now: number, o: PurgeOptions = {}): Promise<PurgeResult> {
     return this.write(() => {
       const cutoff = now - LIMITS.sessionIdleMs;
       const sessionIds = this.q.all<{ id: string }>('SELECT id FROM sessions WHERE last_used_at < ?', cutoff).map((r) => r.id);
       this.mem.sessions.forget(sessionIds);
       this.q.run('DELETE FROM sessions WHERE last_used_at < ?', cutoff);
       const envelopes = messages.purgeEnvelopes(this.q, this.mem.queues, now);
-      return { sessionIds, envelopes };
+      return { sessionIds, envelopes, attachments: attachments.purge(this.q, now, o.attachmentTtlMs ?? LIMITS.queueRetentionMs) };
     });
+  }
+
+  async putAttachmentPart(p: AttachmentPart) {
+    return this.write(() => attachments.putPart(this.q, p));
+  }
+
+  async attachment(id: string): Promise<AttachmentRecord | null> {
+    return attachments.get(this.q, id);
+  }
+
+  async readAttachmentParts(id: string, from: number, limit: number): Promise<Uint8Array[]> {
+    return attachments.readParts(this.q, id, from, limit);
+  }
+
+  async finishAttachment(f: AttachmentFinish): Promise<'finished' | 'changed'> {
+    return this.writeOne(() => attachments.finish(this.q, f));
+  }
+
+  async deleteAttachment(id: string, nick: string) {
+    return this.write(() => attachments.remove(this.q, id, nick));
   }
 
   async stats(): Promise<StoreStats> {
@@ -288,7 +313,9 @@ export class SqliteStore implements Store {
       `SELECT (SELECT COUNT(*) FROM accounts WHERE deleted_at IS NULL) AS accounts,
               (SELECT COUNT(*) FROM devices) AS devices,
               (SELECT COUNT(*) FROM rooms) AS rooms,
-              (SELECT COUNT(*) FROM devices WHERE push_endpoint IS NOT NULL) AS pushSubscriptions`,
+              (SELECT COUNT(*) FROM devices WHERE push_endpoint IS NOT NULL) AS pushSubscriptions,
+              (SELECT COUNT(*) FROM attachments) AS attachments,
+              (SELECT COALESCE(SUM(bytes), 0) FROM attachments) AS attachmentBytes`,
     )!;
     return {
       accounts: s.accounts,
@@ -296,6 +323,8 @@ export class SqliteStore implements Store {
       rooms: s.rooms,
       queuedEnvelopes: this.mem.queues.all(),
       pushSubscriptions: s.pushSubscriptions,
+      attachments: s.attachments,
+      attachmentBytes: s.attachmentBytes,
     };
   }
 

@@ -208,4 +208,33 @@ DROP TABLE queue;
 ALTER TABLE queue_v6 RENAME TO queue;
 `,
   },
+  {
+    version: 7,
+    name: 'attachments',
+    // Opaque ciphertext in numbered parts, kept in the store so that backups and the move to
+    // PostgreSQL carry it. `bytes` is what the parts hold now (the quota sums it through the
+    // uploader index alone); `version` counts part writes, so a finish knows that the parts it
+    // hashed are still the stored ones.
+    sql: `
+CREATE TABLE attachments (
+  id TEXT PRIMARY KEY,
+  uploader TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  finished_at INTEGER,
+  size INTEGER,
+  sha256 BLOB,
+  bytes INTEGER NOT NULL DEFAULT 0,
+  version INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX attachments_uploader ON attachments (uploader, bytes);
+CREATE INDEX attachments_unfinished ON attachments (created_at) WHERE finished_at IS NULL;
+CREATE INDEX attachments_finished ON attachments (finished_at) WHERE finished_at IS NOT NULL;
+CREATE TABLE attachment_parts (
+  attachment_id TEXT NOT NULL,
+  n INTEGER NOT NULL,
+  data BLOB NOT NULL,
+  PRIMARY KEY (attachment_id, n)
+);
+`,
+  },
 ];

@@ -1,0 +1,100 @@
+/**
+ * Attachments of the PostgreSQL store. Each function runs inside the caller's transaction; a
+ * part's write takes the uploader's advisory lock, so that parts sent at once by several
+ * instances cannot together pass the quota.
+ */
+import { ATTACHMENT } from '@svc/protocol';
+import type { AttachmentFinish, AttachmentPart, AttachmentRecord, Refusal } from '../types.js';
+import type { Sql } from './db.js';
+import { LOCK, lockNicks } from './locks.js';
+
+interface Row {
+  uploader: string;
+  created_at: number;
+  finished_at: number | null;
+  size: number | null;
+  sha256: Buffer | null;
+  version: number;
+}
+
+export async function putPart(
+  q: Sql,
+  p: AttachmentPart,
+): Promise<{ ok: true } | Refusal<'attachment_conflict' | 'attachment_finished' | 'quota_exceeded'>> {
+  await lockNicks(q, LOCK.attachments, [p.nick]);
+  const row = await q.one<Row>('SELECT uploader, finished_at FROM attachments WHERE id = $1 FOR UPDATE', [p.id]);
+  if (row && row.uploader !== p.nick) return { error: 'attachment_conflict' };
+  if (row && row.finished_at !== null) return { error: 'attachment_finished' };
+  const before = row
+    ? ((await q.one<{ n: number }>('SELECT octet_length(data) AS n FROM attachment_parts WHERE attachment_id = $1 AND n = $2', [p.id, p.n]))?.n ?? 0)
+    : 0;
+  const used = (await q.one<{ b: number }>('SELECT COALESCE(SUM(bytes), 0)::BIGINT AS b FROM attachments WHERE uploader = $1', [p.nick]))!.b;
+  if (used - before + p.data.length > p.quotaBytes) return { error: 'quota_exceeded' };
+  // Another account may make the same id at the same moment: the primary key settles it.
+  if (
+    !row &&
+    (await q.run('INSERT INTO attachments (id, uploader, created_at) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING', [p.id, p.nick, p.now])) === 0
+  )
+    return { error: 'attachment_conflict' };
+  await q.run(
+    'INSERT INTO attachment_parts (attachment_id, n, data) VALUES ($1, $2, $3) ON CONFLICT (attachment_id, n) DO UPDATE SET data = EXCLUDED.data',
+    [p.id, p.n, p.data],
+  );
+  await q.run('UPDATE attachments SET bytes = bytes + $1, version = version + 1 WHERE id = $2', [p.data.length - before, p.id]);
+  return { ok: true };
+}
+
+export async function get(q: Sql, id: string): Promise<AttachmentRecord | null> {
+  const row = await q.one<Row>('SELECT uploader, created_at, finished_at, size, sha256, version FROM attachments WHERE id = $1', [id]);
+  if (!row) return null;
+  const parts = await q.all<{ n: number; bytes: number }>(
+    'SELECT n, octet_length(data) AS bytes FROM attachment_parts WHERE attachment_id = $1 ORDER BY n',
+    [id],
+  );
+  return {
+    id,
+    uploader: row.uploader,
+    createdAt: row.created_at,
+    finishedAt: row.finished_at,
+    size: row.size,
+    sha256: row.sha256 ? new Uint8Array(row.sha256) : null,
+    parts,
+    version: row.version,
+  };
+}
+
+export async function readParts(q: Sql, id: string, from: number, limit: number): Promise<Uint8Array[]> {
+  const rows = await q.all<{ data: Buffer }>('SELECT data FROM attachment_parts WHERE attachment_id = $1 AND n >= $2 ORDER BY n LIMIT $3', [
+    id,
+    from,
+    limit,
+  ]);
+  return rows.map((r) => r.data);
+}
+
+export async function finish(q: Sql, f: AttachmentFinish): Promise<'finished' | 'changed'> {
+  const n = await q.run(
+    'UPDATE attachments SET finished_at = $1, size = $2, sha256 = $3 WHERE id = $4 AND uploader = $5 AND finished_at IS NULL AND version = $6',
+    [f.now, f.size, f.sha256, f.id, f.nick, f.version],
+  );
+  return n === 1 ? 'finished' : 'changed';
+}
+
+export async function remove(q: Sql, id: string, nick: string): Promise<{ ok: true } | Refusal<'unknown_attachment' | 'not_uploader'>> {
+  const row = await q.one<{ uploader: string }>('SELECT uploader FROM attachments WHERE id = $1 FOR UPDATE', [id]);
+  if (!row) return { error: 'unknown_attachment' };
+  if (row.uploader !== nick) return { error: 'not_uploader' };
+  await q.run('DELETE FROM attachment_parts WHERE attachment_id = $1', [id]);
+  await q.run('DELETE FROM attachments WHERE id = $1', [id]);
+  return { ok: true };
+}
+
+/** Removes unfinished uploads older than a day and finished attachments older than `ttlMs`. */
+export async function purge(q: Sql, now: number, ttlMs: number): Promise<number> {
+  const gone = await q.all<{ id: string }>(
+    `DELETE FROM attachments WHERE (finished_at IS NULL AND created_at < $1) OR (finished_at IS NOT NULL AND finished_at < $2) RETURNING id`,
+    [now - ATTACHMENT.unfinishedTtlMs, now - ttlMs],
+  );
+  if (gone.length > 0) await q.run('DELETE FROM attachment_parts WHERE attachment_id = ANY($1)', [gone.map((r) => r.id)]);
+  return gone.length;
+}
