@@ -3,7 +3,8 @@
  * - only a message's own sender (the envelope's authenticated `from`) can edit or delete it, and
  *   only in the chat it was sent to; a deleted message takes no further edits or reactions;
  * - a reaction or receipt from someone who is not in the chat is ignored;
- * - an edit, deletion, reaction or receipt that arrives before its target waits for it;
+ * - an edit, deletion, reaction or receipt that arrives before its target waits for it, within
+ *   the bounds of waiting.ts;
  * - a second copy of a message (same sender, same plaintext id) is dropped; one under a later
  *   envelope id (a retry its sender renewed) moves the record to that id, the only one the
  *   sender still knows, so later edits, reactions and receipts name the same message on both sides;
@@ -13,7 +14,7 @@
 import type { DecryptedMessage } from '../messages.js';
 import type { ChatMessage, PendingAction } from './model.js';
 import type { Plain } from './plaintext.js';
-import type { ConversationStore } from './store.js';
+import { keepWaiting, type WaitContext } from './waiting.js';
 
 export const FAILURE_TEXT: Record<string, string> = {
   decrypt_failed: 'This message could not be decrypted: it was altered, forged, or sealed with a key this device does not have.',
@@ -25,13 +26,7 @@ export const FAILURE_TEXT: Record<string, string> = {
 
 export const UNKNOWN_TEXT = 'This message needs a newer version of the app.';
 
-export interface RuleContext {
-  store: ConversationStore;
-  /** This account's nick. */
-  me: string;
-  /** Whether `nick` is in the chat now (a DM: oneself and the peer; a room: its members). */
-  isMember(chat: string, nick: string): boolean;
-}
+export type RuleContext = WaitContext;
 
 /** What one envelope changed: a new record to show (and count as unread when from another), and records it changed. */
 export interface Ingested {
@@ -101,7 +96,7 @@ async function secondCopy(c: RuleContext, firstId: string, id: string): Promise<
   return { changed: [moved], removed: [firstId], ignored: 'second copy' };
 }
 
-type Action = Omit<PendingAction, 'target'>;
+type Action = Omit<PendingAction, 'target' | 'at'>;
 
 /** An edit, deletion, reaction or receipt: applied to its target(s), or kept until they arrive. */
 export async function applyAction(c: RuleContext, a: Action): Promise<Ingested> {
@@ -113,7 +108,8 @@ export async function applyAction(c: RuleContext, a: Action): Promise<Ingested> 
   for (const target of targets) {
     const m = await c.store.get(target);
     if (!m) {
-      await c.store.addPending({ ...a, id: targets.length > 1 ? `${a.id}#${target}` : a.id, target });
+      const why = await keepWaiting(c, { ...a, id: targets.length > 1 ? `${a.id}#${target}` : a.id, target });
+      if (why) ignored = why;
       continue;
     }
     const why = apply(c, m, a.from, a.chat, p);
