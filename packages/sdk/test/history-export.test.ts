@@ -22,7 +22,7 @@ async function exported(n = 400) {
   const store = new MemoryStore();
   const history = makeHistory(n, alice.m.nick);
   await fill(store, history);
-  const file = await exportHistory(alice.m, store);
+  const { file } = await exportHistory(alice.m, store);
   return { alice, store, file };
 }
 
@@ -84,7 +84,10 @@ test('a damaged history file is refused with a clear error and changes nothing',
   }
   // The nick in the header is bound in the AAD: a file sealed for another nick under the same key,
   // its header rewritten to this account's nick, does not open.
-  const other = await exportHistory({ nick: alice.m.nick.replace(/^./, (c) => (c === 'a' ? 'b' : 'a')), exportKey: alice.m.exportKey }, target);
+  const { file: other } = await exportHistory(
+    { nick: alice.m.nick.replace(/^./, (c) => (c === 'a' ? 'b' : 'a')), exportKey: alice.m.exportKey },
+    target,
+  );
   other.set(new TextEncoder().encode(alice.m.nick), nickAt);
   await assert.rejects(importHistory(alice.m, target, other), refusedWith(EXPORT_ERRORS.damaged));
   assert.deepEqual(await target.all(), before);

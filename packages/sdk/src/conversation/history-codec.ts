@@ -149,14 +149,25 @@ export function recordsJson(records: readonly ChatMessage[]): string {
   return JSON.stringify({ v: 1, n: records.length, c });
 }
 
-/** The records back from recordsJson's output; null when anything is malformed. */
-export function recordsFromJson(v: unknown): ChatMessage[] | null {
+/** Records read back, and how many were left out because they failed the check. */
+export interface DecodedRecords {
+  records: ChatMessage[];
+  dropped: number;
+}
+
+/**
+ * The records back from recordsJson's output; null when the form itself is malformed. A record
+ * that fails checkRecord is left out and counted, not fatal: a contact can push one record past
+ * a limit (many reactions), and that must not cost the rest of the history.
+ */
+export function recordsFromJson(v: unknown): DecodedRecords | null {
   if (!isObj(v) || v.v !== 1 || !isMs(v.n) || !isObj(v.c)) return null;
   const n = v.n;
   const cols = entries(v.c);
   if (!cols || !cols.every(([k, col]) => FIELD_SET.has(k) && Array.isArray(col) && col.length === n)) return null;
   const c = v.c as Record<string, unknown[]>;
   const out: ChatMessage[] = [];
+  let dropped = 0;
   let ts = 0;
   for (let i = 0; i < n; i++) {
     const row: Obj = {};
@@ -166,10 +177,20 @@ export function recordsFromJson(v: unknown): ChatMessage[] | null {
     row.ts = ts;
     row.sentAt = ts - row.sentAt;
     const m = checkRecord(row);
-    if (!m) return null;
-    out.push(m);
+    if (m) out.push(m);
+    else dropped++;
   }
-  return out;
+  return { records: out, dropped };
+}
+
+/** The records that pass checkRecord (as it returns them), and how many did not: what may be written out. */
+export function checkedRecords(records: readonly ChatMessage[]): DecodedRecords {
+  const out: ChatMessage[] = [];
+  for (const r of records) {
+    const m = checkRecord(r);
+    if (m) out.push(m);
+  }
+  return { records: out, dropped: records.length - out.length };
 }
 
 /** DEFLATE level 6: level 9 gains nothing on these records and is slower (chunks are fitted by trial). */

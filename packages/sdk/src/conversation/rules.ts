@@ -5,6 +5,8 @@
  * - a reaction or receipt from someone who is not in the chat is ignored;
  * - an edit, deletion, reaction or receipt that arrives before its target waits for it, within
  *   the bounds of waiting.ts;
+ * - a sender has at most MAX_REACTIONS_PER_SENDER distinct reactions on one message, and a
+ *   removal of a reaction that was never added changes nothing;
  * - a second copy of a message (same sender, same plaintext id) is dropped; one under a later
  *   envelope id (a retry its sender renewed) moves the record to that id, the only one the
  *   sender still knows, so later edits, reactions and receipts name the same message on both sides;
@@ -25,6 +27,13 @@ export const FAILURE_TEXT: Record<string, string> = {
 };
 
 export const UNKNOWN_TEXT = 'This message needs a newer version of the app.';
+
+/**
+ * Distinct emoji one sender may have used on one message (its reaction changes are kept per
+ * emoji). Times the 256 members a room may have, this is the 4,096 entries a record may carry
+ * in an export or a transfer.
+ */
+export const MAX_REACTIONS_PER_SENDER = 16;
 
 export type RuleContext = WaitContext;
 
@@ -154,8 +163,12 @@ function apply(c: RuleContext, m: ChatMessage, from: string, chat: string, p: Pl
     case 'reaction': {
       if (m.deleted || m.kind !== 'text') return 'not a reactable message';
       const key = `${from} ${p.emoji}`;
-      const at = m.reactedAt?.[key] ?? -1;
-      if (at > p.sentAt) return 'older reaction';
+      const at = m.reactedAt?.[key];
+      if (at === undefined) {
+        if (p.op === 'remove') return 'removal of a reaction never added';
+        const used = Object.keys(m.reactedAt ?? {}).filter((k) => k.startsWith(`${from} `)).length;
+        if (used >= MAX_REACTIONS_PER_SENDER) return 'too many reactions';
+      } else if (at > p.sentAt) return 'older reaction';
       const reactions = { ...(m.reactions ?? {}) };
       const who = new Set(reactions[p.emoji] ?? []);
       if (p.op === 'add') who.add(from);
