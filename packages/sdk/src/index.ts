@@ -154,6 +154,7 @@ export {
   exportAad,
   EXPORT_VERSION,
   EXPORT_ERRORS,
+  EXPORT_INFLATE_MAX,
   type ExportAccount,
   type ExportResult,
   type ImportResult,

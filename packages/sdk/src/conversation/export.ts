@@ -11,14 +11,15 @@
  * the AAD, so changing it makes the file fail as damaged. Importing checks everything before it
  * merges anything (merge.ts), so a bad file changes nothing, and a second import adds nothing.
  * A record that fails the check (a contact pushed it past a limit) is left out and counted, on
- * export and on import, rather than costing the whole file.
+ * export and on import, rather than costing the whole file. The plaintext inflates to at most
+ * EXPORT_INFLATE_MAX bytes: a file that would inflate further is refused before anything is read.
  */
 import { isNick } from '@svc/protocol';
 import { concat, fromUtf8, utf8 } from '../bytes.js';
 import type { Messenger } from '../client.js';
 import { SdkError } from '../errors.js';
 import type { Conversations } from './conversations.js';
-import { checkedRecords, compress, decompressJson, isSettled, recordsFromJson, recordsJson } from './history-codec.js';
+import { checkedRecords, compress, decompressJson, isSettled, recordsFromJson, recordsJson, TOO_LARGE } from './history-codec.js';
 import { mergeRecords } from './merge.js';
 import type { ChatMessage } from './model.js';
 import type { ConversationStore } from './store.js';
@@ -29,6 +30,12 @@ export const EXPORT_VERSION = 1;
 export const exportAad = (nick: string): string => `svc/export/v1|${nick}`;
 
 export type ExportAccount = Pick<Messenger, 'nick' | 'exportKey'>;
+
+/**
+ * The largest plaintext a history file may inflate to: about 1.3 million records of text, far above
+ * any real history, and still an amount a browser tab can hold.
+ */
+export const EXPORT_INFLATE_MAX = 256 * 1024 * 1024;
 
 export interface ExportResult {
   file: Uint8Array;
@@ -56,6 +63,7 @@ export const EXPORT_ERRORS = {
   newer: 'This history file was made by a newer version of the app; update the app to open it.',
   otherAccount: 'This history file belongs to another account; sign in to that account to import it.',
   damaged: 'This history file is damaged or was altered, and cannot be opened.',
+  tooLarge: 'This history file holds more than this app opens at once, and was not imported.',
 } as const;
 
 /** The history in `store` as a sealed file, and how many records it holds and left out. */
@@ -85,7 +93,8 @@ export async function openExport(account: ExportAccount, file: Uint8Array): Prom
   if (nick !== account.nick) throw bad(EXPORT_ERRORS.otherAccount);
   const body = await openData(account.exportKey, exportAad(nick), file.subarray(at + len));
   if (!body) throw bad(EXPORT_ERRORS.damaged);
-  const v = decompressJson(body) as { v?: unknown; exportedAt?: unknown; records?: unknown } | null;
+  const v = decompressJson(body, EXPORT_INFLATE_MAX) as { v?: unknown; exportedAt?: unknown; records?: unknown } | typeof TOO_LARGE | null;
+  if (v === TOO_LARGE) throw bad(EXPORT_ERRORS.tooLarge);
   const read = v && v.v === 1 && typeof v.exportedAt === 'number' ? recordsFromJson(v.records) : null;
   if (!read) throw bad(EXPORT_ERRORS.damaged);
   return { ...read, exportedAt: v!.exportedAt as number };

@@ -10,7 +10,7 @@
  * to `ts`, which are small numbers.
  */
 import { isId16, isNick, isUlid } from '@svc/protocol';
-import { deflateSync, inflateSync } from 'fflate';
+import { deflateSync, Inflate, inflateSync } from 'fflate';
 import { fromUtf8, utf8 } from '../bytes.js';
 import type { ChatMessage } from './model.js';
 import { isEmoji } from './plaintext.js';
@@ -198,11 +198,41 @@ export function compress(json: string): Uint8Array {
   return deflateSync(utf8(json), { level: 6, mem: 4 });
 }
 
-/** Inflates (at most `max` bytes when given) and parses the JSON; null when it is not valid, or larger. */
+/** Compressed bytes fed to the inflater at a time: one slice inflates to at most about 16 MiB. */
+const INFLATE_SLICE = 16 * 1024;
+
+/**
+ * Inflates `bytes` a slice at a time and stops once the output passes `max` bytes (returning
+ * null), so a small input that would inflate to gigabytes is refused without ever being held.
+ */
+export function inflateCapped(bytes: Uint8Array, max: number): Uint8Array | null {
+  if (bytes.length === 0) throw new RangeError('no data');
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  const s = new Inflate((chunk) => {
+    size += chunk.length;
+    if (size <= max) parts.push(chunk);
+  });
+  for (let at = 0; at < bytes.length && size <= max; at += INFLATE_SLICE)
+    s.push(bytes.subarray(at, at + INFLATE_SLICE), at + INFLATE_SLICE >= bytes.length);
+  if (size > max) return null;
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+/** What decompressJson answers for input that would inflate past its `max`. */
+export const TOO_LARGE = 'too large';
+
+/** Inflates (at most `max` bytes when given) and parses the JSON; null when it is not valid, TOO_LARGE when larger. */
 export function decompressJson(bytes: Uint8Array, max?: number): unknown {
   try {
-    const out = max === undefined ? inflateSync(bytes) : inflateSync(bytes, { out: new Uint8Array(max + 1) });
-    if (max !== undefined && out.length > max) return null;
+    const out = max === undefined ? inflateSync(bytes) : inflateCapped(bytes, max);
+    if (out === null) return TOO_LARGE;
     return JSON.parse(fromUtf8(out)) as unknown;
   } catch {
     return null;
