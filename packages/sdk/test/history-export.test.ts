@@ -1,11 +1,15 @@
 /**
  * The sealed history file (conversation/export.ts) with real accounts: the password alone opens it
  * on a fresh device; another account's file or a damaged one is refused with a clear error and
- * changes nothing; importing twice adds nothing.
+ * changes nothing; importing twice adds nothing; a file that would inflate past the cap is
+ * refused before it is read.
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { EXPORT_ERRORS, exportHistory, importHistory, MemoryStore, SdkError } from '../src/index.js';
+import { Deflate } from 'fflate';
+import { concat, utf8 } from '../src/bytes.js';
+import { sealData } from '../src/conversation/transfer-wire.js';
+import { EXPORT_ERRORS, EXPORT_INFLATE_MAX, exportAad, exportHistory, importHistory, MemoryStore, SdkError } from '../src/index.js';
 import { fill, makeHistory } from './history-fixtures.js';
 import { loginDevice, register, startServer, type TestServer } from './server.js';
 
@@ -22,7 +26,7 @@ async function exported(n = 400) {
   const store = new MemoryStore();
   const history = makeHistory(n, alice.m.nick);
   await fill(store, history);
-  const file = await exportHistory(alice.m, store);
+  const { file } = await exportHistory(alice.m, store);
   return { alice, store, file };
 }
 
@@ -84,8 +88,31 @@ test('a damaged history file is refused with a clear error and changes nothing',
   }
   // The nick in the header is bound in the AAD: a file sealed for another nick under the same key,
   // its header rewritten to this account's nick, does not open.
-  const other = await exportHistory({ nick: alice.m.nick.replace(/^./, (c) => (c === 'a' ? 'b' : 'a')), exportKey: alice.m.exportKey }, target);
+  const { file: other } = await exportHistory(
+    { nick: alice.m.nick.replace(/^./, (c) => (c === 'a' ? 'b' : 'a')), exportKey: alice.m.exportKey },
+    target,
+  );
   other.set(new TextEncoder().encode(alice.m.nick), nickAt);
   await assert.rejects(importHistory(alice.m, target, other), refusedWith(EXPORT_ERRORS.damaged));
+  assert.deepEqual(await target.all(), before);
+});
+
+test('a history file that would inflate past the cap (a decompression bomb) is refused with a clear error and changes nothing', async () => {
+  const alice = await register(server);
+  // Sealed like a real export, so only the inflating can refuse it: 320 MiB of JSON spaces.
+  const parts: Uint8Array[] = [];
+  const z = new Deflate({ level: 9 }, (chunk) => parts.push(chunk));
+  z.push(utf8('{"v":1,"exportedAt":1,"records":'));
+  const spaces = new Uint8Array(1024 * 1024).fill(0x20);
+  for (let i = 0; i < 320; i++) z.push(spaces);
+  z.push(utf8('{"v":1,"n":0,"c":{}}}'), true);
+  const body = concat(...parts);
+  const nick = utf8(alice.m.nick);
+  const file = concat(utf8('svchist'), Uint8Array.of(1, nick.length), nick, await sealData(alice.m.exportKey, exportAad(alice.m.nick), body));
+  assert.ok(file.length < 1024 * 1024, `${file.length} bytes inflate to over ${EXPORT_INFLATE_MAX} bytes`);
+  const target = new MemoryStore();
+  await fill(target, makeHistory(5, alice.m.nick));
+  const before = await target.all();
+  await assert.rejects(importHistory(alice.m, target, file), refusedWith(EXPORT_ERRORS.tooLarge));
   assert.deepEqual(await target.all(), before);
 });

@@ -344,7 +344,7 @@ describe('web client: nothing about chats, nicks or times in the browser’s sto
         attempts: 0,
       };
       const target = carol.api.newId();
-      const pending: PendingAction = {
+      const pending: Omit<PendingAction, 'at'> = {
         id: carol.api.newId(),
         target,
         chat: dmChat,

@@ -17,6 +17,7 @@ import { isHistoryPlain, type HistoryPlain, type PlainInput } from './plaintext.
 import { RoomMembers } from './room-members.js';
 import { applyOwn, ingest, type Ingested, type RuleContext } from './rules.js';
 import type { ConversationStore } from './store.js';
+import { purgeExpired } from './waiting.js';
 
 /** An edit is offered for this long after sending, as people expect. */
 export const EDIT_WINDOW_MS = 24 * 60 * 60_000;
@@ -65,7 +66,13 @@ export class Conversations {
     this.m = o.messenger;
     this.store = o.store;
     this.pacer = o.pacer ?? new Pacer(undefined, () => this.m.api.now());
-    this.rules = { store: this.store, me: this.m.nick, isMember: o.isMember ?? ((chat, nick) => this.members(chat).includes(nick)) };
+    this.rules = {
+      store: this.store,
+      me: this.m.nick,
+      isMember: o.isMember ?? ((chat, nick) => this.members(chat).includes(nick)),
+      sharesRoom: (nick) => this.m.rooms.some((r) => r.members.includes(nick)),
+      now: () => this.m.api.now(),
+    };
     this.outbox = new Outbox({
       store: this.store,
       pacer: this.pacer,
@@ -95,8 +102,9 @@ export class Conversations {
     return this.rules.me;
   }
 
-  /** Starts sending what the outbox kept from before (after a reload). */
-  load(): Promise<void> {
+  /** Drops waiting actions that expired, then starts sending what the outbox kept from before (after a reload). */
+  async load(): Promise<void> {
+    await purgeExpired(this.rules);
     return this.outbox.load();
   }
 

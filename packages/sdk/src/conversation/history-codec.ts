@@ -10,7 +10,7 @@
  * to `ts`, which are small numbers.
  */
 import { isId16, isNick, isUlid } from '@svc/protocol';
-import { deflateSync, inflateSync } from 'fflate';
+import { deflateSync, Inflate, inflateSync } from 'fflate';
 import { fromUtf8, utf8 } from '../bytes.js';
 import type { ChatMessage } from './model.js';
 import { isEmoji } from './plaintext.js';
@@ -149,14 +149,25 @@ export function recordsJson(records: readonly ChatMessage[]): string {
   return JSON.stringify({ v: 1, n: records.length, c });
 }
 
-/** The records back from recordsJson's output; null when anything is malformed. */
-export function recordsFromJson(v: unknown): ChatMessage[] | null {
+/** Records read back, and how many were left out because they failed the check. */
+export interface DecodedRecords {
+  records: ChatMessage[];
+  dropped: number;
+}
+
+/**
+ * The records back from recordsJson's output; null when the form itself is malformed. A record
+ * that fails checkRecord is left out and counted, not fatal: a contact can push one record past
+ * a limit (many reactions), and that must not cost the rest of the history.
+ */
+export function recordsFromJson(v: unknown): DecodedRecords | null {
   if (!isObj(v) || v.v !== 1 || !isMs(v.n) || !isObj(v.c)) return null;
   const n = v.n;
   const cols = entries(v.c);
   if (!cols || !cols.every(([k, col]) => FIELD_SET.has(k) && Array.isArray(col) && col.length === n)) return null;
   const c = v.c as Record<string, unknown[]>;
   const out: ChatMessage[] = [];
+  let dropped = 0;
   let ts = 0;
   for (let i = 0; i < n; i++) {
     const row: Obj = {};
@@ -166,10 +177,20 @@ export function recordsFromJson(v: unknown): ChatMessage[] | null {
     row.ts = ts;
     row.sentAt = ts - row.sentAt;
     const m = checkRecord(row);
-    if (!m) return null;
-    out.push(m);
+    if (m) out.push(m);
+    else dropped++;
   }
-  return out;
+  return { records: out, dropped };
+}
+
+/** The records that pass checkRecord (as it returns them), and how many did not: what may be written out. */
+export function checkedRecords(records: readonly ChatMessage[]): DecodedRecords {
+  const out: ChatMessage[] = [];
+  for (const r of records) {
+    const m = checkRecord(r);
+    if (m) out.push(m);
+  }
+  return { records: out, dropped: records.length - out.length };
 }
 
 /** DEFLATE level 6: level 9 gains nothing on these records and is slower (chunks are fitted by trial). */
@@ -177,11 +198,41 @@ export function compress(json: string): Uint8Array {
   return deflateSync(utf8(json), { level: 6, mem: 4 });
 }
 
-/** Inflates (at most `max` bytes when given) and parses the JSON; null when it is not valid, or larger. */
+/** Compressed bytes fed to the inflater at a time: one slice inflates to at most about 16 MiB. */
+const INFLATE_SLICE = 16 * 1024;
+
+/**
+ * Inflates `bytes` a slice at a time and stops once the output passes `max` bytes (returning
+ * null), so a small input that would inflate to gigabytes is refused without ever being held.
+ */
+export function inflateCapped(bytes: Uint8Array, max: number): Uint8Array | null {
+  if (bytes.length === 0) throw new RangeError('no data');
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  const s = new Inflate((chunk) => {
+    size += chunk.length;
+    if (size <= max) parts.push(chunk);
+  });
+  for (let at = 0; at < bytes.length && size <= max; at += INFLATE_SLICE)
+    s.push(bytes.subarray(at, at + INFLATE_SLICE), at + INFLATE_SLICE >= bytes.length);
+  if (size > max) return null;
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+/** What decompressJson answers for input that would inflate past its `max`. */
+export const TOO_LARGE = 'too large';
+
+/** Inflates (at most `max` bytes when given) and parses the JSON; null when it is not valid, TOO_LARGE when larger. */
 export function decompressJson(bytes: Uint8Array, max?: number): unknown {
   try {
-    const out = max === undefined ? inflateSync(bytes) : inflateSync(bytes, { out: new Uint8Array(max + 1) });
-    if (max !== undefined && out.length > max) return null;
+    const out = max === undefined ? inflateSync(bytes) : inflateCapped(bytes, max);
+    if (out === null) return TOO_LARGE;
     return JSON.parse(fromUtf8(out)) as unknown;
   } catch {
     return null;

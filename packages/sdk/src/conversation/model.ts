@@ -55,7 +55,7 @@ export interface ChatMessage {
   event?: MembershipEvent;
 }
 
-/** An edit, deletion, reaction or receipt whose target has not arrived yet. */
+/** An edit, deletion, reaction or receipt whose target has not arrived yet (bounded: waiting.ts). */
 export interface PendingAction {
   /** The envelope id of the action (or `<id>#<target>` for one target of a receipt). */
   id: string;
@@ -63,7 +63,10 @@ export interface PendingAction {
   chat: ChatId;
   from: string;
   ts: number;
+  /** What the action does to this one target (a receipt names only it). */
   plain: Plain;
+  /** This device's clock when it began to wait: it expires from then. */
+  at: number;
 }
 
 /** Who a message goes to first, when the account's message budget is short. */

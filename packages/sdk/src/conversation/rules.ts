@@ -3,7 +3,10 @@
  * - only a message's own sender (the envelope's authenticated `from`) can edit or delete it, and
  *   only in the chat it was sent to; a deleted message takes no further edits or reactions;
  * - a reaction or receipt from someone who is not in the chat is ignored;
- * - an edit, deletion, reaction or receipt that arrives before its target waits for it;
+ * - an edit, deletion, reaction or receipt that arrives before its target waits for it, within
+ *   the bounds of waiting.ts;
+ * - a sender has at most MAX_REACTIONS_PER_SENDER distinct reactions on one message, and a
+ *   removal of a reaction that was never added changes nothing;
  * - a second copy of a message (same sender, same plaintext id) is dropped; one under a later
  *   envelope id (a retry its sender renewed) moves the record to that id, the only one the
  *   sender still knows, so later edits, reactions and receipts name the same message on both sides;
@@ -13,7 +16,7 @@
 import type { DecryptedMessage } from '../messages.js';
 import type { ChatMessage, PendingAction } from './model.js';
 import type { Plain } from './plaintext.js';
-import type { ConversationStore } from './store.js';
+import { keepWaiting, type WaitContext } from './waiting.js';
 
 export const FAILURE_TEXT: Record<string, string> = {
   decrypt_failed: 'This message could not be decrypted: it was altered, forged, or sealed with a key this device does not have.',
@@ -25,13 +28,14 @@ export const FAILURE_TEXT: Record<string, string> = {
 
 export const UNKNOWN_TEXT = 'This message needs a newer version of the app.';
 
-export interface RuleContext {
-  store: ConversationStore;
-  /** This account's nick. */
-  me: string;
-  /** Whether `nick` is in the chat now (a DM: oneself and the peer; a room: its members). */
-  isMember(chat: string, nick: string): boolean;
-}
+/**
+ * Distinct emoji one sender may have used on one message (its reaction changes are kept per
+ * emoji). Times the 256 members a room may have, this is the 4,096 entries a record may carry
+ * in an export or a transfer.
+ */
+export const MAX_REACTIONS_PER_SENDER = 16;
+
+export type RuleContext = WaitContext;
 
 /** What one envelope changed: a new record to show (and count as unread when from another), and records it changed. */
 export interface Ingested {
@@ -101,7 +105,7 @@ async function secondCopy(c: RuleContext, firstId: string, id: string): Promise<
   return { changed: [moved], removed: [firstId], ignored: 'second copy' };
 }
 
-type Action = Omit<PendingAction, 'target'>;
+type Action = Omit<PendingAction, 'target' | 'at'>;
 
 /** An edit, deletion, reaction or receipt: applied to its target(s), or kept until they arrive. */
 export async function applyAction(c: RuleContext, a: Action): Promise<Ingested> {
@@ -113,7 +117,8 @@ export async function applyAction(c: RuleContext, a: Action): Promise<Ingested> 
   for (const target of targets) {
     const m = await c.store.get(target);
     if (!m) {
-      await c.store.addPending({ ...a, id: targets.length > 1 ? `${a.id}#${target}` : a.id, target });
+      const why = await keepWaiting(c, { ...a, id: targets.length > 1 ? `${a.id}#${target}` : a.id, target });
+      if (why) ignored = why;
       continue;
     }
     const why = apply(c, m, a.from, a.chat, p);
@@ -158,8 +163,12 @@ function apply(c: RuleContext, m: ChatMessage, from: string, chat: string, p: Pl
     case 'reaction': {
       if (m.deleted || m.kind !== 'text') return 'not a reactable message';
       const key = `${from} ${p.emoji}`;
-      const at = m.reactedAt?.[key] ?? -1;
-      if (at > p.sentAt) return 'older reaction';
+      const at = m.reactedAt?.[key];
+      if (at === undefined) {
+        if (p.op === 'remove') return 'removal of a reaction never added';
+        const used = Object.keys(m.reactedAt ?? {}).filter((k) => k.startsWith(`${from} `)).length;
+        if (used >= MAX_REACTIONS_PER_SENDER) return 'too many reactions';
+      } else if (at > p.sentAt) return 'older reaction';
       const reactions = { ...(m.reactions ?? {}) };
       const who = new Set(reactions[p.emoji] ?? []);
       if (p.op === 'add') who.add(from);

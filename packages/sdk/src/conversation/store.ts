@@ -24,6 +24,13 @@ export interface ConversationStore {
   addPending(p: PendingAction): Promise<void>;
   /** Removes and returns the actions waiting for `target`, oldest first. */
   takePending(target: string): Promise<PendingAction[]>;
+  /** How many actions wait: from `from` (in `chat` when given), or in all. */
+  countPending(o?: { from: string; chat?: ChatId }): Promise<number>;
+  /**
+   * Drops the actions that began to wait before `before` (and any row that cannot be read);
+   * returns how many went, and when the oldest that stays began to wait.
+   */
+  purgePending(before: number): Promise<{ removed: number; oldest?: number }>;
 
   outboxList(): Promise<OutboxItem[]>;
   outboxPut(item: OutboxItem): Promise<void>;
@@ -101,6 +108,26 @@ export class MemoryStore implements ConversationStore {
     const list = this.pending.get(target) ?? [];
     this.pending.delete(target);
     return list.sort(byTime);
+  }
+
+  async countPending(o?: { from: string; chat?: ChatId }): Promise<number> {
+    let n = 0;
+    for (const list of this.pending.values())
+      n += o ? list.filter((p) => p.from === o.from && (o.chat === undefined || p.chat === o.chat)).length : list.length;
+    return n;
+  }
+
+  async purgePending(before: number): Promise<{ removed: number; oldest?: number }> {
+    let removed = 0;
+    let oldest: number | undefined;
+    for (const [target, list] of this.pending) {
+      const keep = list.filter((p) => p.at >= before);
+      removed += list.length - keep.length;
+      for (const p of keep) oldest = Math.min(oldest ?? p.at, p.at);
+      if (keep.length) this.pending.set(target, keep);
+      else this.pending.delete(target);
+    }
+    return oldest === undefined ? { removed } : { removed, oldest };
   }
 
   async outboxList(): Promise<OutboxItem[]> {

@@ -13,6 +13,8 @@ import { chainNext, chunkAad, decodePayload, openData } from './transfer-wire.js
 /** A chunk read: its whole records, the record still in pieces after it, and the chain value after it. */
 export interface OpenedChunk {
   records: ChatMessage[];
+  /** Records of the chunk left out because they failed the check. */
+  dropped: number;
   carry: ReceiveState['carry'];
   hash: string;
 }
@@ -30,20 +32,22 @@ export async function openChunk(
   const payload = decodePayload(bytes);
   if (!payload) return 'damaged';
   let records: ChatMessage[] = [];
+  let dropped = 0;
   let carry = r.carry;
-  if ('records' in payload) records = payload.records;
+  if ('records' in payload) ({ records, dropped } = payload);
   else {
     const piece = payload.piece;
-    if (piece.rec ? carry : !carry) return 'damaged';
-    carry = piece.rec ? { rec: piece.rec, text: piece.text } : { rec: carry!.rec, text: carry!.text + piece.text };
+    const first = piece.rec !== undefined;
+    if (first ? carry : !carry) return 'damaged';
+    carry = first ? { rec: piece.rec!, text: piece.text } : { rec: carry!.rec, text: carry!.text + piece.text };
     if (piece.end) {
-      const whole = checkRecord({ ...carry.rec, body: carry.text });
-      if (!whole) return 'damaged';
-      records = [whole];
+      const whole = carry.rec ? checkRecord({ ...carry.rec, body: carry.text }) : null;
+      if (whole) records = [whole];
+      else dropped = 1;
       carry = undefined;
     }
   }
-  return { records, carry, hash: b64(await chainNext(prev, sealed)) };
+  return { records, dropped, carry, hash: b64(await chainNext(prev, sealed)) };
 }
 
 /** Where a transfer this device receives stands. */
@@ -54,6 +58,7 @@ export function receiveProgress(r: ReceiveState, deviceId: string): TransferProg
     device: deviceId,
     chunks: { done: r.next, total: r.total },
     records: { done: r.recordsDone, total: r.records },
+    dropped: r.dropped ?? 0,
     state: r.done ? 'done' : 'active',
   };
 }

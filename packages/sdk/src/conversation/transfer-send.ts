@@ -39,6 +39,7 @@ export function sendProgress(s: SendState): TransferProgress {
     device: s.device,
     chunks: { done: s.sent, total: s.total },
     records: { done, total: records },
+    dropped: s.dropped ?? 0,
     state: s.confirmed ? 'done' : 'active',
   };
 }

@@ -35,6 +35,8 @@ export interface TransferProgress {
   /** Sending: chunks the service accepted; receiving: chunks checked and merged. */
   chunks: { done: number; total: number };
   records: { done: number; total: number };
+  /** Records left out because they failed the check: on the sender, before sealing; on the receiver, on reading. */
+  dropped: number;
   /** `done`: the receiver holds every chunk (on the sender: it said so). */
   state: 'active' | 'done';
 }
@@ -59,6 +61,8 @@ export interface SendState {
   /** Whole records per chunk. */
   counts: number[];
   digest: string;
+  /** Records of the store left out because they failed the check. */
+  dropped?: number;
   sent: number;
   createdAt: number;
   confirmed: boolean;
@@ -73,12 +77,14 @@ export interface ReceiveState {
   /** b64url of the chain value after chunk next-1. */
   hash: string;
   recordsDone: number;
+  /** Records left out because they failed the check (counted in recordsDone too). */
+  dropped?: number;
   /** Every chunk is taken (the last one completes the transfer). */
   done: boolean;
   /** The sender's `history-done` came and matched the chain; another one is a replay. */
   confirmed?: boolean;
   /** A record whose text comes in pieces, while it does. */
-  carry?: { rec: ChatMessage; text: string };
+  carry?: { rec: ChatMessage | null; text: string };
   lastAck?: { next: number; at: number };
 }
 

@@ -26,11 +26,12 @@ export const TRANSFER_LABEL = 'svc/transfer/v1';
 const INFLATE_MAX = 16 * 1024 * 1024;
 
 export interface Piece {
-  rec?: ChatMessage;
+  /** The record without its text, in the first piece; null there when it fails the check (its text is read, then left out). */
+  rec?: ChatMessage | null;
   text: string;
   end: boolean;
 }
-export type Payload = { records: ChatMessage[] } | { piece: Piece };
+export type Payload = { records: ChatMessage[]; dropped: number } | { piece: Piece };
 
 export interface BuiltChunk {
   /** b64url of iv || ciphertext. */
@@ -103,15 +104,15 @@ export function decodePayload(bytes: Uint8Array): Payload | null {
   if (typeof v !== 'object' || v === null || (v as { v?: unknown }).v !== 1) return null;
   const piece = (v as { piece?: unknown }).piece;
   if (piece === undefined) {
-    const records = recordsFromJson(v);
-    return records ? { records } : null;
+    return recordsFromJson(v);
   }
   if (typeof piece !== 'object' || piece === null) return null;
   const p = piece as Record<string, unknown>;
   if (typeof p.text !== 'string' || typeof p.end !== 'boolean') return null;
   if (p.rec === undefined) return { piece: { text: p.text, end: p.end } };
   const rec = checkRecord(p.rec);
-  return rec && rec.body === undefined ? { piece: { rec, text: p.text, end: p.end } } : null;
+  if (rec?.body !== undefined) return null;
+  return { piece: { rec, text: p.text, end: p.end } };
 }
 
 /** How many compressed bytes one chunk may carry, for chunks addressed to `device`. */

@@ -17,7 +17,7 @@ import { isDeviceId } from '@svc/protocol';
 import { b64, randomBytes } from '../bytes.js';
 import { SdkError } from '../errors.js';
 import type { HistoryMessage } from './conversations.js';
-import { isSettled } from './history-codec.js';
+import { checkedRecords, isSettled } from './history-codec.js';
 import { mergeRecords } from './merge.js';
 import type { OutboxItem } from './model.js';
 import type { HistoryChunkPlain, HistoryDonePlain, HistoryPlain } from './plaintext.js';
@@ -121,7 +121,8 @@ export class HistoryTransfer {
       return Promise.reject(new SdkError('invalid', { message: 'Not another device of this account.' }));
     return this.serial(async () => {
       const chat = await this.l.carrier();
-      const records = (await this.l.store.all()).filter(isSettled).reverse(); // newest first: recent chats fill in first
+      // Newest first: recent chats fill in first.
+      const { records, dropped } = checkedRecords((await this.l.store.all()).filter(isSettled).reverse());
       const transfer = b64(randomBytes(16));
       const built = await buildTransfer({ key: this.l.key, nick: this.l.me, transfer, device, records });
       const s: SendState = {
@@ -131,6 +132,7 @@ export class HistoryTransfer {
         total: built.total,
         counts: built.chunks.map((c) => c.records),
         digest: built.digest,
+        ...(dropped > 0 ? { dropped } : {}),
         sent: 0,
         createdAt: this.l.now(),
         confirmed: false,
@@ -247,7 +249,8 @@ export class HistoryTransfer {
     if (typeof opened === 'string') return this.refuse(p, opened);
     const merged = await mergeRecords(this.l.store, this.l.me, opened.records);
     this.l.notify({ changed: merged.changed, imported: merged.added });
-    const next: ReceiveState = { ...r, next: r.next + 1, hash: opened.hash, recordsDone: r.recordsDone + opened.records.length };
+    const next: ReceiveState = { ...r, next: r.next + 1, hash: opened.hash, recordsDone: r.recordsDone + opened.records.length + opened.dropped };
+    if (opened.dropped > 0) next.dropped = (r.dropped ?? 0) + opened.dropped;
     if (opened.carry) next.carry = opened.carry;
     else delete next.carry;
     // The last chunk completes the transfer: each seal binds `total` and the chain before it, so

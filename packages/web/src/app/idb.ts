@@ -17,7 +17,7 @@ export const STORES = {
   messages: 'messages',
   chats: 'chats',
   pins: 'pins',
-  /** Edits, reactions and receipts waiting for their target (index `target` on t). */
+  /** Edits, reactions and receipts waiting for their target (index `target` on t, `sender` on f, `sender_chat` on s). */
   pending: 'pending',
   /** Messages not yet accepted by the service. */
   outbox: 'outbox',
@@ -27,8 +27,11 @@ export type StoreName = (typeof STORES)[keyof typeof STORES];
 /**
  * 3: rows keyed and indexed by tags, under a database named by a tag. Versions 1 and 2 lived in a
  * database named by the nick with chat ids and times in the clear; legacy.ts reads them once.
+ * 4: waiting actions are also indexed by the tags of their sender and of sender and chat, so their
+ * caps are counted without opening rows; rows of before do not open under the new layout and go
+ * at the next start.
  */
-const VERSION = 3;
+const VERSION = 4;
 
 /** A stored row: found by its tag, the rest sealed (and, for messages, indexed by tags). */
 export interface Row {
@@ -97,7 +100,7 @@ export function deleteDatabase(name: string): Promise<'deleted' | 'blocked'> {
   });
 }
 
-function upgrade(db: IDBDatabase): void {
+function upgrade(db: IDBDatabase, tx: IDBTransaction): void {
   if (!db.objectStoreNames.contains(STORES.kv)) db.createObjectStore(STORES.kv);
   if (!db.objectStoreNames.contains(STORES.messages)) {
     const messages = db.createObjectStore(STORES.messages, { keyPath: 'k' });
@@ -107,6 +110,9 @@ function upgrade(db: IDBDatabase): void {
   if (!db.objectStoreNames.contains(STORES.chats)) db.createObjectStore(STORES.chats, { keyPath: 'k' });
   if (!db.objectStoreNames.contains(STORES.pins)) db.createObjectStore(STORES.pins, { keyPath: 'k' });
   if (!db.objectStoreNames.contains(STORES.pending)) db.createObjectStore(STORES.pending, { keyPath: 'k' }).createIndex('target', 't');
+  const pending = tx.objectStore(STORES.pending);
+  if (!pending.indexNames.contains('sender')) pending.createIndex('sender', 'f');
+  if (!pending.indexNames.contains('sender_chat')) pending.createIndex('sender_chat', 's');
   if (!db.objectStoreNames.contains(STORES.outbox)) db.createObjectStore(STORES.outbox, { keyPath: 'k' });
 }
 
@@ -124,7 +130,7 @@ export class Db {
 
   static async open(name: string): Promise<Db> {
     const req = indexedDB.open(name, VERSION);
-    req.onupgradeneeded = () => upgrade(req.result);
+    req.onupgradeneeded = () => upgrade(req.result, req.transaction!);
     return new Db(await done(req), name);
   }
 
@@ -162,8 +168,10 @@ export class Db {
     await done(this.store(name, 'readwrite').delete(key));
   }
 
-  count(name: StoreName): Promise<number> {
-    return done(this.store(name, 'readonly').count());
+  /** Rows of a store, or of an index's `key` when given. */
+  count(name: StoreName, index?: { name: string; key: IDBValidKey }): Promise<number> {
+    const store = this.store(name, 'readonly');
+    return done(index ? store.index(index.name).count(index.key) : store.count());
   }
 
   all<T>(name: StoreName): Promise<T[]> {

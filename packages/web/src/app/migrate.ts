@@ -9,7 +9,7 @@
  * the mark `moved` says the copy finished, so a copy is never repeated over newer writes once the
  * app has used the new database, even if deleting the old one failed.
  */
-import type { Messenger } from '@svc/sdk';
+import { forTarget, type Messenger } from '@svc/sdk';
 import { metaRow } from './chats.js';
 import { STORES, deleteDatabase, type Db } from './idb.js';
 import { legacyChats, legacyDbName, legacyKv, legacyMessages, legacyOutbox, legacyPending, legacyPins, openLegacy, type Skipped } from './legacy.js';
@@ -49,7 +49,9 @@ async function copy(old: IDBDatabase, m: Messenger, db: Db): Promise<number> {
     records += page.length;
   }
   const pending = await legacyPending(old, key, skipped);
-  await db.putAll(STORES.pending, await Promise.all(pending.map((p) => store.pendingRow(p))));
+  // Old rows held a whole receipt each: each keeps only what its target needs, and waits from now.
+  const now = m.api.now();
+  await db.putAll(STORES.pending, await Promise.all(pending.map((p) => store.pendingRow({ ...p, plain: forTarget(p.plain, p.target), at: now }))));
   const outbox = await legacyOutbox(old, key, skipped);
   await db.putAll(STORES.outbox, await Promise.all(outbox.map((item) => store.outboxRow(item))));
   const chats = await legacyChats(old, key, skipped);

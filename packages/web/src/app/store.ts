@@ -3,7 +3,8 @@
  * id, chat, time, sender, text, reactions, receipts; outbox and waiting actions alike) is AES-256-GCM
  * under the history key, and IndexedDB finds rows only by tags of the index key (tags.ts): a
  * message by the tag of its id, a chat's messages by the tag of the chat, the duplicate check by
- * the tag of sender and plaintext id, a waiting action by the tag of its target. The one clear
+ * the tag of sender and plaintext id, a waiting action by the tags of its target, its sender, and
+ * its sender and chat (the caps of the SDK's waiting.ts count them). The one clear
  * value is a message's week (`o`), so a chat can be read a page at a time. The row's clear fields
  * are in the AAD, so a row cannot be moved to another chat, week or name unnoticed.
  *
@@ -32,14 +33,16 @@ export interface MessageRow extends Row {
   sealed: Sealed;
 }
 
-/** A waiting action (`t`: the tag of its target) or an outbox item. */
+/** A waiting action (`t`, `f`, `s`: the tags of its target, sender, and sender and chat) or an outbox item. */
 export interface SealedRow extends Row {
   t?: string;
+  f?: string;
+  s?: string;
   sealed: Sealed;
 }
 
 const msgCtx = (r: Omit<MessageRow, 'sealed'>) => `msg|${r.k}|${r.c}|${r.o}|${r.m ?? ''}`;
-const pendingCtx = (r: Omit<SealedRow, 'sealed'>) => `pending|${r.k}|${r.t ?? ''}`;
+const pendingCtx = (r: Omit<SealedRow, 'sealed'>) => `pending|${r.k}|${r.t ?? ''}|${r.f ?? ''}|${r.s ?? ''}`;
 const outboxCtx = (r: Omit<SealedRow, 'sealed'>) => `outbox|${r.k}`;
 
 export class IdbConversationStore implements ConversationStore {
@@ -57,7 +60,12 @@ export class IdbConversationStore implements ConversationStore {
   }
 
   async pendingRow(p: PendingAction): Promise<SealedRow> {
-    const head = { k: await this.tags.pending(p.id), t: await this.tags.target(p.target) };
+    const head = {
+      k: await this.tags.pending(p.id),
+      t: await this.tags.target(p.target),
+      f: await this.tags.sender(p.from),
+      s: await this.tags.senderChat(p.from, p.chat),
+    };
     return { ...head, sealed: await sealAtRest(this.key, p, pendingCtx(head)) };
   }
 
@@ -150,6 +158,29 @@ export class IdbConversationStore implements ConversationStore {
     const list = (await this.openSealed<PendingAction>(STORES.pending, pendingCtx, rows)).map(([, p]) => p).filter((p) => p.target === target);
     for (const r of rows) await this.db.delete(STORES.pending, r.k);
     return list.sort(byTime);
+  }
+
+  async countPending(o?: { from: string; chat?: ChatId }): Promise<number> {
+    if (!o) return this.db.count(STORES.pending);
+    const index =
+      o.chat === undefined
+        ? { name: 'sender', key: await this.tags.sender(o.from) }
+        : { name: 'sender_chat', key: await this.tags.senderChat(o.from, o.chat) };
+    return this.db.count(STORES.pending, index);
+  }
+
+  /** Opens every waiting row (at most the SDK's cap of them, plus rows of an older layout, which do not open and go). */
+  async purgePending(before: number): Promise<{ removed: number; oldest?: number }> {
+    const rows = await this.db.all<SealedRow>(STORES.pending);
+    const live = (await this.openSealed<PendingAction>(STORES.pending, pendingCtx, rows)).filter(([, p]) => p.at >= before);
+    const keep = new Set(live.map(([r]) => r.k));
+    let removed = 0;
+    for (const r of rows) {
+      if (keep.has(r.k)) continue;
+      await this.db.delete(STORES.pending, r.k);
+      removed++;
+    }
+    return live.length === 0 ? { removed } : { removed, oldest: Math.min(...live.map(([, p]) => p.at)) };
   }
 
   /** The transfer's bookkeeping (it names chats and devices): sealed in `kv` under the tag of its name. */

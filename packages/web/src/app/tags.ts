@@ -48,6 +48,16 @@ export class Tags {
     return this.of(`target|${id}`);
   }
 
+  /** The sender of a waiting action (index sender: the per-sender budget). */
+  sender(nick: string): Promise<string> {
+    return this.of(`sender|${nick}`);
+  }
+
+  /** The sender and chat of a waiting action (index sender_chat: the cap per sender and chat). */
+  senderChat(nick: string, chat: string): Promise<string> {
+    return this.of(`senderchat|${nick}|${chat}`);
+  }
+
   outbox(id: string): Promise<string> {
     return this.of(`outbox|${id}`);
   }

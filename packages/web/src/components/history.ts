@@ -3,7 +3,8 @@
  * under the account's export key (the password alone opens it again, on any device), and "Import
  * history" merges such a file in without duplicates. The SDK builds and checks the file
  * (docs/CRYPTO.md, "History export"); a file of another account or a damaged one is refused with
- * its clear error, and nothing changes.
+ * its clear error, and nothing changes. A single record that fails the check is left out, and
+ * the status line says how many were.
  */
 import { exportHistory, importHistory } from '@svc/sdk';
 import { describeError } from '../app/errors.js';
@@ -29,6 +30,9 @@ function download(bytes: Uint8Array, name: string): void {
 
 const count = (n: number) => n.toLocaleString('en-US');
 
+/** Records that failed the check are left out, not fatal; the person is told how many. */
+export const leftOut = (n: number): string => (n === 0 ? '' : ` ${count(n)} ${n === 1 ? 'message was' : 'messages were'} damaged and left out.`);
+
 export function historySection(s: Session): HTMLElement {
   const status = h('p', { class: 'status', role: 'status' });
   const alertSlot = h('div');
@@ -46,10 +50,10 @@ export function historySection(s: Session): HTMLElement {
     exportBtn.disabled = true;
     say('Sealing the history…');
     exportHistory({ nick: s.nick, exportKey: s.m.exportKey }, s.store)
-      .then((bytes) => {
+      .then((r) => {
         const name = exportFileName(s.nick);
-        download(bytes, name);
-        say(`History saved as ${name}.`);
+        download(r.file, name);
+        say(`History saved as ${name}.${leftOut(r.dropped)}`);
       })
       .catch((e: unknown) => fail(`The history could not be exported: ${describeError(e)}`))
       .finally(() => (exportBtn.disabled = false));
@@ -66,7 +70,7 @@ export function historySection(s: Session): HTMLElement {
     f.arrayBuffer()
       .then((buf) => importHistory({ nick: s.nick, exportKey: s.m.exportKey }, s.conv, new Uint8Array(buf)))
       .then((r) => {
-        say(`Imported ${count(r.records)} messages (${count(r.added)} new).`);
+        say(`Imported ${count(r.records)} messages (${count(r.added)} new).${leftOut(r.dropped)}`);
         file.value = '';
       })
       .catch((e: unknown) => fail(describeError(e)))

@@ -5,8 +5,8 @@
  * - a new device of the account asks for the history: a dialog "New device signed in" with
  *   "Send history" (the transfer starts) and "Not now" (nothing is sent; Escape is the same);
  * - while a transfer runs, on both devices, a progress bar named "History transfer" with the
- *   count of messages in words ("Received 300 of 1,000 messages"), gone a few seconds after the
- *   receiving device holds everything.
+ *   count of messages in words ("Received 300 of 1,000 messages", and how many were left out as
+ *   damaged), gone a few seconds after the receiving device holds everything.
  */
 import type { TransferProgress, TransferRequest } from '@svc/sdk';
 import { describeError } from '../app/errors.js';
@@ -18,9 +18,10 @@ export const DONE_SHOWN_MS = 6_000;
 
 const count = (n: number) => n.toLocaleString('en-US');
 
-/** "Received 300 of 1,000 messages" / "Sent 300 of 1,000 messages". */
-export function progressText(p: Pick<TransferProgress, 'role' | 'records'>): string {
-  return `${p.role === 'receive' ? 'Received' : 'Sent'} ${count(p.records.done)} of ${count(p.records.total)} messages`;
+/** "Received 300 of 1,000 messages" / "Sent 300 of 1,000 messages", and how many were left out as damaged. */
+export function progressText(p: Pick<TransferProgress, 'role' | 'records' | 'dropped'>): string {
+  const line = `${p.role === 'receive' ? 'Received' : 'Sent'} ${count(p.records.done)} of ${count(p.records.total)} messages`;
+  return p.dropped > 0 ? `${line} (${count(p.dropped)} damaged, left out)` : line;
 }
 
 export interface TransferView {
