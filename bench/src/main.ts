@@ -76,6 +76,7 @@ async function startService(o: Options, backend: Backend, k: number): Promise<Ch
       LIMIT_REGISTER_PER_HOUR: RAISED_LIMIT,
       LIMIT_LOGIN_PER_10MIN: RAISED_LIMIT,
       LIMIT_LOGIN_PER_IP_PER_10MIN: RAISED_LIMIT,
+      LIMIT_LOGIN_PER_NICK_PER_10MIN: RAISED_LIMIT,
       LOG_LEVEL: 'warn',
     },
   }));

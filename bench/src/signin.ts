@@ -64,6 +64,7 @@ async function startTarget(label: string, where: string): Promise<Target> {
     DATABASE_URL: `sqlite:${join(dir, 'svc.db')}`,
     LIMIT_LOGIN_PER_10MIN: '100000',
     LIMIT_LOGIN_PER_IP_PER_10MIN: '100000',
+    LIMIT_LOGIN_PER_NICK_PER_10MIN: '100000',
     LIMIT_REGISTER_PER_HOUR: '100000',
     LOG_LEVEL: 'warn',
   };

@@ -45,6 +45,8 @@ export const DEFAULT_RATES = {
   loginPer10Min: 10,
   /** A second login bucket per client IP, across all nicks (docs/API.md §1.8). */
   loginPerIpPer10Min: 100,
+  /** A third login bucket per nick, across the addresses that have not signed in to it lately (docs/API.md §1.8). */
+  loginPerNickPer10Min: 50,
 } as const;
 
 /** KDF parameter bounds and the defaults for new accounts (docs/API.md §1.9, docs/CRYPTO.md §1). */

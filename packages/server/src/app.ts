@@ -110,7 +110,7 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
   const streams = new LocalStreams(LIMITS.pingIntervalMs);
   // A VAPID key made now must be on disk before any client can subscribe with it.
   const secrets = await whenDurable(store, () => loadSecrets(config, store));
-  const { bus, limiter } = await openCoordination(config, streams, fastify.log, {
+  const { bus, limiter, known } = await openCoordination(config, streams, fastify.log, {
     keySecret: secrets.server,
     presenceTtlS: opts.presenceTtlS,
     now: opts.now,
@@ -124,7 +124,7 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
       allowPrivate: config.pushAllowPrivateTargets,
       ...(opts.pushResolver ? { resolve: opts.pushResolver } : {}),
     });
-  const deps: Deps = { config, store, bus, limiter, pusher, secrets, log: fastify.log, now: opts.now ?? Date.now };
+  const deps: Deps = { config, store, bus, limiter, known, pusher, secrets, log: fastify.log, now: opts.now ?? Date.now };
 
   // Bodies are collected raw (any content type, 32 KiB at most) and parsed by the handler,
   // so that the session and rate-limit checks come before bad_json, as docs/API.md §1.4 orders them.
@@ -207,6 +207,7 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
       clearTimeout(grace);
       await pusher.close();
       await bus.close();
+      await known.close();
       await limiter.close();
       await store.close();
     })();

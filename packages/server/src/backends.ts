@@ -14,6 +14,7 @@ import { MemoryBus } from './bus/memory.js';
 import type { RateLimiter } from './limits/types.js';
 import { MemoryLimiter } from './limits/memory.js';
 import { FallbackLimiter } from './limits/fallback.js';
+import { FallbackKnownAddresses, MemoryKnownAddresses, type KnownAddresses } from './limits/known.js';
 
 /**
  * The store of DATABASE_URL. The service upgrades an older schema as it opens it; the admin
@@ -32,13 +33,14 @@ export async function openCoordination(
   streams: LocalStreams,
   log: FastifyBaseLogger,
   o: { keySecret: string; presenceTtlS?: number | undefined; now?: (() => number) | undefined },
-): Promise<{ bus: Bus; limiter: RateLimiter }> {
+): Promise<{ bus: Bus; limiter: RateLimiter; known: KnownAddresses }> {
   // The in-process limiter keeps the service's clock (tests move it); Redis's keeps its own.
-  if (config.redisUrl === null) return { bus: new MemoryBus(streams), limiter: new MemoryLimiter(o.now) };
-  const [{ redisClient }, { RedisBus }, { RedisLimiter }] = await Promise.all([
+  if (config.redisUrl === null) return { bus: new MemoryBus(streams), limiter: new MemoryLimiter(o.now), known: new MemoryKnownAddresses(o.now) };
+  const [{ redisClient }, { RedisBus }, { RedisLimiter }, { RedisKnownAddresses }] = await Promise.all([
     import('./redis-client.js'),
     import('./bus/redis.js'),
     import('./limits/redis.js'),
+    import('./limits/known-redis.js'),
   ]);
   const pub = redisClient(config.redisUrl, log, 'bus', false);
   const sub = redisClient(config.redisUrl, log, 'subscriber', true);
@@ -52,5 +54,9 @@ export async function openCoordination(
     ...(o.presenceTtlS !== undefined ? { presenceTtlS: o.presenceTtlS } : {}),
     onError: (err, what) => log.error({ err }, what),
   });
-  return { bus, limiter: new FallbackLimiter(new RedisLimiter(limits, config.redisPrefix, o.keySecret), new MemoryLimiter(o.now), log) };
+  return {
+    bus,
+    limiter: new FallbackLimiter(new RedisLimiter(limits, config.redisPrefix, o.keySecret), new MemoryLimiter(o.now), log),
+    known: new FallbackKnownAddresses(new RedisKnownAddresses(limits, config.redisPrefix, o.keySecret, o.now), new MemoryKnownAddresses(o.now), log),
+  };
 }

@@ -17,7 +17,14 @@ export interface Config {
   redisPrefix: string;
   registration: 'open' | 'invite';
   vapid: { subject: string; publicKey: string | null; privateKey: string | null };
-  rates: { messagesPerMin: number; writesPerMin: number; registerPerHour: number; loginPer10Min: number; loginPerIpPer10Min: number };
+  rates: {
+    messagesPerMin: number;
+    writesPerMin: number;
+    registerPerHour: number;
+    loginPer10Min: number;
+    loginPerIpPer10Min: number;
+    loginPerNickPer10Min: number;
+  };
   pushAllowPrivateTargets: boolean;
   /** The attachment store's limits, or null with ATTACHMENTS=off (its routes are then absent). */
   attachments: AttachmentConfig | null;
@@ -136,6 +143,7 @@ export function parseConfig(env: Env, defaults: { webRoot: string; build: Config
       registerPerHour: intVar(env, 'LIMIT_REGISTER_PER_HOUR', DEFAULT_RATES.registerPerHour, 1, 10_000_000),
       loginPer10Min: intVar(env, 'LIMIT_LOGIN_PER_10MIN', DEFAULT_RATES.loginPer10Min, 1, 10_000_000),
       loginPerIpPer10Min: intVar(env, 'LIMIT_LOGIN_PER_IP_PER_10MIN', DEFAULT_RATES.loginPerIpPer10Min, 1, 10_000_000),
+      loginPerNickPer10Min: intVar(env, 'LIMIT_LOGIN_PER_NICK_PER_10MIN', DEFAULT_RATES.loginPerNickPer10Min, 1, 10_000_000),
     },
     pushAllowPrivateTargets: allowPrivate === '1',
     attachments: parseAttachments(env),

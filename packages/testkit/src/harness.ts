@@ -86,6 +86,7 @@ export const TEST_RATES = {
   LIMIT_REGISTER_PER_HOUR: '100000',
   LIMIT_LOGIN_PER_10MIN: '100000',
   LIMIT_LOGIN_PER_IP_PER_10MIN: '100000',
+  LIMIT_LOGIN_PER_NICK_PER_10MIN: '100000',
 };
 
 function logCollector(logs: Record<string, unknown>[]): Writable {

@@ -9,11 +9,13 @@ export type {};
 const sw = globalThis as unknown as ServiceWorkerGlobalScope;
 
 /**
- * The build's files, put here by the build (vite.config.ts, swShell): index.html, every file under
- * /assets/ and the static icons and manifest, with a version that changes with any of them.
+ * The build's files and the SHA-256 of each (base64), put here by the build (vite.config.ts,
+ * swShell): index.html, every file under /assets/ and the static icons and manifest, with a
+ * version that changes with any of them.
  */
-declare const __SVC_SHELL__: { version: string; files: string[] };
+declare const __SVC_SHELL__: { version: string; sha256: Record<string, string> };
 const SHELL = __SVC_SHELL__;
+const FILES = Object.keys(SHELL.sha256);
 const CACHE_PREFIX = 'svc-shell-';
 const CACHE = CACHE_PREFIX + SHELL.version;
 
@@ -25,7 +27,7 @@ function isService(path: string): boolean {
 async function installShell(): Promise<void> {
   const cache = await caches.open(CACHE);
   // "reload": straight from the service, not from the HTTP cache of an older build.
-  await cache.addAll(SHELL.files.map((f) => new Request(f, { cache: 'reload' })));
+  await cache.addAll(FILES.map((f) => new Request(f, { cache: 'reload' })));
 }
 
 async function dropOldShells(): Promise<void> {
@@ -34,9 +36,41 @@ async function dropOldShells(): Promise<void> {
   }
 }
 
-async function fromShell(req: Request | string): Promise<Response | undefined> {
+async function sha256(res: Response): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', await res.clone().arrayBuffer()));
+  let s = '';
+  for (const b of digest) s += String.fromCharCode(b);
+  return btoa(s);
+}
+
+/**
+ * Whether `res` is this build's `path`: its bytes hash to the build's list, and it came from the
+ * network ("basic"), so its headers (the CSP of index.html among them) are the service's.
+ */
+async function isBuilds(path: string, res: Response): Promise<boolean> {
+  const want = SHELL.sha256[path];
+  return want !== undefined && res.ok && res.type === 'basic' && (await sha256(res)) === want;
+}
+
+/**
+ * This build's `path` from the cache. Any page script of the origin can write that cache, so an
+ * injected script could otherwise make itself the app for good: a copy that is not the build's
+ * is dropped, and the caller goes to the network.
+ */
+async function fromShell(path: string): Promise<Response | undefined> {
   const cache = await caches.open(CACHE);
-  return cache.match(req);
+  const hit = await cache.match(path);
+  if (!hit) return undefined;
+  if (await isBuilds(path, hit)) return hit;
+  await cache.delete(path);
+  return undefined;
+}
+
+/** From the network, and kept for offline use when it is this build's file. */
+async function fetchAndKeep(req: Request, path: string): Promise<Response> {
+  const res = await fetch(req);
+  if (await isBuilds(path, res)) await (await caches.open(CACHE)).put(path, res.clone());
+  return res;
 }
 
 /** Pages: the service's index.html when it answers (a newer build shows at once), else this build's. */
@@ -50,17 +84,17 @@ async function navigate(req: Request): Promise<Response> {
   }
 }
 
-/** Hashed assets never change under their name: the cached copy is the right one. */
-async function cacheFirst(req: Request): Promise<Response> {
-  return (await fromShell(req)) ?? fetch(req);
+/** Hashed assets never change under their name: the build's cached copy is the right one. */
+async function cacheFirst(req: Request, path: string): Promise<Response> {
+  return (await fromShell(path)) ?? fetchAndKeep(req, path);
 }
 
 /** Icons and manifest are not hashed: fresh when online, this build's when not. */
-async function networkFirst(req: Request): Promise<Response> {
+async function networkFirst(req: Request, path: string): Promise<Response> {
   try {
     return await fetch(req);
   } catch (e) {
-    const hit = await fromShell(req);
+    const hit = await fromShell(path);
     if (hit) return hit;
     throw e;
   }
@@ -72,8 +106,8 @@ function answer(req: Request): Promise<Response> | null {
   const url = new URL(req.url);
   if (url.origin !== sw.location.origin || isService(url.pathname)) return null;
   if (req.mode === 'navigate') return navigate(req);
-  if (url.pathname.startsWith('/assets/')) return cacheFirst(req);
-  if (SHELL.files.includes(url.pathname)) return networkFirst(req);
+  if (url.pathname.startsWith('/assets/')) return cacheFirst(req, url.pathname);
+  if (FILES.includes(url.pathname)) return networkFirst(req, url.pathname);
   return null;
 }
 

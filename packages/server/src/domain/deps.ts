@@ -4,6 +4,7 @@ import type { Config } from '../config.js';
 import type { Store } from '../store/types.js';
 import type { Bus } from '../bus/types.js';
 import type { RateLimiter } from '../limits/types.js';
+import type { KnownAddresses } from '../limits/known.js';
 import type { Pusher } from '../push/types.js';
 
 export interface Secrets {
@@ -18,6 +19,8 @@ export interface Deps {
   store: Store;
   bus: Bus;
   limiter: RateLimiter;
+  /** Where each nick signed in from lately: its login budget does not hold those addresses. */
+  known: KnownAddresses;
   pusher: Pusher;
   secrets: Secrets;
   log: FastifyBaseLogger;

@@ -35,13 +35,16 @@ export const accountRoutes: AccountRoutes = {
 
   register: async (ctx) => {
     const { deps } = ctx;
-    await limit(ctx, `register:${ctx.ip}`, deps.config.rates.registerPerHour, 3_600_000);
+    const ip = ctx.ip;
+    await limit(ctx, `register:${ip}`, deps.config.rates.registerPerHour, 3_600_000);
     const r = await accounts.register(deps, ctx.body());
+    await deps.known.remember(r.nick, ip);
     return created({ nick: r.nick }, sessionCookie(r.token, deps.config.secureCookies));
   },
 
   login: async (ctx) => {
     const { deps } = ctx;
+    const ip = ctx.ip;
     // The login limits count every attempt and come first, so the nick is read before the body is
     // judged: per (IP, nick) against guessing one password, per IP against trying many accounts.
     // Both are one step, so an attempt refused by either is counted by neither.
@@ -55,13 +58,20 @@ export const accountRoutes: AccountRoutes = {
     const b = isPlainObject(body) ? body : {};
     const nickKey = typeof b.nick === 'string' ? b.nick.slice(0, 64) : '';
     const wait = await deps.limiter.hitAll([
-      { key: `login:${ctx.ip}\0${nickKey}`, limit: deps.config.rates.loginPer10Min, windowMs: LOGIN_WINDOW_MS },
-      { key: `login-ip:${ctx.ip}`, limit: deps.config.rates.loginPerIpPer10Min, windowMs: LOGIN_WINDOW_MS },
+      { key: `login:${ip}\0${nickKey}`, limit: deps.config.rates.loginPer10Min, windowMs: LOGIN_WINDOW_MS },
+      { key: `login-ip:${ip}`, limit: deps.config.rates.loginPerIpPer10Min, windowMs: LOGIN_WINDOW_MS },
     ]);
     if (wait > 0) throw new ApiError('rate_limited', { retryAfter: wait });
     if (parseError) throw parseError;
     const req = checkLogin(b);
+    // Against guessing one password from many addresses: a budget per nick, counted before the
+    // key is checked (so parallel guesses cannot all slip past it) for every well-formed attempt
+    // from an address that has not signed in to this nick lately. Addresses the nick did sign in
+    // from are not held, so a stranger who spends it does not lock the owner out of them. An
+    // unknown nick is counted the same way, so the answer tells nothing about which nicks exist.
+    if (!(await deps.known.has(req.nick, ip))) await limit(ctx, `login-nick:${req.nick}`, deps.config.rates.loginPerNickPer10Min, LOGIN_WINDOW_MS);
     const r = await accounts.login(deps, req.nick, req.authKey);
+    await deps.known.remember(req.nick, ip);
     return ok(r.body, sessionCookie(r.token, deps.config.secureCookies));
   },
 

@@ -10,7 +10,7 @@ export interface RouteContext<N extends RouteName = RouteName> {
   reply: FastifyReply;
   /** Set on routes that need a session (the session check ran before the handler). */
   caller: Caller | null;
-  /** Client address for limits (X-Real-IP only behind a loopback proxy). */
+  /** Client address for limits (X-Real-IP only behind a loopback proxy; an IPv6 one as its /64). */
   ip: string;
   /** Parses the body as a JSON object and checks it with the route table's check of this route. */
   body(): RequestOf<N>;

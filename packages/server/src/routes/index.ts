@@ -9,7 +9,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Deps } from '../domain/deps.js';
 import { whenDurable } from '../domain/durability.js';
 import { parseJsonObject } from '../http/body.js';
-import { clientIp } from '../http/client-ip.js';
+import { clientIp, limitAddress } from '../http/client-ip.js';
 import { TOUCH_EVERY_MS, authenticate, rememberedCaller } from '../http/session.js';
 import { RememberedSessions } from '../http/remembered-sessions.js';
 import { accountRoutes } from './account.js';
@@ -58,9 +58,9 @@ class Context implements RouteContext<RouteName> {
     this.caller = req.caller;
   }
 
-  /** The client address, parsed only by the few routes that limit by it. */
+  /** The client address as the per-address limits count it, parsed only by the few routes that limit by it. */
   get ip(): string {
-    return clientIp(this.req.socket.remoteAddress, this.req.headers['x-real-ip']);
+    return limitAddress(clientIp(this.req.socket.remoteAddress, this.req.headers['x-real-ip']));
   }
 
   body(): never {

@@ -79,6 +79,9 @@ const SECURITY = {
   'content-security-policy': "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
   'referrer-policy': 'no-referrer',
   'x-content-type-options': 'nosniff',
+  'cross-origin-opener-policy': 'same-origin',
+  // Added by the site itself, on every HTTPS answer.
+  'strict-transport-security': 'max-age=31536000',
 };
 
 function assertSecurityHeaders(r: { headers: Headers }, what: string): void {
@@ -164,6 +167,15 @@ describe('behind nginx with deploy/nginx-svc.conf', () => {
     const r = await fetch(`http://127.0.0.1:${httpPort}/some/page`, { redirect: 'manual' });
     assert.equal(r.status, 301);
     assert.match(r.headers.get('location') ?? '', /^https:\/\/[^/]+\/some\/page$/);
+  });
+
+  test('HSTS: every HTTPS answer carries Strict-Transport-Security, errors and the app included; plain HTTP does not', async () => {
+    const answers = await Promise.all(['/', '/some/page', '/healthz', '/api/config', '/api/me', '/api/nope'].map((p) => fetch(`${origin}${p}`)));
+    answers.push(await fetch(`${origin}/api/login`, { method: 'POST', headers: { origin }, body: 'not json' }));
+    for (const r of answers) assert.equal(r.headers.get('strict-transport-security'), 'max-age=31536000', `${r.url} (${r.status})`);
+    assert.ok(answers.some((r) => r.status >= 400));
+    const plain = await fetch(`http://127.0.0.1:${httpPort}/`, { redirect: 'manual' });
+    assert.equal(plain.headers.get('strict-transport-security'), null, 'browsers ignore it over HTTP, and it is not sent there');
   });
 
   test('X-Real-IP is set by nginx: a forged one does not reset the per-IP registration limit', async () => {

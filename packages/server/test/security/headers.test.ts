@@ -107,4 +107,24 @@ describe('security headers on every route and every kind of answer', () => {
     assert.ok(badUrl.status < 500);
     expectHeaders(badUrl, 'bad percent-encoding');
   });
+
+  test('every kind of answer carries Cross-Origin-Opener-Policy: same-origin', async () => {
+    const c = await signup(server, nick('hdr'));
+    const dev = await addDevice(c);
+    const anon = new Client(server);
+    const answers: [string, Res][] = [
+      ['GET /api/config', await anon.get('/api/config')],
+      ['GET /healthz', await anon.get('/healthz')],
+      ['GET / (the app)', await anon.get('/')],
+      ['GET a page path', await anon.get('/some/page')],
+      ['GET /api/me without a session', await anon.get('/api/me')],
+      ['GET /api/me', await c.get('/api/me')],
+      ['a foreign origin', await c.post('/api/contacts', { nick: 'x' }, { headers: { origin: 'http://evil.test' } })],
+      ['a bad body', await c.post('/api/contacts', '{"x":')],
+      ['an unknown route', await c.get('/api/no/such/route')],
+      ['a body over 32 KiB', await c.post('/api/contacts', { nick: 'x'.repeat(40_000) })],
+      ['HEAD /api/events', await c.req('HEAD', `/api/events?device=${dev}`)],
+    ];
+    for (const [what, r] of answers) assert.equal(r.headers.get('cross-origin-opener-policy'), 'same-origin', `${what} (${r.status})`);
+  });
 });

@@ -31,7 +31,14 @@ test('defaults match the configuration table of the README', () => {
   assert.equal(c.redisPrefix, 'svc:');
   assert.equal(c.registration, 'open');
   assert.equal(c.vapid.subject, 'mailto:admin@localhost');
-  assert.deepEqual(c.rates, { messagesPerMin: 30, writesPerMin: 60, registerPerHour: 5, loginPer10Min: 10, loginPerIpPer10Min: 100 });
+  assert.deepEqual(c.rates, {
+    messagesPerMin: 30,
+    writesPerMin: 60,
+    registerPerHour: 5,
+    loginPer10Min: 10,
+    loginPerIpPer10Min: 100,
+    loginPerNickPer10Min: 50,
+  });
   assert.equal(c.pushAllowPrivateTargets, false);
   assert.equal(c.logLevel, 'info');
   assert.equal(c.secureCookies, false);
@@ -56,6 +63,7 @@ test('overrides are read for every variable', () => {
       LIMIT_REGISTER_PER_HOUR: '3',
       LIMIT_LOGIN_PER_10MIN: '4',
       LIMIT_LOGIN_PER_IP_PER_10MIN: '5',
+      LIMIT_LOGIN_PER_NICK_PER_10MIN: '6',
       PUSH_ALLOW_PRIVATE_TARGETS: '1',
       LOG_LEVEL: 'warn',
       VAPID_SUBJECT: 'https://example.org',
@@ -70,7 +78,14 @@ test('overrides are read for every variable', () => {
   assert.equal(c.host, '0.0.0.0');
   assert.deepEqual(c.database, { kind: 'sqlite', path: '/var/lib/svc/x.db' });
   assert.equal(c.registration, 'invite');
-  assert.deepEqual(c.rates, { messagesPerMin: 1, writesPerMin: 2, registerPerHour: 3, loginPer10Min: 4, loginPerIpPer10Min: 5 });
+  assert.deepEqual(c.rates, {
+    messagesPerMin: 1,
+    writesPerMin: 2,
+    registerPerHour: 3,
+    loginPer10Min: 4,
+    loginPerIpPer10Min: 5,
+    loginPerNickPer10Min: 6,
+  });
   assert.equal(c.pushAllowPrivateTargets, true);
   assert.equal(c.logLevel, 'warn');
   assert.deepEqual(c.vapid, { subject: 'https://example.org', ...VAPID });
@@ -97,6 +112,8 @@ test('bad values are refused with a message naming the variable', () => {
     { LIMIT_REGISTER_PER_HOUR: '0' },
     { LIMIT_LOGIN_PER_10MIN: 'ten' },
     { LIMIT_LOGIN_PER_IP_PER_10MIN: '1.5' },
+    { LIMIT_LOGIN_PER_NICK_PER_10MIN: '0' },
+    { LIMIT_LOGIN_PER_NICK_PER_10MIN: 'fifty' },
     { DATABASE_URL: 'sqlite:' },
     { LOG_LEVEL: 'loud' },
     { PUSH_ALLOW_PRIVATE_TARGETS: 'yes' },

@@ -7,6 +7,7 @@
  * push service that never answers ends in an error the user can act on, not an endless wait.
  */
 import type { Session } from './session.js';
+import { scriptUrl } from './script-urls.js';
 
 export const PUSH_TIMEOUT_MS = 10_000;
 
@@ -26,7 +27,7 @@ export function pushSupported(): boolean {
 export async function registerServiceWorker(): Promise<ServiceWorkerRegistration | null> {
   if (!('serviceWorker' in navigator)) return null;
   try {
-    return await navigator.serviceWorker.register('/sw.js', { scope: '/' });
+    return await navigator.serviceWorker.register(scriptUrl('/sw.js'), { scope: '/' });
   } catch (e) {
     console.warn('service worker registration failed:', e);
     return null;

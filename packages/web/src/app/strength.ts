@@ -8,6 +8,8 @@
  * the first password to rate, which loads it with import(): the main bundle does not carry it,
  * and the page stays responsive while it rates.
  */
+import { scriptUrl } from './script-urls.js';
+import strengthWorker from './strength.worker.ts?worker&url';
 
 export interface Strength {
   /** zxcvbn's score: 0 (too guessable) to 4 (very unguessable). */
@@ -37,7 +39,7 @@ function failAll(message: string): void {
 /** Rates `password`; `related` (the nick) counts as known to an attacker. A failed worker is started again on the next call. */
 export function rate(password: string, related: string[]): Promise<Strength> {
   if (!worker) {
-    worker = new Worker(new URL('./strength.worker.ts', import.meta.url), { type: 'module', name: 'password-strength' });
+    worker = new Worker(scriptUrl(strengthWorker), { type: 'module', name: 'password-strength' });
     worker.onmessage = (e: MessageEvent<Answer>) => {
       const d = e.data;
       if (!('strength' in d)) return failAll(d.error); // the estimator did not load: the next call starts afresh

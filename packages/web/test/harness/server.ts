@@ -58,6 +58,7 @@ export async function startServer(o: ServerOptions = {}): Promise<RunningServer>
         LIMIT_REGISTER_PER_HOUR: '100000',
         LIMIT_LOGIN_PER_10MIN: '100000',
         LIMIT_LOGIN_PER_IP_PER_10MIN: '100000',
+        LIMIT_LOGIN_PER_NICK_PER_10MIN: '100000',
         LOG_LEVEL: 'warn',
         ...o.env,
       },

@@ -6,10 +6,12 @@
  * `default-src 'self'`; WebAssembly is not, which is why the Argon2id is plain JavaScript.
  */
 import type { Argon2Fn } from '@svc/sdk';
+import { scriptUrl } from '../script-urls.js';
+import argon2Worker from './argon2.worker.ts?worker&url';
 
 export const workerArgon2: Argon2Fn = ({ onProgress, ...job }) => {
   // A worker per derivation: its 64 MiB go away with it.
-  const worker = new Worker(new URL('./argon2.worker.ts', import.meta.url), { type: 'module', name: 'argon2id' });
+  const worker = new Worker(scriptUrl(argon2Worker), { type: 'module', name: 'argon2id' });
   return new Promise<Uint8Array>((resolve, reject) => {
     worker.onmessage = (e: MessageEvent<{ progress?: number; hash?: Uint8Array; error?: string }>) => {
       const d = e.data;
