@@ -9,7 +9,7 @@ import { after, before, test } from 'node:test';
 import { Deflate } from 'fflate';
 import { concat, utf8 } from '../src/bytes.js';
 import { sealData } from '../src/conversation/transfer-wire.js';
-import { EXPORT_ERRORS, EXPORT_INFLATE_MAX, exportAad, exportHistory, importHistory, MemoryStore, SdkError } from '../src/index.js';
+import { Conversations, EXPORT_ERRORS, EXPORT_INFLATE_MAX, exportAad, exportHistory, importHistory, MemoryStore, SdkError } from '../src/index.js';
 import { fill, makeHistory } from './history-fixtures.js';
 import { loginDevice, register, startServer, type TestServer } from './server.js';
 
@@ -115,4 +115,20 @@ test('a history file that would inflate past the cap (a decompression bomb) is r
   const before = await target.all();
   await assert.rejects(importHistory(alice.m, target, file), refusedWith(EXPORT_ERRORS.tooLarge));
   assert.deepEqual(await target.all(), before);
+});
+
+test('a line of the chat’s own log ("carol joined") is exported, imported and never counted as damaged', async () => {
+  const alice = await register(server);
+  const store = new MemoryStore();
+  const conv = new Conversations({ messenger: alice.m, store });
+  const line = await conv.note('dm:carol_x', { what: 'joined', nicks: ['carol_x'] }, 'carol_x joined');
+  const out = await exportHistory(alice.m, store);
+  assert.deepEqual([out.records, out.dropped], [1, 0]);
+  const target = new MemoryStore();
+  const back = await importHistory(alice.m, target, out.file);
+  assert.deepEqual([back.records, back.dropped], [1, 0]);
+  assert.deepEqual(await target.get(line.id), line);
+  // A line of the older form (no id or author of its own) stays behind, not counted as damaged.
+  await store.put({ ...line, id: `event-${line.id}`, from: '' });
+  assert.deepEqual([(await exportHistory(alice.m, store)).records, (await exportHistory(alice.m, store)).dropped], [1, 0]);
 });

@@ -215,7 +215,9 @@ export class Conversations {
    */
   async note(chat: ChatId, event: MembershipEvent, text: string): Promise<ChatMessage> {
     const now = this.m.api.now();
-    const m: ChatMessage = { id: `event-${this.m.api.newId()}`, chat, ts: now, from: '', sentAt: now, kind: 'event', event, note: text };
+    // A record like any other (an id of its own, this account as its author), so that export and
+    // device transfer carry it and do not count it as damaged.
+    const m: ChatMessage = { id: this.m.api.newId(), chat, ts: now, from: this.me, sentAt: now, kind: 'event', event, note: text };
     await this.store.put(m);
     this.emit({ added: m, changed: [] });
     return m;

@@ -186,11 +186,16 @@ export function recordsFromJson(v: unknown): DecodedRecords | null {
 /** The records that pass checkRecord (as it returns them), and how many did not: what may be written out. */
 export function checkedRecords(records: readonly ChatMessage[]): DecodedRecords {
   const out: ChatMessage[] = [];
+  let dropped = 0;
   for (const r of records) {
+    // Log lines written before they had an id and author of their own stay on their device,
+    // uncounted: they are not damaged, only of an older form.
+    if (r.kind === 'event' && r.from === '') continue;
     const m = checkRecord(r);
     if (m) out.push(m);
+    else dropped++;
   }
-  return { records: out, dropped: records.length - out.length };
+  return { records: out, dropped };
 }
 
 /** DEFLATE level 6: level 9 gains nothing on these records and is slower (chunks are fitted by trial). */
