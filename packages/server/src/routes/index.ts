@@ -4,7 +4,7 @@
  * offered to its handler. The handler map is typed by the table, so a route without a handler does
  * not compile; the start-time checks below also catch a table and a map that drift at run time.
  */
-import { ApiError, API, ROUTES, type NamedRoute, type RouteName } from '@svc/protocol';
+import { ApiError, API, ROUTES, type RouteName } from '@svc/protocol';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Deps } from '../domain/deps.js';
 import { whenDurable } from '../domain/durability.js';
@@ -26,35 +26,6 @@ const HANDLERS: RouteHandlers = { ...accountRoutes, ...deviceRoutes, ...contactR
 declare module 'fastify' {
   interface FastifyRequest {
     caller: Caller | null;
-  }
-}
-
-/**
- * A request's context. A class rather than an object literal, so that the address getter and the
- * body check live on the prototype instead of being made for each request (a saving within the
- * benchmark's noise: docs/BENCHMARKS.md, "Tried and dropped").
- */
-class Context implements RouteContext<RouteName> {
-  readonly caller: Caller | null;
-
-  constructor(
-    readonly deps: Deps,
-    readonly req: FastifyRequest,
-    readonly reply: FastifyReply,
-    private readonly name: RouteName,
-    private readonly check: NamedRoute['body'],
-  ) {
-    this.caller = req.caller;
-  }
-
-  /** The client address, parsed only by the few routes that limit by it. */
-  get ip(): string {
-    return clientIp(this.req.socket.remoteAddress, this.req.headers['x-real-ip']);
-  }
-
-  body(): never {
-    if (this.check === null) throw new Error(`${this.name} takes no body`);
-    return this.check(parseJsonObject(this.req)) as never;
   }
 }
 
@@ -101,7 +72,20 @@ export function registerRoutes(app: FastifyInstance, deps: Deps): void {
       url: spec.path,
       onRequest,
       handler: async (req: FastifyRequest, reply: FastifyReply) => {
-        const ctx = new Context(deps, req, reply, spec.name, check);
+        // The client address is parsed only by the few routes that limit by it.
+        const ctx: RouteContext<RouteName> = {
+          deps,
+          req,
+          reply,
+          caller: req.caller,
+          get ip() {
+            return clientIp(req.socket.remoteAddress, req.headers['x-real-ip']);
+          },
+          body: () => {
+            if (check === null) throw new Error(`${spec.name} takes no body`);
+            return check(parseJsonObject(req)) as never;
+          },
+        };
         let result: Awaited<ReturnType<typeof handler>>;
         try {
           result = writes ? await whenDurable(deps.store, () => handler(ctx)) : await handler(ctx);
