@@ -31,7 +31,7 @@ const profileDir = join(runsDir, 'profiles');
  * and a stop waits long enough for the CPU profile to be written.
  */
 const CHILD: Pick<ChildServiceOptions, 'log' | 'graceMs'> = { log: false, graceMs: 15_000 };
-/** The most a limit may be (docs/API.md §1.8); the benchmark must never meet a 429. */
+/** The most a limit may be (docs/API.md); the benchmark must never meet a 429. */
 const RAISED_LIMIT = '10000000';
 
 function machine() {

@@ -54,7 +54,7 @@ export function registerRoutes(app: FastifyInstance, deps: Deps): void {
       });
     }
     if (check === null && writes) {
-      // A route that takes no body ignores whatever is sent (docs/API.md §1.4), its Content-Type
+      // A route that takes no body ignores whatever is sent (docs/API.md), its Content-Type
       // included: the framework would refuse a malformed one before the handler (415), which
       // the table does not list for such a route. The body's framing is still checked.
       onRequest.push(async (req: FastifyRequest) => {
@@ -104,7 +104,7 @@ export function registerRoutes(app: FastifyInstance, deps: Deps): void {
 
 /**
  * A request on a remembered session is refused only once its session is known to live: the
- * session check's 401 comes before every other refusal (docs/API.md §1.4), so a refusal met
+ * session check's 401 comes before every other refusal (docs/API.md), so a refusal met
  * before the send confirmed the session runs the full check first, and throws its 401 instead.
  * A failure (5xx) is answered as it is: the full check would add its own wait to a database
  * that is failing, for the same answer.
