@@ -5,7 +5,7 @@
  * - opening the chat: reading and opening (decrypting) its newest page of 100 records;
  * - the first search: opening all 10,000 records and indexing them;
  * - a search: one query over the 10,000 indexed records.
- * Prints a markdown table of min / median / max over the runs (docs/BENCHMARKS.md, "Client").
+ * Prints a markdown table of min / median / max over the runs (docs/BENCHMARKS.md).
  */
 import { performance } from 'node:perf_hooks';
 import { openAtRest, sealAtRest, SearchIndex, type ChatMessage, type Sealed } from '@svc/sdk';

@@ -5,7 +5,7 @@
  * that is more than the 1 % of deliveries a p99 looks at: the paced phases' p99 then measures the
  * disk, not the service. Run it before trusting a run's latencies, or beside one: each stall is
  * printed with its wall-clock time, to be set beside the phases' `startedAt` and `--tails`
- * (docs/BENCHMARKS.md, "Running it").
+ * (docs/BENCHMARKS.md).
  *
  * It writes 16 KiB (about one group commit's WAL frames) and calls `fdatasync`, `rate` times a
  * second, over an 8 MiB file written and synced whole first, in turn: like the service's WAL once

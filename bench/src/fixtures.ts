@@ -9,7 +9,7 @@ export const b64 = (n: number): string => encodeB64url(randomBytes(n));
 export const id16 = (): string => b64(16);
 export const ulid = (): string => makeUlid(Date.now(), (n) => randomBytes(n));
 
-/** A short message's ciphertext: its plaintext padded to 256 bytes (docs/CRYPTO.md §5) plus the 16-byte GCM tag. */
+/** A short message's ciphertext: its plaintext padded to 256 bytes (docs/CRYPTO.md) plus the 16-byte GCM tag. */
 export const MESSAGE_CT_BYTES = 256 + 16;
 
 /** A pool of ciphertexts, so the generator does not pay for randomness on every send. */

@@ -1,5 +1,5 @@
 /**
- * The targets the benchmark checks, per backend (the speed issue's; docs/BENCHMARKS.md, "Method").
+ * The targets the benchmark checks, per backend (the speed issue's; docs/BENCHMARKS.md).
  * Ratios are to the ceiling of the same run; times are absolute. A target that a run cannot check
  * (not at full size, or compared between two runs by hand) is shown with "n/a".
  */

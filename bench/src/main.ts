@@ -2,7 +2,8 @@
  * `npm run bench`: starts the service (built, as a child process, with raised rate limits) and
  * the ceiling side by side, runs each workload several times against both, alternating which
  * goes first, and prints a markdown table of medians and ratios; the full figures go to
- * bench/results/<backend>-<timestamp>.json. See docs/BENCHMARKS.md.
+ * bench/runs/<backend>-<timestamp>.json (ignored by git: a run worth citing is copied into
+ * bench/results/). See docs/BENCHMARKS.md.
  */
 import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, freemem, loadavg, totalmem } from 'node:os';
@@ -23,14 +24,14 @@ import { ReplayWorkload } from './workloads/replay.js';
 import { RoomsWorkload } from './workloads/rooms.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const resultsDir = join(root, 'bench', 'results');
-const profileDir = join(resultsDir, 'profiles');
+const runsDir = join(root, 'bench', 'runs');
+const profileDir = join(runsDir, 'profiles');
 /**
  * How the servers under test run: their log is not read (this process is busy with the load),
  * and a stop waits long enough for the CPU profile to be written.
  */
 const CHILD: Pick<ChildServiceOptions, 'log' | 'graceMs'> = { log: false, graceMs: 15_000 };
-/** The most a limit may be (docs/API.md §1.8); the benchmark must never meet a 429. */
+/** The most a limit may be (docs/API.md); the benchmark must never meet a 429. */
 const RAISED_LIMIT = '10000000';
 
 function machine() {
@@ -251,8 +252,8 @@ async function main(): Promise<void> {
       text += `\nMain thread by layer (perf, ${relative(root, perf.files.service)} and ${relative(root, perf.files.ceiling)}):\n\n${layersTable(perf.service, perf.ceiling)}\n`;
     process.stdout.write(text);
 
-    mkdirSync(resultsDir, { recursive: true });
-    const out = join(resultsDir, `${backend.name}-${meta.date.replace(/[:.]/g, '-')}.json`);
+    mkdirSync(runsDir, { recursive: true });
+    const out = join(runsDir, `${backend.name}-${meta.date.replace(/[:.]/g, '-')}.json`);
     const json = {
       ...meta,
       machineAtEnd,

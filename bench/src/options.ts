@@ -52,7 +52,7 @@ export const USAGE = `npm run bench -- [options]
   --devices N                 devices (event streams) of each DM recipient (default 2)
   --ack N                     DM recipients acknowledge in batches of N ids while the phases run (default 0: no acks)
   --tails                     print for each phase when its deliveries at or above the p99 were sent, per 100 ms
-  --profile                   start the service with --cpu-prof into bench/results/profiles and list its top functions
+  --profile                   start the service with --cpu-prof into bench/runs/profiles and list its top functions
   --perf                      sample the service's and the ceiling's threads with Linux perf (kernel included) and show,
                               for each DM and rooms phase and the offline fill, the main thread's CPU per message by layer (needs perf)
   --help`;

@@ -1,6 +1,6 @@
 /**
  * `npm run bench:signin -- <before> <after> [--runs N]`: the sign-in time a person feels in
- * Chromium, for two builds side by side (docs/BENCHMARKS.md, "Sign-in key derivation").
+ * Chromium, for two builds side by side (docs/BENCHMARKS.md).
  *
  * Each of <before> and <after> is either a built checkout of this repository (its service is
  * started on a fresh SQLite file and a free port) or the origin of a running service with open

@@ -5,7 +5,7 @@
  * `settleBeforeSync` as the service opens it), all to one device that has no stream. It prints the
  * wall time and this process's CPU per send, all threads (the WAL sync and the checkpointer run in
  * threads of their own), so that what a commit costs shows against the number of senders: with one
- * sender every send is a commit of its own (docs/BENCHMARKS.md, "What stands in the way").
+ * sender every send is a commit of its own (docs/BENCHMARKS.md).
  *
  *   npm run bench:store-fill -- [sends (5000)] [senders (10)] [checkout (this one)]
  */

@@ -1,7 +1,7 @@
 /**
  * `npm run bench:store-rooms`: the PostgreSQL store's room sends alone, without HTTP or Redis,
  * from one or several store instances at once, as several service processes share one database
- * (docs/BENCHMARKS.md, row 28). Rooms of 50 members with two devices each, as the rooms workload
+ * (docs/BENCHMARKS.md). Rooms of 50 members with two devices each, as the rooms workload
  * of `npm run bench` makes them; each instance sends rounds of concurrent sends (one send batch
  * each, send-batch.ts) to the rooms in turn. Prints sends per second and the CPU per send of the
  * PostgreSQL server and of this process; give another checkout to compare two commits.

@@ -65,7 +65,7 @@ export class ReplayWorkload {
     // replay's stream and acks give objects the sends share (Node's HTTP code, Fastify's reply,
     // our route) shapes the sends had not made, and V8 compiles the send path again after the
     // first drain, on the second core the fill needs. Without it the first of three fills took
-    // about twice as long as the next two (docs/BENCHMARKS.md, "Method").
+    // about twice as long as the next two (docs/BENCHMARKS.md).
     if (!this.warmed) {
       await this.repetition(o);
       this.warmed = true;

@@ -1,6 +1,6 @@
 /**
  * The one error catalog: every code the service answers with, and its HTTP status.
- * docs/API.md §4 lists them. The server maps ApiError to HTTP in one
+ * docs/API.md lists them. The server maps ApiError to HTTP in one
  * place; the SDK uses the same table to tell callers what went wrong.
  */
 export const ERROR_STATUS = {

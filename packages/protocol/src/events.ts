@@ -1,4 +1,4 @@
-/** Event stream names and payloads (docs/API.md §3). */
+/** Event stream names and payloads (docs/API.md). */
 import type { Envelope, Room } from './types.js';
 
 export const EVENT_NAMES = ['msg', 'ready', 'room', 'room_left'] as const;
@@ -19,7 +19,7 @@ export interface EventPayloads {
 export type EventJson<E extends EventName> = string & { readonly __eventJson: E };
 
 /**
- * An envelope as JSON, in the field order of docs/API.md §2.5. A send serialises its envelope once:
+ * An envelope as JSON, in the field order of docs/API.md. A send serialises its envelope once:
  * the store keeps these bytes, the live `msg` event of every target carries them, and the replay
  * reads them back, so a replayed envelope and a live one are the same bytes.
  */
@@ -30,7 +30,7 @@ export function eventData<E extends Exclude<EventName, 'msg'>>(_event: E, payloa
   return JSON.stringify(payload) as EventJson<E>;
 }
 
-/** Envelope JSON in the field order of docs/API.md §2.5: id, to, from, keyId, iv, ct, ts. */
+/** Envelope JSON in the field order of docs/API.md: id, to, from, keyId, iv, ct, ts. */
 export function envelopeJson(e: Envelope): EnvelopeJson {
   return JSON.stringify({ id: e.id, to: e.to, from: e.from, keyId: e.keyId, iv: e.iv, ct: e.ct, ts: e.ts }) as EnvelopeJson;
 }

@@ -1,4 +1,4 @@
-/** Limits of docs/API.md §5 (value bounds: §1.9; push TTL: §6). Rate limits (§1.8) are defaults the server config may override. */
+/** The protocol's limits (docs/API.md): value bounds, push TTL and rate limits; the rate limits are defaults the server config may override. */
 export const LIMITS = {
   bodyBytes: 32768,
   ackBatch: 500,
@@ -43,13 +43,13 @@ export const DEFAULT_RATES = {
   writesPerMin: 60,
   registerPerHour: 5,
   loginPer10Min: 10,
-  /** A second login bucket per client IP, across all nicks (docs/API.md §1.8). */
+  /** A second login bucket per client IP, across all nicks (docs/API.md). */
   loginPerIpPer10Min: 100,
-  /** A third login bucket per nick, across the addresses that have not signed in to it lately (docs/API.md §1.8). */
+  /** A third login bucket per nick, across the addresses that have not signed in to it lately (docs/API.md, rate limits). */
   loginPerNickPer10Min: 50,
 } as const;
 
-/** KDF parameter bounds and the defaults for new accounts (docs/API.md §1.9, docs/CRYPTO.md §1). */
+/** KDF parameter bounds and the defaults for new accounts (docs/API.md, docs/CRYPTO.md). */
 export const KDF_BOUNDS = {
   m: { min: 19456, max: 1048576 },
   t: { min: 2, max: 16 },

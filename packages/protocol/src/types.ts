@@ -1,4 +1,4 @@
-/** The resources and request bodies of docs/API.md §2, as the wire carries them. */
+/** The resources and request bodies of docs/API.md, as the wire carries them. */
 
 export type Ms = number;
 

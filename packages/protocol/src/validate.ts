@@ -1,8 +1,8 @@
 /**
- * Validators for every value type of docs/API.md §1.9, and the push subscription of §2.2.
+ * Validators for every value type of docs/API.md, and the push subscription a device registers.
  * Each returns a boolean (or the parsed value / null) and never throws: the caller decides
  * which field to name in the `invalid` error, because the order of checks is part of the
- * interface (docs/API.md §2).
+ * interface (docs/API.md).
  */
 import { isB64url, decodeB64url, b64urlDecodedLength, decodeB64urlLenient } from './b64url.js';
 import { isP256Point } from './p256.js';

@@ -1,9 +1,9 @@
-/** The event data the service serialises: the envelope's field order (docs/API.md §2.5) and the other payloads. */
+/** The event data the service serialises: the envelope's field order (docs/API.md) and the other payloads. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { envelopeJson, eventData, type Envelope } from '@svc/protocol';
 
-test('envelopeJson writes the fields in the order of docs/API.md §2.5, whatever the order of the object', () => {
+test('envelopeJson writes the fields in the order of docs/API.md, whatever the order of the object', () => {
   const shuffled = {
     ts: 1795279006392,
     ct: 'Y3Q',

@@ -1,4 +1,4 @@
-/** Unit tests for every validator of the protocol (the value formats of docs/API.md §1.9). */
+/** Unit tests for every validator of the protocol (the value formats of docs/API.md). */
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { createECDH, randomBytes } from 'node:crypto';

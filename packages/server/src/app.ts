@@ -1,6 +1,6 @@
 /**
  * createApp(config, options): the whole service as a Fastify instance, testable in-process
- * with real stores. The request pipeline follows docs/API.md §1.4:
+ * with real stores. The request pipeline follows docs/API.md:
  *   origin check → body-size check → routing → session (401) → write limit (429) → handler
  * and inside the handler: parse (bad_json, too_large) → shape (invalid) → rights → business rules.
  */
@@ -37,7 +37,7 @@ export interface AppOptions {
   presenceTtlS?: number;
   /** Where log lines go (tests capture them); stdout by default. */
   logStream?: DestinationStream;
-  /** Slow-client bounds (docs/SECURITY.md, "Resource limits"); tests shorten them so they need not wait 30 s. */
+  /** Slow-client bounds (docs/SECURITY.md); tests shorten them so they need not wait 30 s. */
   timeouts?: Partial<Timeouts>;
   /** The store cannot go on (StoreOpenOptions.onFatal); the entry point stops the process. */
   onStoreFatal?: (err: unknown) => void;
@@ -80,10 +80,10 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
   const timeouts: Timeouts = { ...DEFAULT_TIMEOUTS, ...opts.timeouts };
   const fastify = Fastify({
     // Every error logged anywhere (`{ err }`, by this code or by the framework) keeps only its
-    // message, code and stack (log-error.ts): docs/API.md §1.3 keeps row values out of the log.
+    // message, code and stack (log-error.ts): docs/API.md keeps row values out of the log.
     logger: { level: config.logLevel, base: null, serializers: { err: errorForLog as never }, ...(opts.logStream ? { stream: opts.logStream } : {}) },
     logController: new LogController({ disableRequestLogging: true }),
-    // No per-request child logger: nothing logs through request.log, docs/API.md §1.10 keeps
+    // No per-request child logger: nothing logs through request.log, docs/API.md keeps
     // request data (a request id included) out of the log, and a pino child for every request
     // would cost an allocation and a serialised binding each.
     childLoggerFactory: (logger) => logger,
@@ -96,7 +96,7 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
     connectionTimeout: 0,
     return503OnClosing: false,
     forceCloseConnections: 'idle',
-    // A long path parameter reaches its handler (which refuses it by its checks, docs/API.md §2)
+    // A long path parameter reaches its handler (which refuses it by its checks, docs/API.md)
     // rather than the router's own 414; the URL as a whole is bounded by Node's 16 KiB header limit.
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 16 * 1024 },
     frameworkErrors: frameworkError,
@@ -127,7 +127,7 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
   const deps: Deps = { config, store, bus, limiter, known, pusher, secrets, log: fastify.log, now: opts.now ?? Date.now };
 
   // Bodies are collected raw (any content type, 32 KiB at most) and parsed by the handler,
-  // so that the session and rate-limit checks come before bad_json, as docs/API.md §1.4 orders them.
+  // so that the session and rate-limit checks come before bad_json, as docs/API.md orders them.
   fastify.removeAllContentTypeParsers();
   fastify.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
 
@@ -138,7 +138,7 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
       checkOrigin(config.origin, req.method, req.headers);
       const declared = req.headers['content-length'];
       if (declared !== undefined && Number(declared) > LIMITS.bodyBytes) throw new ApiError('too_large');
-      // Routing comes before the body (docs/API.md §1.4): an unknown path answers not_found
+      // Routing comes before the body (docs/API.md): an unknown path answers not_found
       // whatever its Content-Type, which the framework would otherwise refuse first when malformed.
       if (req.is404) delete req.headers['content-type'];
     } catch (err) {
@@ -156,7 +156,7 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
     done(null, payload);
   });
 
-  // The request log of docs/API.md §1.10: no path, IP, nick, query, cookie, header or body.
+  // The request log of docs/API.md: no path, IP, nick, query, cookie, header or body.
   // Levels are fixed at start (LOG_LEVEL): below info the hook is not even registered.
   if (['trace', 'debug', 'info'].includes(config.logLevel)) {
     fastify.addHook('onResponse', (req, reply, done) => {

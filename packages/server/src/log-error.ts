@@ -1,5 +1,5 @@
 /**
- * What the log keeps of an error: its message, code and stack, nothing else (docs/API.md §1.3, §1.10).
+ * What the log keeps of an error: its message, code and stack, nothing else (docs/API.md).
  * A PostgreSQL error carries the values of the row it failed on (`detail`: "Key (nick)=(alice)
  * already exists."), the statement context (`where`) and more; other libraries attach queries
  * and parameters. None of that is read here.

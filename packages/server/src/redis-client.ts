@@ -22,7 +22,7 @@ export function redisClient(url: string, log: FastifyBaseLogger, role: string, q
     // limiter one script call per batch of sends, the bus one PUBLISH per round), and ioredis
     // builds and runs a Pipeline for every tick that sends one: at moderate rates that was about
     // a third of the main thread's time in the Redis and PostgreSQL drivers together
-    // (docs/BENCHMARKS.md, row 38). Concurrent presence reads now go out as one write each.
+    // (docs/BENCHMARKS.md). Concurrent presence reads now go out as one write each.
     enableAutoPipelining: false,
     // The bus subscribes again by itself, so that it knows when Redis has the subscription (bus/redis.ts).
     autoResubscribe: false,

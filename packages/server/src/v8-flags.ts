@@ -12,7 +12,7 @@
  * and gone (`npm run bench -- --only idle,dm`, `--trace-gc-nvp`): 1.26 MB promoted per scavenge
  * and 2.8 ms pauses, against 6 KB and 0.8 ms in a process that never held streams; with this
  * setting, 17 KB and 1.1 ms, and the p99 at 2,000 DM/s 1.4 ms instead of 3.5–13.7
- * (docs/BENCHMARKS.md, row 24).
+ * (docs/BENCHMARKS.md).
  *
  * The old generation may grow to four times what the last full collection left alive before the
  * next one (`--heap-growing-percent=300`: V8's largest factor, where it otherwise picks one from
@@ -21,7 +21,7 @@
  * and the slowest deliveries of a paced run were the ones sent around those collections. At half
  * the maximum rate of two instances, each instance made one every 1–2 s with a live heap of about
  * 20 MB; with this setting 4–5 in a whole two-run benchmark instead of 7, none in most phases, for a
- * heap of up to about 90 MB under load instead of 30–40 (docs/BENCHMARKS.md, row 36).
+ * heap of up to about 90 MB under load instead of 30–40 (docs/BENCHMARKS.md).
  *
  * Set here rather than as a `node` flag, so that it holds however the service is started (the
  * unit, `npm start`, the benchmark, a container); V8 reads this flag at each collection, so

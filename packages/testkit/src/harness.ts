@@ -225,7 +225,7 @@ export class Client {
   del = (path: string, body?: unknown, o: ReqOptions = {}) => this.req('DELETE', path, { ...o, ...(body !== undefined ? { body } : {}) });
 }
 
-/** Asserts the error form of docs/API.md §1.3: the status, `{error, message}` and `field` exactly when given. */
+/** Asserts the error form of docs/API.md: the status, `{error, message}` and `field` exactly when given. */
 export function assertError(r: Pick<Res, 'status' | 'text' | 'json'>, status: number, code: string, field?: string): void {
   assert.equal(r.status, status, `expected ${status} ${code}, got ${r.status} ${r.text}`);
   assert.equal(r.json?.error, code, r.text);
@@ -292,7 +292,7 @@ export async function userWithDevices(server: TestServer, n = 1, name = nick()):
   return { c, devices };
 }
 
-/** A wrapped room key for `to` (the wrapped key input of docs/API.md §1.9). */
+/** A wrapped room key for `to` (the wrapped key input of docs/API.md). */
 export const wk = (to: string) => ({ to, iv: iv(), ct: ct() });
 
 /** The caller's rooms, as GET /api/rooms answers them. */

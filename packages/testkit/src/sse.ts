@@ -1,5 +1,5 @@
 /**
- * The tests' event-stream reader: parses a `text/event-stream` body (docs/API.md §3) as it
+ * The tests' event-stream reader: parses a `text/event-stream` body (docs/API.md) as it
  * arrives into events and comments (the pings), and lets a test wait for what it expects.
  */
 

@@ -16,7 +16,7 @@ import type { Redis } from 'ioredis';
 import type { Bus, CloseSelector, Delivery } from './types.js';
 import type { LocalStreams, StreamConn } from './streams.js';
 
-/** A device counts as online this long after its instance last refreshed it (docs/API.md §3: offline within a minute). */
+/** A device counts as online this long after its instance last refreshed it (docs/API.md: offline within a minute). */
 export const PRESENCE_TTL_S = 60;
 /** At most this many devices are remembered as having missed an event during an outage. */
 const MAX_MISSED = 100_000;
@@ -100,7 +100,7 @@ export class RedisBus implements Bus {
     });
     // Without the subscription this instance misses what others publish, so its streams would
     // silently stop getting live events. They end instead: clients reconnect, and the replay of
-    // the queue (in the database) brings what they missed (docs/SECURITY.md, "Failing dependencies").
+    // the queue (in the database) brings what they missed (docs/SECURITY.md).
     o.sub.on('close', () => {
       bus.subscribed = false;
       bus.connection++;
@@ -193,7 +193,7 @@ export class RedisBus implements Bus {
    * before it, so a stream registered once the answer is in gets only later events. What is
    * published between the PING and the registration is not lost: a `msg` is committed to the
    * queue before it is published, and the replay after the registration reads it; room changes
-   * the client reads in `GET /api/rooms` after `ready` (docs/API.md §3).
+   * the client reads in `GET /api/rooms` after `ready` (docs/API.md).
    */
   private async fence(): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
@@ -317,7 +317,7 @@ export class RedisBus implements Bus {
     } catch (err) {
       // Presence unknown: only this instance's own streams count as online, every other device
       // as offline, so it gets its push. A notification too many (it carries no text) is
-      // better than one missed (docs/SECURITY.md, "Failing dependencies").
+      // better than one missed (docs/SECURITY.md).
       this.o.onError(err, 'presence lookup failed; treating remote devices as offline');
       return new Set(deviceIds.filter((id) => this.local.has(id)));
     }

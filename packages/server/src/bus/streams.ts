@@ -13,7 +13,7 @@ export interface StreamSink {
    * target devices), so a sink may keep what it made of it. false when the buffer is full.
    */
   send(ev: StreamEvent): boolean;
-  /** The keep-alive (docs/API.md §3, rule 4). */
+  /** The keep-alive comment, so that proxies and clients see an idle stream is still open (docs/API.md). */
   ping(): void;
   /** Bytes accepted but not yet flushed to the socket. */
   readonly buffered: number;

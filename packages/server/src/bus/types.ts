@@ -12,7 +12,7 @@ import type { StreamConn } from './streams.js';
  */
 export type StreamEvent = MsgEvent | { [E in OtherEventName]: { event: E; data: EventJson<E>; id?: undefined } }[OtherEventName];
 
-/** A `msg` carries its envelope id twice: in its data, and as the SSE `id:` field (docs/API.md §3). */
+/** A `msg` carries its envelope id twice: in its data, and as the SSE `id:` field (docs/API.md). */
 interface MsgEvent {
   event: 'msg';
   data: EnvelopeJson;

@@ -1,4 +1,4 @@
-/** Accounts and sessions (docs/API.md §2.1): kdf, register, login, logout, me, password, delete, users. */
+/** Accounts and sessions (docs/API.md): kdf, register, login, logout, me, password, delete, users. */
 import {
   ApiError,
   KDF_DEFAULTS,

@@ -1,4 +1,4 @@
-/** Messages: the send path of docs/API.md §2.5 from its check 8 on, and acknowledgements. */
+/** Messages: the send path from the target rights on (docs/API.md), and acknowledgements. */
 import { ApiError, LIMITS, ulidTime, type SendMessageRequest, type SendMessageResponse, type PushPayload } from '@svc/protocol';
 import type { CallerFacts, SendTarget } from '../store/types.js';
 import type { Caller, Deps } from './deps.js';
@@ -8,8 +8,8 @@ import { sendRefusal, type TargetFacts } from '../rules/send.js';
 export const PUSH_BODY = 'New message';
 
 /**
- * Checks 1–7 of docs/API.md §2.5 (pipeline, parse, shape) come before; this is check 8 on, the
- * delivery and the push.
+ * The request pipeline, the parse and the shape checks come before; this is everything from the
+ * target rights on, the delivery and the push.
  */
 export async function sendMessage(deps: Deps, caller: Caller, req: SendMessageRequest): Promise<SendMessageResponse> {
   const now = deps.now();
@@ -49,7 +49,7 @@ export async function sendMessage(deps: Deps, caller: Caller, req: SendMessageRe
 
   const devices = r.targets.map((t) => t.deviceId);
   if (devices.length > 0) await deps.bus.deliver([{ devices, event: 'msg', data: r.json, id: r.envelope.id }]);
-  // The push (docs/API.md §6) runs after the answer is decided and never delays it. Most sends
+  // The push (docs/API.md) runs after the answer is decided and never delays it. Most sends
   // have no target that could be pushed: they build no push at all.
   const candidates = pushCandidates(caller.nick, r.targets);
   if (candidates.length > 0) {

@@ -1,5 +1,5 @@
 /**
- * What leaving does to a room (docs/API.md §2.4; §2.1 for account deletion): the
+ * What leaving does to a room, by `leave` or by account deletion (docs/API.md): the
  * leaver's membership ends; an owner who leaves passes ownership to the remaining member with
  * the earliest join time; the remaining members owe a key rotation; the last member's leave
  * deletes the room.

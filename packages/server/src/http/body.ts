@@ -1,7 +1,7 @@
 /**
  * Request bodies: raw bytes are collected by the one content-type parser (with the 32 KiB limit)
  * and parsed here, inside the handler, so that session and rate-limit refusals come first as
- * docs/API.md §1.4 orders them. A body that is not `application/json`, empty, or not JSON is bad_json.
+ * docs/API.md orders them. A body that is not `application/json`, empty, or not JSON is bad_json.
  */
 import { ApiError, isPlainObject } from '@svc/protocol';
 import type { FastifyRequest } from 'fastify';

@@ -1,4 +1,4 @@
-/** The session cookie (docs/API.md §1.6): reading it from a request and writing it to a response. */
+/** The session cookie (docs/API.md): reading it from a request and writing it to a response. */
 import { LIMITS, SESSION_COOKIE } from '@svc/protocol';
 
 export function readSessionToken(header: string | undefined): string | null {

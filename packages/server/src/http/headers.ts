@@ -1,4 +1,4 @@
-/** Headers every response carries (docs/API.md §1.2). */
+/** Headers every response carries (docs/API.md). */
 export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'content-security-policy': "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
   'referrer-policy': 'no-referrer',

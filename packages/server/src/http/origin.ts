@@ -1,5 +1,5 @@
 /**
- * The origin check (docs/API.md §1.5), the first step on every route: a foreign Origin, a
+ * The origin check (docs/API.md), the first step on every route: a foreign Origin, a
  * cross-site or same-site fetch, or a non-GET/HEAD without Origin is refused with bad_origin.
  * GET and HEAD without Origin pass, since browsers omit it on same-origin navigations.
  */

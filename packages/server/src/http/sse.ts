@@ -1,5 +1,5 @@
 /**
- * The bytes of an event stream (docs/API.md §3): the SSE frame of each event, the keep-alive, and
+ * The bytes of an event stream (docs/API.md): the SSE frame of each event, the keep-alive, and
  * the sink that writes them to the HTTP response.
  */
 import type { ServerResponse } from 'node:http';
@@ -36,7 +36,7 @@ export function frameOf(ev: StreamEvent): string {
  * (`setHeader`) are kept per response, in an object of their own with an array per header, for as
  * long as the stream stays open; a head given whole to `writeHead` is not copied. With the sink
  * below and the route's close handler (routes/events.ts), 15.5 → 12.8 KiB per idle stream
- * (docs/BENCHMARKS.md, row 23). `connection: close`: the socket of an ended stream is not reused.
+ * (docs/BENCHMARKS.md). `connection: close`: the socket of an ended stream is not reused.
  */
 const STREAM_HEAD: Readonly<Record<string, string>> = { ...STREAM_HEADERS, connection: 'close' };
 

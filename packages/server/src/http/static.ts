@@ -1,6 +1,6 @@
 /**
  * The web client: files of the web build for every path outside /api/ and /healthz, with
- * `index.html` for any other path so the client's own routes work (docs/API.md §2.7).
+ * `index.html` for any other path so the client's own routes work (docs/API.md).
  * Hashed build assets (under /assets/) may be cached for a year; everything else is `no-cache`.
  */
 import fastifyStatic from '@fastify/static';

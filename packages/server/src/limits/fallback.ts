@@ -1,5 +1,5 @@
 /**
- * The shared limiter with a local fallback (docs/SECURITY.md, "Failing dependencies"). While
+ * The shared limiter with a local fallback (docs/SECURITY.md). While
  * Redis cannot answer, each hit is counted by this instance's in-process limiter instead, so the
  * limits still hold (per instance rather than across instances) and neither fail open nor turn
  * every request into a 500. Counts made during the outage stay local; Redis takes over again on

@@ -100,7 +100,7 @@ export class RedisLimiter implements RateLimiter {
    * script call: a batch of sends asks for all its hits at once (store/postgres/messages.ts), so
    * this process builds, writes and reads back one command instead of one per send. Redis's own
    * work per attempt stays the same (about 21 µs, in INFO commandstats); the saving is the
-   * service's (docs/BENCHMARKS.md, row 26).
+   * service's (docs/BENCHMARKS.md).
    */
   hitAll(buckets: readonly Bucket[]): Promise<number> {
     return new Promise<number>((resolve, reject) => {

@@ -1,4 +1,4 @@
-/** Account and session routes (docs/API.md §2.1). */
+/** Account and session routes (docs/API.md). */
 import { ApiError, ATTACHMENT, checkLogin, invalid, isNick, isPlainObject, type ConfigResponse } from '@svc/protocol';
 import * as accounts from '../domain/accounts.js';
 import { parseJson } from '../http/body.js';

@@ -1,4 +1,4 @@
-/** Contact routes (docs/API.md §2.3). */
+/** Contact routes (docs/API.md). */
 import { invalid, isNick } from '@svc/protocol';
 import * as contacts from '../domain/contacts.js';
 import { createdOrOk, noContent, ok } from '../http/reply.js';

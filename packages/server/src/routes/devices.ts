@@ -1,4 +1,4 @@
-/** Device routes (docs/API.md §2.2). */
+/** Device routes (docs/API.md). */
 import { invalid } from '@svc/protocol';
 import * as devices from '../domain/devices.js';
 import { createdOrOk, noContent, ok } from '../http/reply.js';

@@ -1,5 +1,5 @@
 /**
- * The event stream route. Refusals are ordinary JSON errors (docs/API.md §2.6); once the checks
+ * The event stream route. Refusals are ordinary JSON errors (docs/API.md); once the checks
  * pass, the response is taken over from the framework and becomes a server-sent event stream.
  */
 import { ApiError, invalid, isDeviceId } from '@svc/protocol';

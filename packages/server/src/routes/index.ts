@@ -4,7 +4,7 @@
  * offered to its handler. The handler map is typed by the table, so a route without a handler does
  * not compile; the start-time checks below also catch a table and a map that drift at run time.
  */
-import { ApiError, API, ROUTES, type NamedRoute, type RouteName } from '@svc/protocol';
+import { ApiError, API, ROUTES, type RouteName } from '@svc/protocol';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Deps } from '../domain/deps.js';
 import { whenDurable } from '../domain/durability.js';
@@ -40,35 +40,6 @@ declare module 'fastify' {
   }
 }
 
-/**
- * A request's context. A class rather than an object literal, so that the address getter and the
- * body check live on the prototype instead of being made for each request (a saving within the
- * benchmark's noise: docs/BENCHMARKS.md, "Tried and dropped").
- */
-class Context implements RouteContext<RouteName> {
-  readonly caller: Caller | null;
-
-  constructor(
-    readonly deps: Deps,
-    readonly req: FastifyRequest,
-    readonly reply: FastifyReply,
-    private readonly name: RouteName,
-    private readonly check: NamedRoute['body'],
-  ) {
-    this.caller = req.caller;
-  }
-
-  /** The client address as the per-address limits count it, parsed only by the few routes that limit by it. */
-  get ip(): string {
-    return limitAddress(clientIp(this.req.socket.remoteAddress, this.req.headers['x-real-ip']));
-  }
-
-  body(): never {
-    if (this.check === null) throw new Error(`${this.name} takes no body`);
-    return this.check(parseJsonObject(this.req)) as never;
-  }
-}
-
 export function registerRoutes(app: FastifyInstance, deps: Deps): void {
   for (const k of Object.keys(HANDLERS)) if (!(k in API)) throw new Error(`handler without a route in the protocol: ${k}`);
   app.decorateRequest('caller', null);
@@ -97,7 +68,7 @@ export function registerRoutes(app: FastifyInstance, deps: Deps): void {
       });
     }
     if (check === null && writes) {
-      // A route that takes no body ignores whatever is sent (docs/API.md §1.4), its Content-Type
+      // A route that takes no body ignores whatever is sent (docs/API.md), its Content-Type
       // included: the framework would refuse a malformed one before the handler (415), which
       // the table does not list for such a route. The body's framing is still checked.
       onRequest.push(async (req: FastifyRequest) => {
@@ -115,7 +86,20 @@ export function registerRoutes(app: FastifyInstance, deps: Deps): void {
       url: spec.path,
       onRequest,
       handler: async (req: FastifyRequest, reply: FastifyReply) => {
-        const ctx = new Context(deps, req, reply, spec.name, check);
+        // The client address, as the per-address limits count it, is parsed only by the few routes that limit by it.
+        const ctx: RouteContext<RouteName> = {
+          deps,
+          req,
+          reply,
+          caller: req.caller,
+          get ip() {
+            return limitAddress(clientIp(req.socket.remoteAddress, req.headers['x-real-ip']));
+          },
+          body: () => {
+            if (check === null) throw new Error(`${spec.name} takes no body`);
+            return check(parseJsonObject(req)) as never;
+          },
+        };
         let result: Awaited<ReturnType<typeof handler>>;
         try {
           result = writes ? await whenDurable(deps.store, () => handler(ctx)) : await handler(ctx);
@@ -134,7 +118,7 @@ export function registerRoutes(app: FastifyInstance, deps: Deps): void {
 
 /**
  * A request on a remembered session is refused only once its session is known to live: the
- * session check's 401 comes before every other refusal (docs/API.md §1.4), so a refusal met
+ * session check's 401 comes before every other refusal (docs/API.md), so a refusal met
  * before the send confirmed the session runs the full check first, and throws its 401 instead.
  * A failure (5xx) is answered as it is: the full check would add its own wait to a database
  * that is failing, for the same answer.

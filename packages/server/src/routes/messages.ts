@@ -1,4 +1,4 @@
-/** Message routes (docs/API.md "Messages"): the body checks (steps 1-2) come from the protocol's route table, steps 3-8 from the domain. */
+/** Message routes (docs/API.md): the body's parse and shape checks come from the protocol's route table, the later checks from the domain. */
 import { isUlid } from '@svc/protocol';
 import * as messages from '../domain/messages.js';
 import { accepted, noContent } from '../http/reply.js';

@@ -1,5 +1,5 @@
 /**
- * The send rules of docs/API.md §2.5, each written once: which refusal a send meets and in what
+ * The send rules of docs/API.md, each written once: which refusal a send meets and in what
  * order, how a used id is answered, who the targets are and in what order, which contact rows a
  * first DM adds, and how much a full queue gives up. They are pure decisions over facts: the
  * domain applies them before the rate limit (step 5), and each store applies them again inside
@@ -47,8 +47,8 @@ export function sendRefusal(from: string, to: Target, facts: TargetFacts): SendR
  * original `{id, ts}` and nothing is queued twice; anyone else gets `id_conflict`. Then the rights
  * of step 5 again, since they may have changed since the domain checked them; so a retry stays a
  * retry when its sender left the room between that check and this transaction (a retry whose
- * sender had already left is refused by the check itself, as a new send would be: docs/API.md
- * §2.5). `null`: store and queue the envelope.
+ * sender had already left is refused by the check itself, as a new send would be: docs/API.md).
+ * `null`: store and queue the envelope.
  */
 export function decideSend(m: SendInput, prior: PriorSend | null, facts: TargetFacts): Exclude<SendResult, { status: 'queued' }> | null {
   if (prior) return prior.sender === m.from ? { status: 'retry', id: m.id, ts: prior.ts } : { error: 'id_conflict' };
@@ -105,7 +105,7 @@ export interface ContactFacts {
 
 /**
  * The rows a queued DM adds: the first DM between two accounts makes each a contact of the
- * other, on each side only while that side is under its contacts limit (docs/API.md §1.7).
+ * other, on each side only while that side is under its contacts limit (docs/API.md).
  */
 export function firstDmContacts(from: string, to: string, known: ContactFacts): [nick: string, peer: string][] {
   const out: [string, string][] = [];

@@ -4,7 +4,7 @@
  * database fits; no SQL leaves the store.
  *
  * Refusals that depend on stored state come back as `{ error: code }` results rather than
- * exceptions, in the order docs/API.md §2 lists them, so the domain layer decides how to answer.
+ * exceptions, in the order docs/API.md lists them, so the domain layer decides how to answer.
  */
 import type { Envelope, EnvelopeJson, Kdf, EncryptedKey, Room, Target, WrappedKey, Contact, ErrorCode } from '@svc/protocol';
 import type { TargetFacts } from '../rules/send.js';
@@ -109,7 +109,7 @@ export interface SendTarget {
   deviceId: string;
   nick: string;
   /**
-   * A push candidate (docs/API.md §6): has a push subscription and no push pending, as the send
+   * A push candidate (docs/API.md): has a push subscription and no push pending, as the send
    * saw it. Only such targets can be claimed for a push, so only for them is presence worth
    * asking (a Redis round trip).
    */
@@ -124,7 +124,7 @@ export interface SendQueued {
   json: EnvelopeJson;
   /** The devices it was queued for. */
   targets: SendTarget[];
-  /** The room's name, for the push notification's title (docs/API.md §6); null for a DM. */
+  /** The room's name, for the push notification's title (docs/API.md); null for a DM. */
   roomName: string | null;
 }
 

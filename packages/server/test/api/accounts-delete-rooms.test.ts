@@ -1,7 +1,7 @@
 /**
  * Account deletion and the rooms of the deleted account, over HTTP in every backend mode
- * (docs/API.md §2.1, DELETE /api/me: the account leaves every room as by `leave`; §2.4 and
- * §3: ownership passes to the earliest-joined member, the remaining members get `room` with
+ * (docs/API.md, DELETE /api/me: the account leaves every room as by `leave`, so
+ * ownership passes to the earliest-joined member, the remaining members get `room` with
  * needsRekey true and no key, an emptied room is deleted). Also when deletions and leaves of one
  * room race: the events and the end state must be those of the leaves run in some order.
  */

@@ -1,5 +1,5 @@
 /**
- * Accounts, part 2 (docs/API.md §2.1, §1.6): login, the session cookie and its storage, logout, me,
+ * Accounts, part 2 (docs/API.md): login, the session cookie and its storage, logout, me,
  * password change, account deletion.
  */
 import { after, before, describe, test } from 'node:test';

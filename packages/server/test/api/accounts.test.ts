@@ -1,5 +1,5 @@
 /**
- * Accounts, part 1 (docs/API.md §2.1, value formats of §1.9): config, kdf and its decoy, register
+ * Accounts, part 1 (docs/API.md and its value formats): config, kdf and its decoy, register
  * with the order of its checks and invites, nick_taken, users/{nick}.
  */
 import { after, before, describe, test } from 'node:test';
@@ -182,7 +182,7 @@ describe('accounts: config, kdf, register, users (open registration)', () => {
     assert.ok(await nickIsFree(n));
   });
 
-  test('register refuses a kdf outside the bounds of §2 with 400 invalid field kdf and creates nothing', async () => {
+  test('register refuses a kdf outside the KDF bounds with 400 invalid field kdf and creates nothing', async () => {
     const n = nick();
     const base = kdf();
     const bad: unknown[] = [

@@ -1,4 +1,4 @@
-/** The attachment store: docs/API.md §2.8, on every backend (two instances: upload on one, download from the other). */
+/** The attachment store (docs/API.md, "Attachments") on every backend; with two instances, uploads on one and downloads from the other. */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';

@@ -1,4 +1,4 @@
-/** Contacts: docs/API.md §2.3, and §2.1 for account deletion. */
+/** Contacts (docs/API.md), and what account deletion does to them. */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { assertError, dmBody, signup, startServer, userWithDevices, type Client, type TestServer } from '@svc/testkit/harness';

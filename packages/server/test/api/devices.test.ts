@@ -1,4 +1,4 @@
-/** Devices: docs/API.md §2.2, the checks of PUT and DELETE …/push included. */
+/** Devices: docs/API.md, the checks of PUT and DELETE …/push included. */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createECDH, randomBytes } from 'node:crypto';

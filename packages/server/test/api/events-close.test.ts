@@ -1,5 +1,5 @@
 /**
- * Streams close when what they stand on ends (docs/API.md §3 rule 7: logout, password change,
+ * Streams close when what they stand on ends (docs/API.md: logout, password change,
  * account deletion, device deletion), and after
  * the close nothing more reaches them: the device counts as offline and its envelopes stay
  * queued for the next connection.
@@ -31,7 +31,7 @@ async function setup() {
   return { alice: a.c, a1: a.devices[0]!, bob1, bob2, b1, b2, s1, s2 };
 }
 
-/** Online flag of a device as GET /api/devices reports it (docs/API.md §2.2). */
+/** Online flag of a device as GET /api/devices reports it (docs/API.md). */
 async function online(c: Client, device: string): Promise<boolean | undefined> {
   const r = await c.get('/api/devices');
   assert.equal(r.status, 200, r.text);

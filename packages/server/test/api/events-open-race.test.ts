@@ -1,5 +1,5 @@
 /**
- * A stream being opened while its session or device ends (docs/API.md §3 rule 7): the logout,
+ * A stream being opened while its session or device ends (docs/API.md): the logout,
  * password change or deletion closes the streams it finds, and one still opening is not among
  * them yet. The stream must not stay open on what ended: it is refused as the checks would refuse
  * it. The opening is held, with a real store, between its checks and its attachment.

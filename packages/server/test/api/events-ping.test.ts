@@ -1,5 +1,5 @@
 /**
- * The keep-alive ping (docs/API.md §3 rule 4, §5): an SSE comment
+ * The keep-alive ping (docs/API.md): an SSE comment
  * line `: ping` and a blank line, every 20 seconds, on every open stream.
  *
  * No test waits 20 s: node:test's mock timers replace setInterval (only setInterval; timeouts,

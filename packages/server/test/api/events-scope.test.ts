@@ -1,5 +1,5 @@
 /**
- * Which devices get which events (docs/API.md §3, its table and rule 3; §1.7):
+ * Which devices get which events (docs/API.md, the table of events and who gets them):
  * `room` and `room_left` are not queued, and an event caused by a request that carried X-Device
  * never goes to that device.
  */

@@ -1,5 +1,5 @@
 /**
- * GET /api/events (docs/API.md §2.6, §3; the push-pending reset of §6): refused
+ * GET /api/events (docs/API.md; the reset of a pending push): refused
  * connections, stream headers, replay then `ready`, live `msg`, sends racing the replay, a second
  * stream for one device, and the push-pending reset on connect.
  * Closing streams: events-close.test.ts. Room events and X-Device: events-scope.test.ts.

@@ -1,5 +1,5 @@
 /**
- * Rules that hold for every route of a kind (docs/API.md §1.4 and §1.8), checked route by route
+ * Rules that hold for every route of a kind (docs/API.md), checked route by route
  * from the interface's own tables, written out here rather than read from the protocol's route
  * table, so that a route the table marks wrongly fails: every route but the public ones answers
  * 401 without a session, and every route marked W counts against, and is held by, the one write
@@ -12,8 +12,8 @@ import { assertError, Client, id16, signup, startServer, type Client as C, type 
 type Call = [method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string];
 
 /**
- * Every route that needs a session, as the interface lists them (its tables and rule 3 of its
- * Authentication), and whether it is marked W there (`POST /api/ack` is W in its text).
+ * Every route that needs a session, as the interface lists them (its tables and its rules of
+ * authentication), and whether it is marked W there (`POST /api/ack` is W in its text).
  */
 const SESSION_ROUTES: [...Call, write: boolean][] = [
   ['GET', '/api/me', false],

@@ -1,5 +1,5 @@
 /**
- * A refused request changes nothing (docs/API.md §1.4): bodies with malformed framing, sent over raw
+ * A refused request changes nothing (docs/API.md): bodies with malformed framing, sent over raw
  * sockets to the routes that take no body (logout, leave, room delete, device delete, push
  * delete, contact delete) and to one that does (contact add). Whatever the bytes, the answer and
  * the effect agree: an error and nothing stored, or success and the action done (a route

@@ -1,5 +1,5 @@
 /**
- * The windows of the rate limits (docs/API.md §1.8): registration per client IP per hour, login
+ * The windows of the rate limits (docs/API.md): registration per client IP per hour, login
  * per (IP, nick) per 10 minutes, the shared write budget and messages per nick per minute. Each
  * limit is set to one, met, and the service's clock moved: a millisecond before the window has
  * passed the next attempt is still refused, at the window it is taken. The in-process limiter

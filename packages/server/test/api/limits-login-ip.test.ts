@@ -1,5 +1,5 @@
 /**
- * The per-IP login bucket (docs/API.md §1.8, LIMIT_LOGIN_PER_IP_PER_10MIN, default 100) beside
+ * The per-IP login bucket (docs/API.md, LIMIT_LOGIN_PER_IP_PER_10MIN, default 100) beside
  * the per (IP, nick) limit: trying many accounts from one address is limited too. Run on every
  * store: with Redis the buckets are shared by the instances.
  */

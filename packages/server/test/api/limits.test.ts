@@ -1,5 +1,5 @@
 /**
- * Rate limits (docs/API.md §1.8, the client IP included; README.md "Configuration"): small values
+ * Rate limits (docs/API.md, the client IP included; README.md "Configuration"): small values
  * passed through the environment so that each limit is met in a few requests.
  */
 import { after, before, describe, test } from 'node:test';

@@ -1,6 +1,6 @@
 /**
- * A 500 logs the error's message, code and stack, never the whole error object (docs/API.md
- * §1.3, §1.10): a PostgreSQL error's `detail` and `where` carry row values such as nicks. On PostgreSQL
+ * A 500 logs the error's message, code and stack, never the whole error object (docs/API.md):
+ * a PostgreSQL error's `detail` and `where` carry row values such as nicks. On PostgreSQL
  * the store fails with real errors of the server; on SQLite with an error of the same shape.
  */
 import { after, before, test } from 'node:test';

@@ -1,5 +1,5 @@
 /**
- * The request log (docs/API.md §1.10): one JSON line per
+ * The request log (docs/API.md): one JSON line per
  * request with time, method, status, duration in ms and, for /api/ paths, the route template;
  * never the concrete path, IP, nick, query, cookie, header values or bodies.
  */

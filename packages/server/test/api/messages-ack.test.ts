@@ -1,5 +1,5 @@
 /**
- * POST /api/ack (docs/API.md §2.5) and the device queue cap of docs/API.md §5 (10,000
+ * POST /api/ack (docs/API.md) and the device queue cap of docs/API.md (10,000
  * envelopes per device, oldest dropped).
  */
 import { after, before, describe, test } from 'node:test';
@@ -114,7 +114,7 @@ describe('POST /api/ack', () => {
   });
 });
 
-describe('queue cap (docs/API.md §2.5)', () => {
+describe('queue cap (docs/API.md)', () => {
   test('queue cap: a device queue holds at most 10,000 envelopes; past that the oldest are dropped', async () => {
     const a = await userWithDevices(server, 1);
     const b = await userWithDevices(server, 1);

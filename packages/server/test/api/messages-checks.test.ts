@@ -1,8 +1,8 @@
 /**
- * POST /api/messages (docs/API.md §2.5): its checks in their order, each refusal shown to queue
+ * POST /api/messages (docs/API.md): its checks in their order, each refusal shown to queue
  * nothing, plus precedence tests that break two rules at once. The test names number the checks
- * in groups: 1 body size and parse, 2 shape, 3 clock window, 4 X-Device, 5 target rights (checks
- * 1–2, 3–7, 8, 9 and 10 of docs/API.md §2.5). Group 6, the rate limit (check 11), is in
+ * in groups: 1 body size and parse, 2 shape, 3 clock window, 4 X-Device, 5 target rights, in the
+ * order docs/API.md gives them. Group 6, the rate limit, is in
  * messages-limit.test.ts; group 7, the delivery, in messages-delivery.test.ts.
  */
 import { after, before, describe, test } from 'node:test';
@@ -55,7 +55,7 @@ describe('check 1: body parse', () => {
     const { alice, a1, bob, b1 } = await pair();
     assertError(await send(alice, '{"id": not json', a1), 400, 'bad_json');
     assertError(await send(alice, JSON.stringify(dmBody(bob.nick)).slice(0, -1), a1), 400, 'bad_json');
-    // docs/API.md §1.4: a Content-Type other than application/json, and an empty body, are bad_json too
+    // docs/API.md: a Content-Type other than application/json, and an empty body, are bad_json too
     assertError(await alice.post('/api/messages', undefined, { device: a1, headers: { 'content-type': 'application/json' } }), 400, 'bad_json');
     const asText = await alice.req('POST', '/api/messages', {
       body: JSON.stringify(dmBody(bob.nick)),

@@ -1,6 +1,6 @@
 /**
- * POST /api/messages, group 7 of messages-checks.test.ts (docs/API.md §2.5, the Envelope,
- * check 12 and "Delivery"): the 202
+ * POST /api/messages, group 7 of messages-checks.test.ts (docs/API.md, the Envelope
+ * and its delivery): the 202
  * answer, the envelope as delivered (fields, order, service-set from and ts), the exact target
  * devices, queueing for offline devices, and idempotent retries.
  */
@@ -89,7 +89,7 @@ test('targets (dm): every device of the recipient and every other device of the 
   assert.deepEqual((await replay(a.c, a3)).msgIds, [id]);
   assert.deepEqual((await replay(a.c, a1)).msgIds, []);
   assert.deepEqual((await replay(other.c, other.devices[0]!)).msgIds, []);
-  // delivered live, still queued until acknowledged (Events rule 2)
+  // delivered live, still queued until acknowledged
   assert.deepEqual((await replay(b.c, b1)).msgIds, [id]);
   assert.deepEqual((await replay(a.c, a2)).msgIds, [id]);
 });

@@ -1,6 +1,6 @@
 /**
- * POST /api/messages, group 6 of messages-checks.test.ts: the message rate limit (docs/API.md
- * §2.5 check 11, §1.8), on a server configured with LIMIT_MESSAGES_PER_MIN=3, and the rule that
+ * POST /api/messages, group 6 of messages-checks.test.ts: the message rate limit (docs/API.md),
+ * on a server configured with LIMIT_MESSAGES_PER_MIN=3, and the rule that
  * message sending is outside the shared write limit while ack is under it.
  */
 import { after, before, describe, test } from 'node:test';

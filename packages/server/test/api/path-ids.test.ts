@@ -1,6 +1,6 @@
 /**
- * Ids in the path that no room or device can have (docs/API.md §1.9 formats) are answered like ids
- * of a room or device that does not exist (docs/API.md §2.2, §2.4), on every store: the characters
+ * Ids in the path that no room or device can have (docs/API.md formats) are answered like ids
+ * of a room or device that does not exist (docs/API.md), on every store: the characters
  * PostgreSQL refuses in text (U+0000) and other odd ones must never reach the store and turn into a
  * 500.
  */

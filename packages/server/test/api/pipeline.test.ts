@@ -1,6 +1,6 @@
 /**
- * General rules and the request pipeline (docs/API.md §1.4, §4; the origin check of §1.5, static
- * files of §2.7): origin → body size → routing →
+ * General rules and the request pipeline (docs/API.md; the origin check, static
+ * files): origin → body size → routing →
  * session → handler, and the headers every response carries.
  */
 import { after, before, describe, test } from 'node:test';
@@ -113,7 +113,7 @@ describe('pipeline', () => {
     return r.status === 201;
   }
 
-  describe('origin check (docs/API.md §1.5)', () => {
+  describe('origin check (docs/API.md)', () => {
     test('an Origin header that differs from ORIGIN is refused with 403 bad_origin on every kind of route', async () => {
       const alice = await signup(server);
       const foreign = ['http://evil.example', 'https://svc.test', 'http://svc.test:8080', 'http://sub.svc.test', 'null'];
@@ -279,7 +279,7 @@ describe('pipeline', () => {
     });
   });
 
-  describe('routing (General rule 6)', () => {
+  describe('routing', () => {
     test('an unknown path under /api/ answers 404 not_found', async () => {
       const alice = await signup(server);
       const paths: [string, string][] = [

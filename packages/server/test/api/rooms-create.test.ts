@@ -1,4 +1,4 @@
-/** Room creation: docs/API.md §2.4 (POST /api/rooms, its checks in order, the Room resource) and §3 (events). */
+/** Room creation: docs/API.md (POST /api/rooms, its checks in order, the Room resource) and its events. */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import {

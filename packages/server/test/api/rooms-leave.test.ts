@@ -1,4 +1,4 @@
-/** Room leave and delete: docs/API.md §2.4 (leave, DELETE, ownership) and §3 (events). */
+/** Room leave and delete: docs/API.md (leave, DELETE, ownership) and their events. */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import {

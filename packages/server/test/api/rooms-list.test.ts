@@ -1,4 +1,4 @@
-/** GET /api/rooms and room limits: docs/API.md §2.4 (the Room resource and its keys) and §5. */
+/** GET /api/rooms and room limits: docs/API.md (the Room resource and its keys, the room limits). */
 import { after, before, test } from 'node:test';
 import type { RoomKey } from '@svc/protocol';
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-/** Room members: docs/API.md §2.4 (POST /api/rooms/{id}/members, its checks in order), §3 (events) and §5. */
+/** Room members: docs/API.md (POST /api/rooms/{id}/members, its checks in order, its events and the room limits). */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import {

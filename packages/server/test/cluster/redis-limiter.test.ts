@@ -1,6 +1,6 @@
 /**
  * The shared limiter on Redis (limits/redis.ts) with several buckets per attempt, as login uses
- * them (docs/API.md §1.8): a refused attempt counts in no bucket, so a flood of random nicks from
+ * them (docs/API.md): a refused attempt counts in no bucket, so a flood of random nicks from
  * one address stops creating keys once that address's bucket is full.
  */
 import { test } from 'node:test';

@@ -1,5 +1,5 @@
 /**
- * Web Push delivery against a real HTTPS push service on loopback (docs/API.md §6,
+ * Web Push delivery against a real HTTPS push service on loopback (docs/API.md,
  * docs/PUSH.md). The service trusts the test CA through
  * NODE_EXTRA_CA_CERTS and runs with PUSH_ALLOW_PRIVATE_TARGETS=1.
  */

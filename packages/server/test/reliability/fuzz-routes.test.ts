@@ -488,7 +488,7 @@ async function send(server: TestServer, r: Built): Promise<Answer> {
 /** Each route's path as a pattern, a parameter standing for one path segment (an empty one too: the router matches it, and the route refuses it). */
 const ROUTE_PATTERNS = ROUTES.map((spec) => ({ spec, re: new RegExp(`^${spec.path.replace(/:\w+/g, '[^/]*')}$`) }));
 
-/** A path whose percent-escapes decode to UTF-8; any other is an unknown path (docs/API.md §1.4, step 3). */
+/** A path whose percent-escapes decode to UTF-8; any other is an unknown path (docs/API.md). */
 function decodable(path: string): boolean {
   try {
     decodeURIComponent(path);

@@ -1,7 +1,7 @@
 /**
  * Redis going away under load (issue 6, part 3), with two instances on PostgreSQL sharing a
  * private `redis-server` that the test kills and starts again. The decisions of docs/SECURITY.md
- * ("Failing dependencies") are what this file checks:
+ * for a Redis outage are what this file checks:
  *   - sending still works (the queue is in PostgreSQL): 202, within the fail-fast bound;
  *   - rate limits are still enforced, per instance, by the in-process fallback;
  *   - open streams end (their instance lost the bus, so they would miss events) and a new stream

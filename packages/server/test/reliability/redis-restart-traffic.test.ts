@@ -1,6 +1,6 @@
 /**
  * Redis killed and started again while two instances carry traffic: no envelope answered 202 is
- * lost, none reaches a device it was not sent to, and none is doubled except where docs/API.md §3
+ * lost, none reaches a device it was not sent to, and none is doubled except where docs/API.md
  * allows it (a queued envelope stays queued until acknowledged, and every stream opened before
  * the ack replays it).
  *

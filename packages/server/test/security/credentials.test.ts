@@ -1,5 +1,5 @@
 /**
- * What an attacker learns from the login and KDF endpoints (docs/API.md §2.1): the authKey check
+ * What an attacker learns from the login and KDF endpoints (docs/API.md): the authKey check
  * is a constant-time comparison of equal-length digests; an unknown nick and a wrong key answer
  * the same, in body and (within noise) in time; KDF decoys for nicks without an account look
  * like real answers and are stable across calls and restarts.

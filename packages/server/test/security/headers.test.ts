@@ -1,5 +1,5 @@
 /**
- * Every response carries the security headers (docs/API.md §1.2): over every route of the
+ * Every response carries the security headers (docs/API.md): over every route of the
  * protocol's ROUTES table, answered and refused in each way the pipeline refuses (origin,
  * session, shape, rights, rate limit, a 500), plus the answers outside the routes. The generated
  * requests of test/reliability/fuzz-routes.test.ts and the raw ones of raw-input.test.ts check

@@ -1,7 +1,7 @@
 /**
- * Leaving rooms by `leave` and by account deletion (docs/API.md §2.4: an owner who leaves
+ * Leaving rooms by `leave` and by account deletion (docs/API.md: an owner who leaves
  * passes ownership to the member with the earliest join time, the last member's leave deletes
- * the room, the remaining members owe a rekey; §2.1: a deleted account leaves every
+ * the room, the remaining members owe a rekey; a deleted account leaves every
  * room as by `leave`). Written once and run against every store, alone and racing.
  *
  * Races are checked against the rule itself, never against one expected winner: the leaves of
@@ -20,7 +20,7 @@ interface Shape {
   members: string[];
 }
 
-/** The rule of docs/API.md §2.4, written out on its own for the test: null when the room is deleted. */
+/** The rule of docs/API.md, written out on its own for the test: null when the room is deleted. */
 function afterLeave(s: Shape, leaver: string): Shape | null {
   assert.ok(s.members.includes(leaver), `${leaver} leaves a room it is in`);
   const members = s.members.filter((m) => m !== leaver);

@@ -1,6 +1,6 @@
 /**
- * `GET /api/config` carries the running build's short revision and commit time (docs/API.md
- * §2.1): `npm run build` writes them next to the compiled server (scripts/build-info.mjs), the
+ * `GET /api/config` carries the running build's short revision and commit time (docs/API.md):
+ * `npm run build` writes them next to the compiled server (scripts/build-info.mjs), the
  * service reads them at start, and a build that has none (not a git checkout) says "dev" and null.
  */
 import { test } from 'node:test';

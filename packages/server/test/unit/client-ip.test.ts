@@ -1,4 +1,4 @@
-/** The client address for rate limits (docs/API.md §1.8): X-Real-IP only from a loopback peer. */
+/** The client address for rate limits (docs/API.md): X-Real-IP only from a loopback peer. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { clientIp, limitAddress } from '../../src/http/client-ip.js';

@@ -1,4 +1,4 @@
-/** What the log keeps of an error (log-error.ts, docs/API.md §1.3): message, code and stack, values quoted in messages replaced. */
+/** What the log keeps of an error (log-error.ts, docs/API.md): message, code and stack, values quoted in messages replaced. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { cleanMessage, errorForLog } from '../../src/log-error.js';

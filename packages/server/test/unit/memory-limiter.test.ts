@@ -1,6 +1,6 @@
 /**
  * The in-process limiter (limits/memory.ts): exact sliding windows, several buckets per attempt
- * (login: per (IP, nick) and per IP, docs/API.md §1.8), and memory bounded whatever keys a flood uses.
+ * (login: per (IP, nick) and per IP, docs/API.md), and memory bounded whatever keys a flood uses.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -52,7 +52,7 @@ test('live events wait while the replay runs and go out after it, before ready, 
   assert.deepEqual(out.frames, [sseFrame('msg', '{}', replayed.id), sseFrame('msg', '{}', live.id), sseFrame('ready', '{}')]);
 });
 
-test('SSE frames: the wire form of docs/API.md §3, made once per event object, and no line break in a field', () => {
+test('SSE frames: the wire form of docs/API.md, made once per event object, and no line break in a field', () => {
   const ev = msg('01J00000000000000000000003');
   assert.equal(frameOf(ev), 'event: msg\nid: 01J00000000000000000000003\ndata: {}\n\n');
   assert.equal(frameOf(READY), 'event: ready\ndata: {}\n\n');

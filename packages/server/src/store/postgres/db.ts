@@ -41,7 +41,7 @@ export function withDefaultUser(url: string): string {
 }
 
 /**
- * Failing fast when PostgreSQL goes away (docs/SECURITY.md, "Failing dependencies"): a request
+ * Failing fast when PostgreSQL goes away (docs/SECURITY.md): a request
  * waits at most this long for a pooled connection or a new one, and at most QUERY_TIMEOUT_MS for
  * the answer to one statement, so a database that is down or unreachable turns into a 500 within
  * about 5 s instead of a request that hangs. Migrations, which may rightly take long, lift the
@@ -68,7 +68,7 @@ const MIGRATION_TIMEOUT_MS = 60 * 60 * 1000;
  * run on generic plans from their first execution. PostgreSQL would otherwise plan them again
  * for the values of every call, since a generic plan over arrays of keys never looks cheaper to
  * it than a custom one, and that planning was half of PostgreSQL's CPU for a send alone: about
- * 1.9 ms against 1.0 ms, and a third of it for batches of five (docs/BENCHMARKS.md, row 32). With
+ * 1.9 ms against 1.0 ms, and a third of it for batches of five (docs/BENCHMARKS.md). With
  * sequential scans off, a generic plan probes the same indexes as a custom one.
  */
 const SESSION_SETTINGS = ['-c enable_seqscan=off', '-c jit=off', '-c plan_cache_mode=force_generic_plan'];

@@ -2,11 +2,11 @@
  * queue_len of the devices this instance queued for, raised in the background. A room message
  * queues for every device of every member, and raising each one's count in every send
  * transaction cost a locked row update per target device and made two instances' sends to one
- * room wait for each other's commit (docs/BENCHMARKS.md, row 28). Now the sends of a short
+ * room wait for each other's commit (docs/BENCHMARKS.md). Now the sends of a short
  * interval are counted together, one row update per device, in a transaction of their own whose
  * locks last one statement. The rows are those of `queue_lengths`, which no send locks (migration
  * 7): as a column of the device rows that sends hold, the counts of two instances had cost
- * PostgreSQL a MultiXact per row and waited for each other (docs/BENCHMARKS.md, row 33).
+ * PostgreSQL a MultiXact per row and waited for each other (docs/BENCHMARKS.md).
  *
  * queue_len is therefore a count that may lag, and only says when to look: queue_trim, which
  * drops the oldest entries past the cap, counts the queue itself, and it also runs when a device

@@ -31,7 +31,7 @@ const MAX_BATCH = 200;
  * than at once. At moderate rates a batch otherwise holds one or two sends, and each pays for its
  * round trips, its statements and its commit nearly alone: at 2,000 DMs/s one instance spent a
  * third less CPU per delivery with the hold, PostgreSQL nearly half less, for 1.5 ms more of
- * median latency (docs/BENCHMARKS.md, row 37). Under heavy load batches are larger and start at
+ * median latency (docs/BENCHMARKS.md). Under heavy load batches are larger and start at
  * once, so the maximum is not held back; a send that comes when nothing ran for HOLD_MS goes out
  * at once as before.
  */
@@ -112,8 +112,8 @@ export class SendBatcher {
       if (outcomes.length !== batch.length) throw new Error(`a batch of ${batch.length} sends answered ${outcomes.length}`);
     } catch (e) {
       // A database that did not answer in time would not answer the sends one by one either:
-      // each would wait out the same bound again, and its request far past it (docs/SECURITY.md,
-      // "Failing dependencies"). They fail as the batch did; one that did commit is answered as
+      // each would wait out the same bound again, and its request far past it (docs/SECURITY.md).
+      // They fail as the batch did; one that did commit is answered as
       // a retry when its client sends it again.
       if (timedOut(e)) {
         for (const w of batch) w.reject(e);

@@ -155,7 +155,7 @@ export class GroupCommit {
    * needs no savepoint of its own: SQLite undoes a failed statement alone and leaves the
    * transaction open (or gives up the whole transaction, which is handled as for any write). A
    * savepoint copies every page its write first touches into a journal in memory: measured, 3–4 µs
-   * of the acks of a DM, about 40 % of their cost (docs/BENCHMARKS.md, row 40).
+   * of the acks of a DM, about 40 % of their cost (docs/BENCHMARKS.md).
    */
   run<T>(fn: () => T, oneStatement = false): Promise<T> {
     if (this.failed !== null) return Promise.reject(this.failed);
@@ -182,7 +182,7 @@ export class GroupCommit {
    * The turn's writes one after the other under one savepoint (none when the transaction begins
    * with them), each settled only once all have run. Under load a turn holds dozens of writes,
    * and a savepoint of each cost two statements and a copy of every page the write first touched
-   * (docs/BENCHMARKS.md, row 41). Returns false when a write threw: everything the turn wrote is
+   * (docs/BENCHMARKS.md). Returns false when a write threw: everything the turn wrote is
    * undone, nothing is settled, and `runEach` runs them again, each alone, as it would have.
    * A write's function may run twice therefore: those of the store are statements and what they
    * forget or remember in memory, which a rollback makes it forget anyway (`onRollback`).

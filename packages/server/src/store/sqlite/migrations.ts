@@ -191,7 +191,7 @@ ALTER TABLE queue_v5 RENAME TO queue;
     // envelope's rowid, time-keys.ts) and its device, and that pair is the table's key. The
     // (envelope_id, device_id) index, which acks used, cost each target a second b-tree insert
     // by a 26-character text key and its page in the WAL at every commit: without it the embedded
-    // store's sends took 1–3.5 µs and their acks 4–5 µs less a DM (docs/BENCHMARKS.md, row 39),
+    // store's sends took 1–3.5 µs and their acks 4–5 µs less a DM (docs/BENCHMARKS.md),
     // and an entry 30 bytes of the file instead of 108. Acks reach their entries through
     // the envelopes' id key; the purge takes old entries as a range of the key; each device's
     // entries are known in memory by their keys (queue-index.ts), oldest first. Entries whose

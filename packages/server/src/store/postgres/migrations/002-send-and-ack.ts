@@ -1,4 +1,4 @@
-/** PostgreSQL migration 2: the send and the ack as one statement each (docs/POSTGRES.md, "The send and the ack"). */
+/** PostgreSQL migration 2: the send and the ack as one statement each (docs/POSTGRES.md). */
 import type { PgMigration } from '../migrations.js';
 
 export const SEND_AND_ACK: PgMigration = {

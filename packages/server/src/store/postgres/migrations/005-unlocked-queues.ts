@@ -3,7 +3,7 @@
  * queues. Migration 4's send_facts took every target device FOR UPDATE and send_write raised
  * their queue_len, so two sends to one room (two instances, or a send beside an ack) ran one
  * after the other, each waiting for the other's commit, and a batch of ten room sends updated
- * 400 device rows (docs/BENCHMARKS.md, row 28). Now:
+ * 400 device rows (docs/BENCHMARKS.md). Now:
  *
  * - send_facts takes target devices FOR KEY SHARE, which sends share with each other and with
  *   every UPDATE of a device's columns; only a device's deletion waits for them (and they for

@@ -4,7 +4,7 @@
  * entry per member device, and each entry repeated the 26 characters of the envelope's id and
  * the 13 digits of its ts in the statement's text: for a room of 100 devices about 6 KB of
  * literals per message for the service to escape and PostgreSQL to parse, against 2.5 KB now
- * (docs/BENCHMARKS.md, row 29). The entries and their order are the same.
+ * (docs/BENCHMARKS.md). The entries and their order are the same.
  */
 import type { PgMigration } from '../migrations.js';
 

@@ -5,7 +5,7 @@
  * instances sending to one room, each count had to lock rows that the other instance's sends
  * were holding, so PostgreSQL made a MultiXact of every such row and the counts waited for each
  * other. The counts took 40 % of PostgreSQL's CPU for room sends from two store instances
- * (docs/BENCHMARKS.md, row 33). A `queue_lengths` row is locked by the counts, the acks, the
+ * (docs/BENCHMARKS.md). A `queue_lengths` row is locked by the counts, the acks, the
  * purge and the trim only, never by a send.
  *
  * A device without a row has a length of 0. The row goes with its device (ON DELETE CASCADE).

@@ -7,7 +7,7 @@
  * send, and the first-contact statement, with its advisory locks and counts, only when the
  * contact rows read just before are fewer than the batch's pairs. What the function returns, the
  * locks it takes and their order are those of migration 5; the statements that run are the same
- * statements (docs/BENCHMARKS.md, row 34).
+ * statements (docs/BENCHMARKS.md).
  */
 import type { PgMigration } from '../migrations.js';
 

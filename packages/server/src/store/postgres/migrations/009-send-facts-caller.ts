@@ -4,7 +4,7 @@
  * device's owner read in the send's first round trip. That read was a statement of its own after
  * `send_facts`, its values written into it as literals, so PostgreSQL planned it anew for every
  * batch: 122–125 µs of planning and about 50 µs of execution, against about 520 µs for all of
- * `send_facts` (docs/BENCHMARKS.md, row 35). Inside a function the statement is prepared once per
+ * `send_facts` (docs/BENCHMARKS.md). Inside a function the statement is prepared once per
  * connection and its plan kept.
  *
  * This is an overload with two more arrays: the function of migration 8 stays, unchanged, for
