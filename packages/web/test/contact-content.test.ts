@@ -1,6 +1,7 @@
 /**
  * What a contact's message cannot make the web client do, over the real server: show the text of
- * another chat as the quote of a reply (a reply names its target by envelope id alone).
+ * another chat as the quote of a reply (a reply names its target by envelope id alone), or open
+ * the app on the sign-in screen with an error through a link to a malformed address (`/#%`).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -8,7 +9,7 @@ import type { Page } from 'playwright-core';
 import { ApiClient, cookieFetch, KDF_MIN, Messenger } from '@svc/sdk';
 import { missingBrowser, type Device } from './harness/browser.js';
 import { nick, openScene, type Scene } from './harness/scene.js';
-import { chatEntry, messageItem, openChat, seeMessage, signUp, startChat } from './harness/ui.js';
+import { chatEntry, chatList, messageItem, nickInput, openChat, seeMessage, signUp, startChat } from './harness/ui.js';
 
 describe('web client: replies and links a contact sends', { skip: missingBrowser() }, () => {
   let scene: Scene;
@@ -65,6 +66,41 @@ describe('web client: replies and links a contact sends', { skip: missingBrowser
       const quote = quoteIn(alice.page, sly);
       assert.equal(await quote.getAttribute('aria-label'), 'Reply to a message: Original message not loaded');
       assert.equal((await alice.page.getByRole('log').textContent())?.includes(secret), false, "Bob's text shows nowhere in Carol's chat");
+    })();
+  });
+
+  /** The signed-in app's home view in `page`: the chat list, no sign-in form, no error. */
+  async function atHome(page: Page): Promise<void> {
+    await chatList(page).waitFor();
+    await chatEntry(page, people.bob).waitFor();
+    assert.equal(await nickInput(page).count(), 0, 'not the sign-in screen');
+    assert.equal(await page.getByText(/Could not reopen|failed to start|URI/).count(), 0, 'no error shown');
+  }
+
+  test('an address whose hash does not decode (/#%) opens the home view of the signed-in app, typed or clicked in a message', async () => {
+    await scene.step(async () => {
+      // Typed (or pasted) into a new tab of the same browser.
+      const typed = await alice.context.newPage();
+      await typed.goto('/#%');
+      await atHome(typed);
+      await typed.close();
+
+      // A link in a message opens a new tab (target _blank) on the same address.
+      const text = scene.text('look at this');
+      const url = `${scene.server.origin}/#%`;
+      await carol.sendDm(people.alice, `${text} ${url}`);
+      await openChat(alice.page, people.carol);
+      await seeMessage(alice.page, text);
+      const [tab] = await Promise.all([alice.context.waitForEvent('page'), messageItem(alice.page, text).getByRole('link', { name: url }).click()]);
+      await tab.waitForLoadState();
+      assert.equal(new URL(tab.url()).hash, '#%');
+      await atHome(tab);
+      await tab.close();
+
+      // In the open tab, the address changing to it goes home too.
+      await alice.page.evaluate(() => (location.hash = '#%'));
+      await atHome(alice.page);
+      assert.equal(await alice.page.getByRole('log').count(), 0, 'no chat open');
     })();
   });
 });
