@@ -14,7 +14,15 @@ import { SdkError } from './errors.js';
 export interface OpenedAccount {
   nick: string;
   identity: Identity;
+  /** The parameters the password was derived with (never what a later answer claims). */
   kdf: Kdf;
+}
+
+/** Whether a login answer's `kdf` names exactly the parameters the password was derived with. */
+function sameKdf(used: Kdf, answered: unknown): boolean {
+  if (typeof answered !== 'object' || answered === null) return false;
+  const a = answered as Record<string, unknown>;
+  return a.alg === used.alg && a.salt === used.salt && a.m === used.m && a.t === used.t && a.p === used.p;
 }
 
 /** Creates the account (and its session) with a new identity sealed under the password. */
@@ -63,16 +71,29 @@ export async function signIn(
   // A service that answers with another account than the one typed is not followed.
   if (res.nick !== o.nick)
     throw new SdkError('bad_response', { message: `The service answered the sign-in of ${o.nick} with another account; nothing was opened.` });
+  // The parameters that opened the account are the ones kept: an answer naming others (huge ones
+  // would make this browser's floor lock the account out, and later derivations go wrong) is refused.
+  if (!sameKdf(kdf, res.kdf)) {
+    await api.logout().catch(() => undefined);
+    throw new SdkError('bad_response', {
+      message: `The service answered the sign-in of ${o.nick} with other key-derivation parameters than it gave for deriving the password; nothing was opened or stored.`,
+    });
+  }
   onProgress?.('opening_identity');
   const identity = await openAccount(keys, res.encryptedKey, res.nick, res.publicKey);
-  return { nick: res.nick, identity, kdf: checkKdf(res.kdf) };
+  return { nick: res.nick, identity, kdf };
 }
 
-/** Seals the same identity under a new password and sends it; returns the new KDF parameters. */
+/**
+ * Seals the same identity under a new password and sends it; returns the new KDF parameters. The
+ * old password is derived with `usedKdf`, the parameters this device signed in with, not with
+ * what GET /api/me answers now.
+ */
 export async function newPassword(
   api: ApiClient,
   argon2: Argon2Fn | undefined,
   nick: string,
+  usedKdf: Kdf,
   o: { oldPassword: string; newPassword: string; kdf?: KdfChoice },
   onProgress?: OnProgress,
 ): Promise<Kdf> {
@@ -81,7 +102,7 @@ export async function newPassword(
     {
       nick,
       oldPassword: o.oldPassword,
-      oldKdf: checkKdf(current.kdf),
+      oldKdf: checkKdf(usedKdf),
       encryptedKey: current.encryptedKey,
       newPassword: o.newPassword,
       ...(o.kdf ? { choice: o.kdf } : {}),
@@ -94,7 +115,7 @@ export async function newPassword(
   return r.kdf;
 }
 
-/** Deletes the account with the auth key derived again from the password under `kdf`. */
+/** Deletes the account with the auth key derived again from the password under `kdf` (the parameters of the sign-in). */
 export async function deleteAccount(
   api: ApiClient,
   argon2: Argon2Fn | undefined,

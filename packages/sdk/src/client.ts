@@ -120,6 +120,7 @@ export class Messenger {
     return this.need().exportKey;
   }
 
+  /** The KDF parameters this device derived the password with (sign-up, sign-in, or the last new password). */
   get kdf(): Kdf {
     return this.need().kdf;
   }
@@ -227,7 +228,14 @@ export class Messenger {
    */
   async changePassword(oldPassword: string, newPassword: string, o: { kdf?: KdfChoice } = {}, onProgress?: OnProgress): Promise<void> {
     const me = this.need();
-    me.kdf = await account.newPassword(this.api, this.argon2, me.nick, { oldPassword, newPassword, ...(o.kdf ? { kdf: o.kdf } : {}) }, onProgress);
+    me.kdf = await account.newPassword(
+      this.api,
+      this.argon2,
+      me.nick,
+      me.kdf,
+      { oldPassword, newPassword, ...(o.kdf ? { kdf: o.kdf } : {}) },
+      onProgress,
+    );
     onProgress?.('done');
   }
 

@@ -131,6 +131,7 @@ export {
 export { MemoryStore, byTime, type ConversationStore } from './conversation/store.js';
 export { ingest, applyAction, FAILURE_TEXT, UNKNOWN_TEXT, MAX_REACTIONS_PER_SENDER, type Ingested, type RuleContext } from './conversation/rules.js';
 export { WAITING_PER_SENDER_CHAT, WAITING_PER_STRANGER, WAITING_TOTAL, WAITING_TTL_MS, forTarget, type WaitContext } from './conversation/waiting.js';
+export { quotedRecord } from './conversation/quote.js';
 export { Outbox, RECEIPT_DELAY_MS, type OutboxDeps } from './conversation/outbox.js';
 export { Pacer, DEFAULT_MESSAGE_LIMIT, WINDOW_MS } from './conversation/pacer.js';
 export { SearchIndex, fold, type SearchHit } from './conversation/search.js';

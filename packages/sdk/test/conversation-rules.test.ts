@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ingest, MemoryStore, UNKNOWN_TEXT, type ChatId, type Plain, type PlainInput, type RuleContext } from '../src/index.js';
+import { ingest, MemoryStore, quotedRecord, UNKNOWN_TEXT, type ChatId, type Plain, type PlainInput, type RuleContext } from '../src/index.js';
 
 let n = 0;
 const id = (): string => `01JD${String(++n).padStart(22, '0')}`;
@@ -174,6 +174,26 @@ test('an unknown type shows a neutral placeholder; an envelope that does not ope
   assert.equal(bad.added?.kind, 'undecryptable');
   assert.match(bad.added?.note ?? '', /could not be decrypted/);
   assert.equal((await store.chat('dm:bob')).length, 2);
+});
+
+test('a reply shows a quote only from its own chat: the id of a message of another chat reads as not found, as a missing one does', async () => {
+  const { store, arrive } = world({ 'room:r1': ['alice', 'bob', 'carol'] });
+  const secret = id();
+  await arrive('bob', 'dm:bob', { type: 'text', body: 'between alice and bob', sentAt: 1 }, secret);
+  const inRoom = id();
+  await arrive('bob', 'room:r1', { type: 'text', body: 'said in the room', sentAt: 2 }, inRoom);
+  const own = id();
+  await arrive('carol', 'dm:carol', { type: 'text', body: 'carol speaks', sentAt: 3 }, own);
+  for (const target of [secret, inRoom, own]) {
+    const r = await arrive('carol', 'dm:carol', { type: 'text', body: 'look', sentAt: 4, replyTo: target });
+    assert.equal(r.added?.replyTo, target, 'the reply is kept as sent');
+  }
+  assert.equal(await quotedRecord(store, 'dm:carol', secret), undefined, "another DM's text is not shown");
+  assert.equal(await quotedRecord(store, 'dm:carol', inRoom), undefined, "a room's text is not shown in a DM");
+  assert.equal(await quotedRecord(store, 'dm:carol', id()), undefined, 'a missing target');
+  assert.equal((await quotedRecord(store, 'dm:carol', own))?.body, 'carol speaks', 'the same chat quotes');
+  assert.equal((await quotedRecord(store, 'dm:bob', secret))?.body, 'between alice and bob');
+  assert.equal((await quotedRecord(store, 'room:r1', inRoom))?.body, 'said in the room');
 });
 
 test('a reply keeps the id of the message it quotes', async () => {

@@ -97,6 +97,10 @@ export interface FakeDevice {
 let clock = 1_800_000_000_000;
 export const advance = (ms: number): number => (clock += ms);
 
+/** The devices the service lists for the account: every fake device, unless a test removed it. */
+const made = new Set<string>();
+export const removed = new Set<string>();
+
 /** One device of `me`; `from` keeps the store and the outbox of an earlier instance (a reload). */
 export function fakeDevice(key: CryptoKey, deviceId: string, from?: { store: MemoryStore; out: OutboxItem[] }, me = 'alice'): FakeDevice {
   const store = from?.store ?? new MemoryStore();
@@ -119,7 +123,9 @@ export function fakeDevice(key: CryptoKey, deviceId: string, from?: { store: Mem
       if (i >= 0) out.splice(i, 1);
     },
     notify: () => undefined,
+    devices: async () => [...made].filter((d) => !removed.has(d)),
   };
+  made.add(deviceId);
   const t = new HistoryTransfer(link);
   t.on((e) => events.push(e));
   return { t, store, out, events, link, deviceId };

@@ -1,11 +1,12 @@
 /**
  * Sign-in as a hostile service would try it: the answer to POST /api/login names an account other
- * than the one typed. The client refuses it and opens nothing (docs/CRYPTO.md §3: the
- * service cannot switch a person into another account).
+ * than the one typed, or other key-derivation parameters than the ones the password was derived
+ * with. The client refuses it and opens nothing (docs/CRYPTO.md §3: the service cannot switch a
+ * person into another account), and later derivations use the parameters of the sign-in.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { KDF_DEFAULTS, KDF_MIN, type FetchLike } from '../src/index.js';
+import { isSdkError, KDF_DEFAULTS, KDF_MIN, type FetchLike } from '../src/index.js';
 import { client, register, startServer, type TestServer } from './server.js';
 
 let server: TestServer;
@@ -37,6 +38,50 @@ test('a login answer that names another account than the one typed is refused, a
   const ok = client(server);
   await ok.m.login({ nick: alice.m.nick, password: alice.password });
   assert.equal(ok.m.nick, alice.m.nick);
+});
+
+/** Rewrites the `kdf` of every answer to `path` (POST /api/login, GET /api/me). */
+const lyingAnswerKdf =
+  (path: string, kdf: Record<string, unknown>) =>
+  (f: FetchLike): FetchLike =>
+  async (url, init) => {
+    const res = await f(url, init);
+    if (new URL(url).pathname !== path || res.status !== 200) return res;
+    const body = (await res.json()) as { kdf: Record<string, unknown> };
+    return new Response(JSON.stringify({ ...body, kdf: { ...body.kdf, ...kdf } }), { status: 200, headers: res.headers });
+  };
+
+const OTHER_SALT = 'AAAAAAAAAAAAAAAAAAAAAA';
+
+test('a login answer whose kdf differs from the parameters the password was derived with is refused: nothing is opened, and the session it made ends', async () => {
+  const alice = await register(server);
+  for (const lie of [{ m: 1048576, t: 16 }, { salt: OTHER_SALT }, { p: 2 }]) {
+    const d = client(server, { wrap: lyingAnswerKdf('/api/login', lie) });
+    await assert.rejects(d.m.login({ nick: alice.m.nick, password: alice.password }), (e: unknown) => {
+      assert.ok(isSdkError(e, 'bad_response'), JSON.stringify(lie));
+      assert.match((e as Error).message, /other key-derivation parameters/);
+      return true;
+    });
+    assert.equal(d.m.loggedIn, false, 'nothing opened');
+    assert.throws(() => d.m.kdf, { code: 'not_ready' });
+    await assert.rejects(d.api.me(), { code: 'unauthenticated' }, 'the session of the refused answer is logged out');
+  }
+  // The honest answer signs in, and keeps the parameters the password was derived with.
+  const ok = client(server);
+  await ok.m.login({ nick: alice.m.nick, password: alice.password });
+  assert.deepEqual(ok.m.kdf, await ok.api.kdf(alice.m.nick));
+});
+
+test('a password change and an account deletion derive the password with the parameters of the sign-in, whatever GET /api/me answers', async () => {
+  const alice = await register(server);
+  const d = client(server, { wrap: lyingAnswerKdf('/api/me', { salt: OTHER_SALT }) });
+  await d.m.login({ nick: alice.m.nick, password: alice.password });
+  const used = d.m.kdf;
+  await d.m.changePassword(alice.password, 'a new password for alice', { kdf: KDF_MIN });
+  assert.notEqual(d.m.kdf.salt, used.salt, 'the new password has its own salt');
+  await d.m.deleteAccount('a new password for alice');
+  assert.equal(d.m.loggedIn, false);
+  await assert.rejects(client(server).m.login({ nick: alice.m.nick, password: 'a new password for alice' }), { code: 'invalid_credentials' });
 });
 
 /** Serves `kdf` on GET /api/kdf whatever the account uses. */

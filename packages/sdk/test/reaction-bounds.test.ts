@@ -132,7 +132,10 @@ test('a chunk holding a record that fails the check still merges its other recor
   const records = [...good.slice(0, 100), overfull(), ...good.slice(100), overfull(b64(randomBytes(40_000)))];
   const transfer = b64(randomBytes(16));
   const built = await buildTransfer({ key, nick: 'alice', transfer, device: 'dev-alice-new', records });
-  const offer = { type: 'history-offer' as const, transfer, device: 'dev-alice-new', total: built.total, records: records.length };
+  // The device asked for history first: an offer is taken only for a request it still waits on.
+  await neu.t.request();
+  const { nonce } = neu.out.at(-1)!.plain as { nonce: string };
+  const offer = { type: 'history-offer' as const, transfer, device: 'dev-alice-new', nonce, total: built.total, records: records.length };
   await neu.t.handle(arrive({ ...offer, tag: await makeTag(key, tagAad('alice', offer)), sentAt: 0 }));
   for (const [seq, c] of built.chunks.entries()) {
     advance(10);
@@ -146,6 +149,9 @@ test('a chunk holding a record that fails the check still merges its other recor
   // A sender of this version leaves such a record out before sealing, and says so.
   const old = fakeDevice(key, 'dev-alice-old');
   await fill(old.store, records);
+  const asking = fakeDevice(key, 'dev-alice-new2');
+  await asking.t.request();
+  await pump(asking, [old]);
   const sent = await old.t.send('dev-alice-new2');
   assert.deepEqual([sent.records.total, sent.dropped], [200, 2]);
 });

@@ -13,6 +13,7 @@ import { splitChatId, type ChatId, type DecryptedMessage } from '../messages.js'
 import { deliveryStatus, type ChatMessage, type DeliveryStatus, type MembershipEvent, type OutboxItem } from './model.js';
 import { Outbox } from './outbox.js';
 import { Pacer } from './pacer.js';
+import { quotedRecord } from './quote.js';
 import { isHistoryPlain, type HistoryPlain, type PlainInput } from './plaintext.js';
 import { RoomMembers } from './room-members.js';
 import { applyOwn, ingest, type Ingested, type RuleContext } from './rules.js';
@@ -138,6 +139,11 @@ export class Conversations {
   private emit(c: Change): void {
     if (!c.added && c.changed.length === 0 && !c.removed?.length && !c.imported?.length) return;
     for (const f of this.listeners) f(c);
+  }
+
+  /** The message a reply in `chat` quotes, only from that chat (quote.ts): undefined when missing or of another chat. */
+  quoted(chat: ChatId, id: string): Promise<ChatMessage | undefined> {
+    return quotedRecord(this.store, chat, id);
   }
 
   /** Everyone in a chat as this client knows it: a DM's two people, or a room's members as last listed. */

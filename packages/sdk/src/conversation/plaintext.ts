@@ -93,10 +93,11 @@ export interface MembersPlain extends Common {
  * the account's transfer key, `data` is sealed under it: see transfer-wire.ts.
  */
 
-/** A new device asks the account's other devices for the history. */
+/** A new device asks the account's other devices for the history; `nonce` is fresh per request. */
 export interface HistoryRequestPlain extends Common {
   type: 'history-request';
   device: string;
+  nonce: string;
   tag: string;
 }
 
@@ -105,6 +106,8 @@ export interface HistoryOfferPlain extends Common {
   type: 'history-offer';
   transfer: string;
   device: string;
+  /** The nonce of the request it answers: a device takes only offers for a request it still waits on. */
+  nonce: string;
   total: number;
   records: number;
   tag: string;
@@ -199,10 +202,15 @@ const SCHEMAS: { [T in PlainType]: (o: Fields) => Omit<Extract<KnownPlain, { typ
       ? { room: o.room, owner: o.owner, members: [...o.members], added: [...o.added], removed: [...o.removed] }
       : null;
   },
-  'history-request': (o) => (isDeviceId(o.device) && isTag(o.tag) ? { device: o.device, tag: o.tag } : null),
+  'history-request': (o) => (isDeviceId(o.device) && isId16(o.nonce) && isTag(o.tag) ? { device: o.device, nonce: o.nonce, tag: o.tag } : null),
   'history-offer': (o) =>
-    isId16(o.transfer) && isDeviceId(o.device) && isCount(o.total, MAX_TRANSFER_CHUNKS) && isCount(o.records, Number.MAX_SAFE_INTEGER) && isTag(o.tag)
-      ? { transfer: o.transfer, device: o.device, total: o.total, records: o.records, tag: o.tag }
+    isId16(o.transfer) &&
+    isDeviceId(o.device) &&
+    isId16(o.nonce) &&
+    isCount(o.total, MAX_TRANSFER_CHUNKS) &&
+    isCount(o.records, Number.MAX_SAFE_INTEGER) &&
+    isTag(o.tag)
+      ? { transfer: o.transfer, device: o.device, nonce: o.nonce, total: o.total, records: o.records, tag: o.tag }
       : null,
   'history-chunk': (o) =>
     isId16(o.transfer) &&

@@ -51,6 +51,7 @@ export function messengerLink(m: Messenger, c: Conversations, deviceId = m.api.d
     pending: () => c.outbox.pending,
     drop: (id) => c.outbox.drop(id),
     notify: (change) => c.notify(change),
+    devices: async () => (await m.api.devices()).map((d) => d.id),
   };
 }
 

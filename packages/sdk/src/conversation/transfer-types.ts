@@ -25,6 +25,8 @@ export interface TransferLink {
   pending(): readonly OutboxItem[];
   drop(id: string): Promise<void>;
   notify(c: Change): void;
+  /** The ids of the account's devices the service lists now (GET /api/devices). */
+  devices(): Promise<string[]>;
 }
 
 export interface TransferProgress {
@@ -44,6 +46,8 @@ export interface TransferProgress {
 export interface TransferRequest {
   /** The device asking for history. */
   device: string;
+  /** The request's fresh nonce, which the offer echoes. */
+  nonce: string;
   at: number;
 }
 

@@ -62,9 +62,9 @@ export type TagFields = Tagged extends infer P ? (P extends Tagged ? Omit<P, 'ta
 export function tagAad(nick: string, p: TagFields): string {
   const f: (string | number)[] =
     p.type === 'history-request'
-      ? [p.device]
+      ? [p.device, p.nonce]
       : p.type === 'history-offer'
-        ? [p.transfer, p.device, p.total, p.records]
+        ? [p.transfer, p.device, p.nonce, p.total, p.records]
         : p.type === 'history-ack'
           ? [p.transfer, p.device, p.next]
           : [p.transfer, p.device, p.total, p.digest];

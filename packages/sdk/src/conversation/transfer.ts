@@ -12,6 +12,9 @@
  * Everything travels in the account's private room (transfer-link.ts), so the service relays
  * ciphertext between the account's own devices only. Both sides keep their state in the store
  * (getMeta/putMeta, transfer-types.ts), so a reload or a dropped connection on either side resumes.
+ * What the service replays is refused (transfer-fresh.ts): a request carries a fresh nonce that
+ * the offer echoes, a finished transfer stays finished, and a request shows only for a device the
+ * service lists now.
  */
 import { isDeviceId } from '@svc/protocol';
 import { b64, randomBytes } from '../bytes.js';
@@ -20,7 +23,7 @@ import type { HistoryMessage } from './conversations.js';
 import { checkedRecords, isSettled } from './history-codec.js';
 import { mergeRecords } from './merge.js';
 import type { OutboxItem } from './model.js';
-import type { HistoryChunkPlain, HistoryDonePlain, HistoryPlain } from './plaintext.js';
+import type { HistoryChunkPlain, HistoryDonePlain, HistoryOfferPlain, HistoryPlain, HistoryRequestPlain } from './plaintext.js';
 import {
   ACK_AGAIN_MS,
   K_CHUNKS,
@@ -35,6 +38,7 @@ import {
   type TransferProgress,
   type TransferRequest,
 } from './transfer-types.js';
+import { Freshness } from './transfer-fresh.js';
 import { openChunk, receiveProgress } from './transfer-receive.js';
 import { dropQueued, queueChunks, sendProgress } from './transfer-send.js';
 import { buildTransfer, chainStart, checkTag, makeTag, tagAad } from './transfer-wire.js';
@@ -45,8 +49,11 @@ export class HistoryTransfer {
   private asks: TransferRequest[] = [];
   private readonly listeners = new Set<(e: TransferEvent) => void>();
   private queue: Promise<unknown> = Promise.resolve();
+  private readonly fresh: Freshness;
 
-  constructor(private readonly l: TransferLink) {}
+  constructor(private readonly l: TransferLink) {
+    this.fresh = new Freshness(l.store, () => l.now());
+  }
 
   on(f: (e: TransferEvent) => void): () => void {
     this.listeners.add(f);
@@ -76,7 +83,9 @@ export class HistoryTransfer {
   private async read(): Promise<void> {
     this.sends = ((await this.l.store.getMeta(K_SENDS)) as SendState[] | undefined) ?? [];
     this.recv = ((await this.l.store.getMeta(K_RECEIVE)) as ReceiveState | undefined) ?? null;
-    this.asks = ((await this.l.store.getMeta(K_REQUESTS)) as TransferRequest[] | undefined) ?? [];
+    // A request kept from before requests had a nonce cannot be answered: its device asks again.
+    this.asks = (((await this.l.store.getMeta(K_REQUESTS)) as TransferRequest[] | undefined) ?? []).filter((a) => typeof a.nonce === 'string');
+    await this.fresh.read();
     this.loaded = true;
     for (const s of this.sends.filter((x) => x.createdAt + TRANSFER_KEEP_MS < this.l.now())) await this.forget(s);
   }
@@ -104,12 +113,27 @@ export class HistoryTransfer {
     return this.asks;
   }
 
+  /**
+   * The requests to ask the person about now: those of devices the service lists now. A request
+   * of a device it no longer lists is dropped; none shows while the list cannot be read.
+   */
+  pendingRequests(): Promise<TransferRequest[]> {
+    return this.serial(async () => {
+      if (this.asks.length === 0) return [];
+      const listed = await this.listed();
+      if (!listed) return [];
+      for (const a of this.asks.filter((x) => !listed.includes(x.device))) await this.dropRequest(a.device);
+      return [...this.asks];
+    });
+  }
+
   // ---- the new device ----
 
   /** Asks the account's other devices for the history (the app calls it when this device is new). */
   async request(): Promise<void> {
     const chat = await this.l.carrier();
-    const p = { type: 'history-request' as const, device: this.l.deviceId };
+    const nonce = await this.serial(() => this.fresh.ask());
+    const p = { type: 'history-request' as const, device: this.l.deviceId, nonce };
     await this.l.enqueue(chat, { ...p, tag: await makeTag(this.l.key, tagAad(this.l.me, p)), sentAt: 0 });
   }
 
@@ -120,6 +144,8 @@ export class HistoryTransfer {
     if (!isDeviceId(device) || device === this.l.deviceId)
       return Promise.reject(new SdkError('invalid', { message: 'Not another device of this account.' }));
     return this.serial(async () => {
+      const ask = this.asks.find((a) => a.device === device);
+      if (!ask) throw new SdkError('invalid', { message: 'No request from that device waits for an answer.' });
       const chat = await this.l.carrier();
       // Newest first: recent chats fill in first.
       const { records, dropped } = checkedRecords((await this.l.store.all()).filter(isSettled).reverse());
@@ -144,7 +170,7 @@ export class HistoryTransfer {
       this.sends.push(s);
       await this.saveSends();
       await this.dropRequest(device);
-      const offer = { type: 'history-offer' as const, transfer, device, total: built.total, records: records.length };
+      const offer = { type: 'history-offer' as const, transfer, device, nonce: ask.nonce, total: built.total, records: records.length };
       await this.l.enqueue(chat, { ...offer, tag: await makeTag(this.l.key, tagAad(this.l.me, offer)), sentAt: 0 });
       await queueChunks(this.l, s, 0);
       const p = sendProgress(s);
@@ -166,6 +192,7 @@ export class HistoryTransfer {
       if (this.recv?.transfer === transfer) {
         this.recv = null;
         await this.l.store.removeMeta(K_RECEIVE);
+        await this.fresh.finish(transfer);
       }
     });
   }
@@ -198,9 +225,9 @@ export class HistoryTransfer {
       if (p.type !== 'history-chunk' && !(await checkTag(this.l.key, tagAad(this.l.me, p), p.tag))) return this.refuse(p, 'forged');
       switch (p.type) {
         case 'history-request':
-          return this.onRequest({ device: p.device, at: d.ts });
+          return this.onRequest(p, { device: p.device, nonce: p.nonce, at: d.ts });
         case 'history-offer':
-          return this.onOffer(p.transfer, p.total, p.records);
+          return this.onOffer(p);
         case 'history-chunk':
           return this.onChunk(p);
         case 'history-done':
@@ -221,22 +248,44 @@ export class HistoryTransfer {
     });
   }
 
-  private async onRequest(r: TransferRequest): Promise<void> {
+  /**
+   * A request is kept until the person answers, and shown only while the service lists its
+   * device; one kept while the list cannot be read shows at the next pendingRequests().
+   */
+  private async onRequest(p: HistoryRequestPlain, r: TransferRequest): Promise<void> {
+    if (this.fresh.wasAnswered(r.nonce) || this.asks.some((a) => a.nonce === r.nonce)) return this.refuse(p, 'replayed');
     if (this.sends.some((s) => s.device === r.device && !s.confirmed)) return;
     this.asks = [...this.asks.filter((a) => a.device !== r.device), r];
     await this.l.store.putMeta(K_REQUESTS, this.asks);
+    const listed = await this.listed();
+    if (!listed) return;
+    if (!listed.includes(r.device)) {
+      await this.dropRequest(r.device);
+      return this.refuse(p, 'not a device of this account');
+    }
     this.emit({ type: 'request', request: r });
   }
 
-  private async onOffer(transfer: string, total: number, records: number): Promise<void> {
+  private async onOffer(p: HistoryOfferPlain): Promise<void> {
+    if (this.fresh.isFinished(p.transfer)) return this.refuse(p, 'replayed');
     const cur = this.recv;
     // The first offer wins; another device's offer while it runs is left alone.
-    if (cur && (cur.transfer === transfer || !cur.done)) return;
-    const r: ReceiveState = { transfer, total, records, next: 0, hash: b64(await chainStart(transfer)), recordsDone: 0, done: false };
+    if (cur && (cur.transfer === p.transfer || !cur.done)) return;
+    if (!(await this.fresh.take(p.nonce))) return this.refuse(p, 'not asked for');
+    const r: ReceiveState = {
+      transfer: p.transfer,
+      total: p.total,
+      records: p.records,
+      next: 0,
+      hash: b64(await chainStart(p.transfer)),
+      recordsDone: 0,
+      done: false,
+    };
     await this.saveRecv(r);
   }
 
   private async onChunk(p: HistoryChunkPlain): Promise<void> {
+    if (this.fresh.isFinished(p.transfer)) return this.refuse(p, 'replayed');
     const r = this.recv;
     if (!r || r.transfer !== p.transfer) return this.refuse(p, 'no such transfer on this device');
     if (r.done || p.seq < r.next) return this.refuse(p, 'replayed');
@@ -258,6 +307,7 @@ export class HistoryTransfer {
     // held back a minute by its outbox's message budget (pacer.ts): the receiver does not wait
     // for it, and its ack lets the sender drop that `history-done` if it has not gone yet.
     if (next.next === next.total && !next.carry) {
+      await this.fresh.finish(next.transfer);
       await this.saveRecv({ ...next, done: true });
       return this.ack(this.recv!);
     }
@@ -320,9 +370,20 @@ export class HistoryTransfer {
     await this.saveSends();
   }
 
+  /** Forgets the device's request, answered or not; the same request coming again is a replay. */
   private async dropRequest(device: string): Promise<void> {
+    await this.fresh.answer(this.asks.filter((a) => a.device === device).map((a) => a.nonce));
     this.asks = this.asks.filter((a) => a.device !== device);
     await this.l.store.putMeta(K_REQUESTS, this.asks);
+  }
+
+  /** The account's devices as the service lists them now; null when it cannot be read. */
+  private async listed(): Promise<string[] | null> {
+    try {
+      return await this.l.devices();
+    } catch {
+      return null;
+    }
   }
 
   private saveSends(): Promise<void> {

@@ -11,8 +11,19 @@ export function isChatId(s: string): boolean {
   return CHAT_RE.test(s);
 }
 
+/** The decoded text, or null for a malformed escape such as a lone `%`. */
+function decoded(s: string): string | null {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return null;
+  }
+}
+
+/** Any hash, from a link anyone may send, names a route: what does not decode goes home. */
 export function parseRoute(hash: string): Route {
-  const path = decodeURIComponent(hash.replace(/^#/, ''));
+  const path = decoded(hash.replace(/^#/, ''));
+  if (path === null) return { name: 'home' };
   if (path === '/settings') return { name: 'settings' };
   const m = /^\/chat\/(.+)$/.exec(path);
   if (m && m[1] && isChatId(m[1])) return { name: 'chat', chat: m[1] };

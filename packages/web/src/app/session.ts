@@ -138,8 +138,9 @@ export class Session extends Emitter<SessionEvents> {
     if (this.transferLoaded) return;
     this.transferLoaded = true;
     await this.transfer.load();
-    // Requests that came while this device was away, or before a reload, ask again.
-    for (const request of this.transfer.requests) this.emit('transfer', { type: 'request', request });
+    // Requests that came while this device was away, or before a reload, ask again: those of
+    // devices the service still lists (a removed device's request is dropped).
+    for (const request of await this.transfer.pendingRequests()) this.emit('transfer', { type: 'request', request });
     for (const progress of this.transfer.progress()) if (progress.state === 'active') this.emit('transfer', { type: 'progress', progress });
     if (this.askHistory) {
       this.askHistory = false;

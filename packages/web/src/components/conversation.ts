@@ -67,7 +67,8 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
     label: 'Messages',
     empty: kind === 'room' ? 'No messages yet. Say hello to the room.' : `No messages yet. Say hello to ${id}.`,
     load: (before) => s.store.chat(chat, { limit: PAGE, ...(before ? { before } : {}) }),
-    fetch: (mid) => s.store.get(mid),
+    // A reply's quote comes from this chat only; an id of another chat reads as not loaded.
+    fetch: (mid) => s.conv.quoted(chat, mid),
     item: {
       me: s.nick,
       status: (m) => {

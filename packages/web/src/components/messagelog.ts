@@ -53,6 +53,7 @@ export function messageLog(o: {
   label: string;
   empty: string;
   load: (before?: { ts: number; id: string }) => Promise<ChatMessage[]>;
+  /** A quoted record not on screen, of this chat only (Conversations.quoted). */
   fetch: (id: string) => Promise<ChatMessage | undefined>;
   item: Omit<ItemContext, 'quoted'>;
 }): MessageLog {
@@ -90,7 +91,7 @@ export function messageLog(o: {
       const target = m.replyTo;
       quotes.set(target, null);
       void o.fetch(target).then((q) => {
-        if (!q) return;
+        if (!q || q.chat !== o.chat) return;
         quotes.set(target, q);
         refreshQuoting(target);
       });
