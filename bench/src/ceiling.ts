@@ -6,9 +6,11 @@
  *
  * The caller's nick is the value of the session cookie (there are no accounts), and the
  * benchmark tells it who owns which devices and who is in which room with POST /setup.
+ * Attachments are kept in memory (ceiling-attachments.ts).
  * Run: PORT=<port> node bench/dist/ceiling.js
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { attachmentRoute } from './ceiling-attachments.js';
 
 const devicesOf = new Map<string, string[]>();
 const membersOf = new Map<string, string[]>();
@@ -95,6 +97,8 @@ const server = createServer((req, res) => {
   if (route === 'GET /api/events') return openStream(req, res);
   if (route === 'POST /api/ack') return void done(readBody(req).then(() => answer(res, 204)));
   if (route === 'POST /setup') return void done(setup(req, res));
+  const attachment = attachmentRoute(req.method ?? '', path ?? '');
+  if (attachment) return void done(readBody(req).then((body) => attachment(body, res)));
   if (route === 'GET /healthz') {
     res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8' });
     return void res.end('ok');

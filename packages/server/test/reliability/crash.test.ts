@@ -8,7 +8,8 @@
  *     answered 204, and none comes twice on one stream;
  *   - misrouted: none; a device gets only what was addressed to it, as it was sent;
  *   - every replay after a restart starts at the device's cursor (its unacknowledged queue);
- *   - accounts, sessions, devices, rooms and their keys are intact.
+ *   - accounts, sessions, devices, rooms and their keys are intact;
+ *   - attachment uploads cut by a crash resume, and finished ones download byte for byte.
  * On SQLite (a file) and on PostgreSQL (a fresh schema named in DATABASE_URL's `options`). Each
  * run prints its row of docs/RELIABILITY.md's crash table.
  */
@@ -21,6 +22,7 @@ import { Client, ORIGIN, Stream, TEST_RATES, addDevice, ct, id16, iv, nick, sign
 import { Ledger, Reader, Sender, drain, printRow, tally } from './delivery-ledger.js';
 import { dropSchema, freshSchema, sqlIn, testPgUrl } from '@svc/testkit/postgres';
 import { startChildOnFreePort } from '@svc/testkit/child';
+import { Uploader, partsOf } from './attachment-uploads.js';
 
 /** SIGKILLs per store: CRASH_KILLS (`npm run soak:crash` sets 20); a few for `npm test`. */
 const KILLS = Number(process.env.CRASH_KILLS || 5);
@@ -173,6 +175,66 @@ async function crashRun(store: string, env: Record<string, string>): Promise<voi
   }
 }
 
+/**
+ * Attachment uploads under SIGKILL: several accounts upload files in parts and finish them, back
+ * to back, while the service is killed and started again. Every attachment whose finish was
+ * answered downloads byte for byte; every upload a crash cut resumes with only the parts that were
+ * not answered 204 (those that were are kept), finishes, and downloads byte for byte.
+ */
+async function attachmentCrashRun(store: string, env: Record<string, string>): Promise<void> {
+  const proc = await startChildOnFreePort((port) => ({
+    env: { ...TEST_RATES, PORT: String(port), HOST: '127.0.0.1', ORIGIN, LOG_LEVEL: 'warn', LIMIT_UPLOAD_BYTES_PER_MIN: String(1024 ** 3), ...env },
+    log: false,
+  }));
+  const server = { url: proc.url } as TestServer;
+  try {
+    const uploaders: Uploader[] = [];
+    for (let i = 0; i < 3; i++) uploaders.push(new Uploader(await signup(server, nick('upload'))));
+    for (let k = 0; k < KILLS; k++) {
+      for (const u of uploaders) u.start();
+      await new Promise((r) => setTimeout(r, 200 + Math.random() * 500));
+      await proc.kill();
+      await Promise.all(uploaders.map((u) => u.stop()));
+      await proc.start();
+    }
+    assert.deepEqual(
+      uploaders.flatMap((u) => u.errors),
+      [],
+      'every part and finish was answered with success, or not at all while the service was down',
+    );
+    const interrupted = uploaders.flatMap((u) => u.interrupted.map((x) => ({ u, x })));
+    assert.equal(interrupted.length, KILLS * uploaders.length, 'every SIGKILL cut an upload of each account');
+    const finished = uploaders.flatMap((u) => u.finished.map((x) => ({ u, x })));
+    assert.ok(finished.length >= KILLS, `uploads finished between the crashes (${finished.length})`);
+
+    for (const { u, x } of finished) {
+      const r = await u.c.get(`/api/attachments/${x.id}`);
+      assert.equal(r.status, 200, `finished ${x.id} is there after the crashes: ${r.text}`);
+      assert.ok(r.bytes.equals(x.file), `finished ${x.id} downloads byte for byte`);
+    }
+    let kept = 0;
+    let resent = 0;
+    for (const { u, x } of interrupted) {
+      kept += x.stored.size;
+      resent += partsOf(x.file) - x.stored.size;
+      assert.ok(await u.send(x), `the upload ${x.id} is answered after the restart`);
+      assert.deepEqual(u.errors, [], `the upload ${x.id} resumes with the parts not answered and finishes`);
+      const r = await u.c.get(`/api/attachments/${x.id}`);
+      assert.equal(r.status, 200, `resumed ${x.id} is there: ${r.text}`);
+      assert.ok(r.bytes.equals(x.file), `resumed ${x.id} downloads byte for byte`);
+    }
+    console.log(
+      `attachments, ${store}: ${KILLS} SIGKILLs, ${finished.length} finished before a crash and intact, ${interrupted.length} cut and resumed ` +
+        `(${kept} parts answered before the crash kept, ${resent} sent again)`,
+    );
+  } catch (err) {
+    if (proc.output()) (err as Error).message += `\nserver stderr:\n${proc.output().slice(-20_000)}`;
+    throw err;
+  } finally {
+    await proc.kill();
+  }
+}
+
 describe('crashes lose nothing', () => {
   before(() => {
     printRow(['store', 'SIGKILLs', 'envelopes accepted', 'deliveries due', 'lost', 'duplicated', 'misrouted', 'replays from the cursor']);
@@ -183,6 +245,15 @@ describe('crashes lose nothing', () => {
     const dir = mkdtempSync(join(tmpdir(), 'svc-crash-'));
     try {
       await crashRun('SQLite', { DATABASE_URL: `sqlite:${join(dir, 'svc.db')}` });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test(`SQLite: ${KILLS} SIGKILLs during attachment uploads lose no finished attachment and leave every cut upload resumable`, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-crash-'));
+    try {
+      await attachmentCrashRun('SQLite', { DATABASE_URL: `sqlite:${join(dir, 'svc.db')}` });
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -202,6 +273,17 @@ describe('crashes lose nothing', () => {
         [schema],
       );
       assert.equal(tables[0]!.n, 1, 'the service wrote into the test schema');
+    } finally {
+      await dropSchema(schema);
+    }
+  });
+
+  test(`PostgreSQL: ${KILLS} SIGKILLs during attachment uploads lose no finished attachment and leave every cut upload resumable`, async () => {
+    const schema = await freshSchema();
+    try {
+      const url = new URL(testPgUrl);
+      url.searchParams.set('options', `-c search_path=${schema}`);
+      await attachmentCrashRun('PostgreSQL', { DATABASE_URL: url.toString() });
     } finally {
       await dropSchema(schema);
     }

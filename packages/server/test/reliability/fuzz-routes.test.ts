@@ -11,7 +11,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import fc from 'fast-check';
 import { ERROR_STATUS, ROUTE_PIPELINE_ERRORS, ROUTES, routeErrors, type ErrorCode, type NamedRoute, type RouteSpec } from '@svc/protocol';
 import { SECURITY_HEADERS } from '../../src/http/headers.js';
@@ -71,6 +71,11 @@ interface Fixture {
   bDev: string;
   roomId: string;
   keyId: string;
+  /** a's upload of one part, not finished, and the bytes of that part. */
+  uploadId: string;
+  part: Buffer;
+  /** a's finished attachment. */
+  attachmentId: string;
 }
 
 /** Two accounts with a device each, a room of both with a key, and a contact: what valid requests refer to. */
@@ -88,8 +93,17 @@ async function makeFixture(server: TestServer): Promise<Fixture> {
   assert.equal((await a.post('/api/rooms', { id: roomId, name: 'fuzz room', keyId: id16(), keys: [wk(a.nick)] }, { device: aDev })).status, 201);
   assert.equal((await a.post(`/api/rooms/${roomId}/members`, { add: [b.nick], remove: [], keyId, keys: [wk(a.nick), wk(b.nick)] })).status, 200);
   assert.equal((await a.post('/api/contacts', { nick: b.nick })).status, 201);
-  return { a, aDev: aDev!, b, bDev: bDev!, roomId, keyId };
+  const part = randomBytes(100);
+  const uploadId = id16();
+  assert.equal((await a.put(`/api/attachments/${uploadId}/parts/0`, { data: part.toString('base64url') })).status, 204);
+  const attachmentId = id16();
+  assert.equal((await a.put(`/api/attachments/${attachmentId}/parts/0`, { data: part.toString('base64url') })).status, 204);
+  assert.equal((await a.post(`/api/attachments/${attachmentId}/finish`, finishOf(part))).status, 201);
+  return { a, aDev: aDev!, b, bDev: bDev!, roomId, keyId, uploadId, part, attachmentId };
 }
+
+/** The finish of a one-part attachment holding `part`. */
+const finishOf = (part: Buffer) => ({ parts: 1, size: part.length, sha256: createHash('sha256').update(part).digest('base64url') });
 
 // ---- values -------------------------------------------------------------------------------
 
@@ -301,11 +315,14 @@ const plan: fc.Arbitrary<Plan> = fc.record({
 
 // ---- turning a plan into a request -----------------------------------------------------------
 
-function fixtureValue(fx: Fixture, name: string, which: number): string {
+function fixtureValue(fx: Fixture, name: string, which: number, path: string): string {
+  // The pools differ in length, so that one pick names many pairings of an attachment and a part.
+  const attachment = path.startsWith('/api/attachments/');
   const pools: Record<string, string[]> = {
     nick: [fx.b.nick, fx.a.nick, nick('nobody')],
-    id: [fx.aDev, fx.roomId, fx.bDev],
+    id: attachment ? [fx.uploadId, fx.attachmentId, fx.roomId] : [fx.aDev, fx.roomId, fx.bDev],
     device: [fx.aDev, fx.bDev],
+    n: ['0', '1'],
   };
   const pool = pools[name] ?? [fx.b.nick];
   return pool[which % pool.length]!;
@@ -325,8 +342,8 @@ function encodeOdd(v: string, encode: boolean): string {
   }
 }
 
-function pickValue(fx: Fixture, name: string, p: ValuePick): string {
-  if (p.kind === 'fixture') return fixtureValue(fx, name, p.which);
+function pickValue(fx: Fixture, name: string, p: ValuePick, path = ''): string {
+  if (p.kind === 'fixture') return fixtureValue(fx, name, p.which, path);
   if (p.kind === 'fresh') return freshValue(name, p.which);
   return encodeOdd(p.value, p.encode);
 }
@@ -357,6 +374,10 @@ function template(spec: RouteSpec, fx: Fixture): Record<string, unknown> | null 
       return { id: ulid(), to: { room: fx.roomId }, keyId: fx.keyId, iv: iv(), ct: ct() };
     case 'POST /api/ack':
       return { ids: [ulid()] };
+    case 'PUT /api/attachments/:id/parts/:n':
+      return { data: fx.part.toString('base64url') };
+    case 'POST /api/attachments/:id/finish':
+      return finishOf(fx.part);
     default:
       return null;
   }
@@ -417,11 +438,36 @@ interface Built {
   spec: NamedRoute;
 }
 
-/** Routes are taken in turn (the plan's pick only offsets the turn), so every route gets its share of runs. */
-function build(p: Plan, fx: Fixture, turn: number): Built {
+/**
+ * The plan of a well-formed request: the fixture's values in the path, the configured origin, a's
+ * session and device, JSON, the route's template body. Without these a request rarely gets past
+ * the shape checks to the rules behind them (an attachment part's owner, a finish's hash).
+ */
+function wellFormed(p: Plan): Plan {
+  const pick = p.params[0]!.kind === 'fixture' ? p.params[0]! : { kind: 'fixture' as const, which: 0 };
+  return {
+    ...p,
+    method: null,
+    params: [pick],
+    query: { ...p.query, nick: pick, device: pick, extra: null, repeat: false },
+    origin: 'ok',
+    site: null,
+    device: 'own',
+    contentType: 'application/json',
+    cookie: 'a',
+    body: { kind: 'template' },
+  };
+}
+
+/**
+ * Routes are taken in turn (the plan's pick only offsets the turn), so every route gets its share
+ * of runs; every eighth pass over them, the first included, sends each route a well-formed request.
+ */
+function build(plan: Plan, fx: Fixture, turn: number): Built {
+  const p = Math.floor(turn / ROUTES.length) % 8 === 0 ? wellFormed(plan) : plan;
   const spec = ROUTES[(turn + (p.method === null ? 0 : p.route)) % ROUTES.length]!;
   const method = p.method ?? spec.method;
-  let path = spec.path.replace(/:(\w+)/g, (_m, name: string) => pickValue(fx, name, p.params[0]!));
+  let path = spec.path.replace(/:(\w+)/g, (_m, name: string) => pickValue(fx, name, p.params[0]!, spec.path));
   const q: string[] = [];
   if (spec.path === '/api/kdf' || spec.path === '/api/events') {
     const name = spec.path === '/api/kdf' ? 'nick' : 'device';
@@ -512,6 +558,25 @@ function allowedErrors(r: Built): Set<ErrorCode> {
   return new Set(matched ? routeErrors(matched.spec) : [...ROUTE_PIPELINE_ERRORS, 'not_found']);
 }
 
+/** Codes of the pipeline and of the shape checks: an answer with another got to the rules behind them. */
+const SHAPE_CODES = new Set<string>([
+  ...ROUTE_PIPELINE_ERRORS,
+  'invalid',
+  'bad_json',
+  'not_found',
+  'unauthenticated',
+  'unknown_device',
+  'rate_limited',
+]);
+
+function pastShapeChecks(r: Built, a: Answer): boolean {
+  if (r.method !== r.spec.method) return false;
+  return a.status < 400 || !SHAPE_CODES.has((JSON.parse(a.text) as { error: string }).error);
+}
+
+/** The attachment routes that take a body: the generators must get parts and finishes past their shape checks. */
+const ATTACHMENT_WRITES = ROUTES.filter((r) => r.feature === 'attachments' && r.method !== 'GET' && r.method !== 'DELETE');
+
 function checkAnswer(r: Built, a: Answer): void {
   const what = `${r.method} ${r.path.slice(0, 200)} → ${a.status} ${a.text.slice(0, 300)}`;
   assert.ok(a.status < 500, `never a 5xx: ${what}`);
@@ -556,6 +621,8 @@ const KEEPS_FIXTURE = new Set([
   'POST /api/rooms',
   'POST /api/messages',
   'POST /api/ack',
+  'PUT /api/attachments/:id/parts/:n',
+  'POST /api/attachments/:id/finish',
 ]);
 
 const STORE_NAME = { sqlite: 'SQLite', postgres: 'PostgreSQL' } as const;
@@ -595,6 +662,7 @@ for (const mode of (['sqlite', 'postgres'] as const satisfies readonly TestMode[
 
     test(`generated requests over every route: no 5xx, no hang, the error form, and a refused request changes nothing (${RUNS[mode]} runs)`, async () => {
       const perRoute = new Array<number>(ROUTES.length).fill(0);
+      const pastShape = new Array<number>(ROUTES.length).fill(0);
       const statuses = { '2xx': 0, '3xx': 0, '4xx': 0, '5xx': 0 };
       let crashes = 0;
       let claimed = 0;
@@ -619,6 +687,7 @@ for (const mode of (['sqlite', 'postgres'] as const satisfies readonly TestMode[
               const a = await send(l.server, r);
               statuses[`${Math.min(5, Math.floor(a.status / 100))}xx` as keyof typeof statuses]++;
               checkAnswer(r, a);
+              if (pastShapeChecks(r, a)) pastShape[ROUTES.indexOf(r.spec)]!++;
               if (a.status >= 400) {
                 known = await l.state.assertUnchanged(
                   before,
@@ -688,6 +757,8 @@ for (const mode of (['sqlite', 'postgres'] as const satisfies readonly TestMode[
       assert.equal(statuses['5xx'], 0);
       assert.equal(crashes, 0, 'the service answered /healthz after every round');
       assert.ok(Math.min(...perRoute) > 0, 'every route was tried');
+      for (const spec of ATTACHMENT_WRITES)
+        assert.ok(pastShape[ROUTES.indexOf(spec)]! > 0, `${spec.method} ${spec.path} was answered past its shape checks`);
     });
 
     test('bodies with __proto__ and constructor keys pollute no prototype of the server process', () => {
