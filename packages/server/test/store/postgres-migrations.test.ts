@@ -123,7 +123,7 @@ test('the later migrations bring a database at version 1 holding queued envelope
     await sqlIn(schema, "INSERT INTO envelopes (id, sender, ts, json) VALUES ('old', 'alice', 1, '{}')");
     await sqlIn(schema, "INSERT INTO queue (device_id, envelope_id, ts) VALUES ('b-device-1', 'old', 1)");
     await sqlIn(schema, "INSERT INTO contacts (nick, peer, created_at) VALUES ('alice', 'bob', 1), ('bob', 'alice', 1)");
-    // Each function with its number of arguments: migration 9 added a second send_facts.
+    // Each function with its number of arguments: migration 9 added a second send_facts, 10 put_attachment_part.
     const fns = `SELECT p.proname || '/' || p.pronargs AS proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
                   WHERE n.nspname = $1 ORDER BY p.proname, p.pronargs`;
     assert.deepEqual(await sqlIn(schema, fns, [schema]), []);
@@ -132,7 +132,16 @@ test('the later migrations bring a database at version 1 holding queued envelope
     try {
       assert.deepEqual(
         (await sqlIn<{ proname: string }>(schema, fns, [schema])).map((f) => f.proname),
-        ['ack_envelopes/2', 'device_connected/3', 'queue_counted/3', 'queue_trim/2', 'send_facts/6', 'send_facts/8', 'send_write/9'],
+        [
+          'ack_envelopes/2',
+          'device_connected/3',
+          'put_attachment_part/6',
+          'queue_counted/3',
+          'queue_trim/2',
+          'send_facts/6',
+          'send_facts/8',
+          'send_write/9',
+        ],
       );
       const rows = await sqlIn<{ version: number }>(schema, 'SELECT version FROM schema_migrations ORDER BY version');
       assert.deepEqual(

@@ -40,6 +40,24 @@ describe('store: postgres, instances racing on one database', () => {
     await dropSchema(schema);
   });
 
+  test('attachment parts of one account sent at once through two instances never pass its quota together', async () => {
+    const part = (store: PostgresStore, i: number) =>
+      store.putAttachmentPart({ id: id16(), nick: 'ann', n: 0, data: new Uint8Array(20_000).fill(i), now: NOW, quotaBytes: 100_000 });
+    const rs = await Promise.all(Array.from({ length: 12 }, (_, i) => part(i % 2 ? a : b, i)));
+    assert.equal(rs.filter((r) => 'ok' in r).length, 5);
+    assert.equal(rs.filter((r) => 'error' in r && r.error === 'quota_exceeded').length, 7);
+    assert.deepEqual(await sqlIn(schema, 'SELECT SUM(bytes)::int AS b, COUNT(*)::int AS n FROM attachments'), [{ b: 100_000, n: 5 }]);
+  });
+
+  test('one attachment id made at once by two accounts through two instances: one upload, the other attachment_conflict', async () => {
+    const id = id16();
+    const rs = await Promise.all(
+      ['ann', 'bob'].map((nick, i) => [a, b][i]!.putAttachmentPart({ id, nick, n: 0, data: new Uint8Array(10), now: NOW, quotaBytes: 1_000 })),
+    );
+    assert.deepEqual(outcomes(rs), outcomes([{ ok: true }, { error: 'attachment_conflict' }]));
+    assert.equal((await sqlIn(schema, 'SELECT n FROM attachment_parts')).length, 1);
+  });
+
   test('the same nick registered twice: one account, the other nick_taken', async () => {
     const [x, y] = [account('alice'), account('alice')];
     const rs = await Promise.all([a.registerAccount(x), b.registerAccount(y)]);

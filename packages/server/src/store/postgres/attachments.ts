@@ -1,12 +1,7 @@
-/**
- * Attachments of the PostgreSQL store. Each function runs inside the caller's transaction; a
- * part's write takes the uploader's advisory lock, so that parts sent at once by several
- * instances cannot together pass the quota.
- */
+/** Attachments of the PostgreSQL store. Each function runs inside the caller's transaction, or is one statement. */
 import { ATTACHMENT } from '@svc/protocol';
 import type { AttachmentFinish, AttachmentPart, AttachmentRecord, Refusal } from '../types.js';
 import type { Sql } from './db.js';
-import { LOCK, lockNicks } from './locks.js';
 
 interface Row {
   uploader: string;
@@ -17,31 +12,18 @@ interface Row {
   version: number;
 }
 
+const PART_REFUSALS = new Set(['attachment_conflict', 'attachment_finished', 'quota_exceeded']);
+
+/** One round trip (migration 10's put_attachment_part), which checks, locks and writes in one transaction. */
 export async function putPart(
   q: Sql,
   p: AttachmentPart,
 ): Promise<{ ok: true } | Refusal<'attachment_conflict' | 'attachment_finished' | 'quota_exceeded'>> {
-  await lockNicks(q, LOCK.attachments, [p.nick]);
-  const row = await q.one<Row>('SELECT uploader, finished_at FROM attachments WHERE id = $1 FOR UPDATE', [p.id]);
-  if (row && row.uploader !== p.nick) return { error: 'attachment_conflict' };
-  if (row && row.finished_at !== null) return { error: 'attachment_finished' };
-  const before = row
-    ? ((await q.one<{ n: number }>('SELECT octet_length(data) AS n FROM attachment_parts WHERE attachment_id = $1 AND n = $2', [p.id, p.n]))?.n ?? 0)
-    : 0;
-  const used = (await q.one<{ b: number }>('SELECT COALESCE(SUM(bytes), 0)::BIGINT AS b FROM attachments WHERE uploader = $1', [p.nick]))!.b;
-  if (used - before + p.data.length > p.quotaBytes) return { error: 'quota_exceeded' };
-  // Another account may make the same id at the same moment: the primary key settles it.
-  if (
-    !row &&
-    (await q.run('INSERT INTO attachments (id, uploader, created_at) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING', [p.id, p.nick, p.now])) === 0
-  )
-    return { error: 'attachment_conflict' };
-  await q.run(
-    'INSERT INTO attachment_parts (attachment_id, n, data) VALUES ($1, $2, $3) ON CONFLICT (attachment_id, n) DO UPDATE SET data = EXCLUDED.data',
-    [p.id, p.n, p.data],
-  );
-  await q.run('UPDATE attachments SET bytes = bytes + $1, version = version + 1 WHERE id = $2', [p.data.length - before, p.id]);
-  return { ok: true };
+  const r = (await q.one<{ r: string }>('SELECT put_attachment_part($1, $2, $3, $4, $5, $6) AS r', [p.id, p.nick, p.n, p.data, p.now, p.quotaBytes]))!
+    .r;
+  if (r === 'ok') return { ok: true };
+  if (PART_REFUSALS.has(r)) return { error: r as 'attachment_conflict' | 'attachment_finished' | 'quota_exceeded' };
+  throw new Error(`put_attachment_part answered ${r}`);
 }
 
 export async function get(q: Sql, id: string): Promise<AttachmentRecord | null> {

@@ -257,7 +257,7 @@ export class PostgresStore implements Store {
   }
 
   async putAttachmentPart(p: AttachmentPart) {
-    return this.tx((q) => attachments.putPart(q, p));
+    return autocommit(this.pool, (q) => attachments.putPart(q, p));
   }
 
   async attachment(id: string): Promise<AttachmentRecord | null> {
