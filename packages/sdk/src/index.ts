@@ -161,3 +161,22 @@ export {
 } from './conversation/export.js';
 export { mergeRecords, mergeRecord, type MergeResult } from './conversation/merge.js';
 export { checkRecord, isSettled } from './conversation/history-codec.js';
+
+// Files, photos and voice messages: file encryption (docs/CRYPTO.md "Attachments").
+export {
+  padme,
+  paddedLength,
+  chunkCount,
+  cipherSize,
+  maxPlainSize,
+  newFileKey,
+  importFileKey,
+  sealChunk,
+  openChunk,
+  fileAad,
+  chunkIv,
+  CHUNK_BYTES,
+  MIN_PADDED_BYTES,
+  FILE_KEY_BYTES,
+} from './crypto/file.js';
+export { plainChunks, sourceSize, type BlobLike, type FileSource } from './attachments/source.js';
