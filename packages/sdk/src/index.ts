@@ -162,7 +162,7 @@ export {
 export { mergeRecords, mergeRecord, type MergeResult } from './conversation/merge.js';
 export { checkRecord, isSettled } from './conversation/history-codec.js';
 
-// Files, photos and voice messages: file encryption (docs/CRYPTO.md "Attachments").
+// Files, photos and voice messages: file encryption, upload with resume, checked download (docs/CRYPTO.md "Attachments").
 export {
   padme,
   paddedLength,
@@ -180,3 +180,14 @@ export {
   FILE_KEY_BYTES,
 } from './crypto/file.js';
 export { plainChunks, sourceSize, type BlobLike, type FileSource } from './attachments/source.js';
+export {
+  Uploader,
+  MemoryUploadProgress,
+  progressInMeta,
+  limitLabel,
+  type UploadState,
+  type UploadedFile,
+  type UploadProgressStore,
+  type UploadOptions,
+} from './attachments/upload.js';
+export { downloadFile, downloadBytes, fileGone, type FileRef, type DownloadOptions } from './attachments/download.js';
