@@ -179,6 +179,23 @@ export {
   MIN_PADDED_BYTES,
   FILE_KEY_BYTES,
 } from './crypto/file.js';
+export {
+  isFileName,
+  isMime,
+  isThumb,
+  safeFileName,
+  safeMime,
+  ATTACHMENT_TYPES,
+  MAX_NAME_CHARS,
+  MAX_THUMB_BYTES,
+  MAX_WAVEFORM,
+  type AttachmentType,
+  type AttachmentFields,
+  type AttachmentRef,
+  type PhotoFields,
+  type VoiceFields,
+} from './conversation/attachment-plain.js';
+export { isAttachmentPlain, type AttachmentPlain, type FilePlain, type PhotoPlain, type VoicePlain } from './conversation/plaintext.js';
 export { plainChunks, sourceSize, type BlobLike, type FileSource } from './attachments/source.js';
 export {
   Uploader,
@@ -191,3 +208,4 @@ export {
   type UploadOptions,
 } from './attachments/upload.js';
 export { downloadFile, downloadBytes, fileGone, type FileRef, type DownloadOptions } from './attachments/download.js';
+export { attachmentRecord, attachmentRef } from './attachments/record.js';
