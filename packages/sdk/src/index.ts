@@ -208,4 +208,6 @@ export {
   type UploadOptions,
 } from './attachments/upload.js';
 export { downloadFile, downloadBytes, fileGone, type FileRef, type DownloadOptions } from './attachments/download.js';
+export { MemoryFiles, type AttachmentFiles, type KeptFile } from './attachments/files.js';
+export { AttachmentSender, type SendFileInput, type AttachmentSenderDeps } from './attachments/sender.js';
 export { attachmentRecord, attachmentRef } from './attachments/record.js';

@@ -149,6 +149,11 @@ export class Uploader {
   /** A new upload of `plainSize` bytes under a fresh id and key, checked against the limit and saved. */
   async begin(plainSize: number, name?: string): Promise<UploadState> {
     await this.check(plainSize, name);
+    return this.create(plainSize);
+  }
+
+  /** A new upload, saved but not checked against the limit (queued offline: run() checks it). */
+  async create(plainSize: number): Promise<UploadState> {
     const s = stateFor(b64(randomBytes(16)), b64(newFileKey()), plainSize);
     await this.progress.put(s);
     return s;
@@ -160,8 +165,8 @@ export class Uploader {
   }
 
   /** Sends what the service does not have yet and finishes; the saved progress is removed once finished. */
-  async run(s: UploadState, source: FileSource, o: UploadOptions = {}): Promise<UploadedFile> {
-    await this.limits();
+  async run(s: UploadState, source: FileSource, o: UploadOptions & { name?: string } = {}): Promise<UploadedFile> {
+    await this.check(s.plainSize, o.name);
     try {
       return await this.pass(s, source, o);
     } catch (e) {
