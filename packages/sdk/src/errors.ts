@@ -29,7 +29,9 @@ export type ClientErrorCode =
   /** a saved session (Messenger.resume) is malformed, of another format, or its keys do not match. */
   | 'bad_session'
   /** a history file (importHistory) is not one, of another account, or damaged; the message says which. */
-  | 'bad_export';
+  | 'bad_export'
+  /** a downloaded attachment failed its check (a part's tag, its size or its SHA-256); the message says which. */
+  | 'attachment_corrupt';
 
 export type SdkErrorCode = ErrorCode | ClientErrorCode;
 
@@ -50,6 +52,7 @@ const CLIENT_MESSAGE: Record<ClientErrorCode, string> = {
   not_ready: 'Log in and register this device first.',
   bad_session: 'The saved session cannot be resumed; log in again.',
   bad_export: 'This history file cannot be imported.',
+  attachment_corrupt: 'This file did not pass its check: it was damaged or altered, and was not kept.',
 };
 
 function nextStepFor(code: SdkErrorCode): NextStep {
@@ -75,6 +78,7 @@ function nextStepFor(code: SdkErrorCode): NextStep {
     case 'no_room_key':
     case 'unannounced_member':
     case 'unknown_device':
+    case 'attachment_corrupt':
       return 'none';
     default:
       return 'fix_input';

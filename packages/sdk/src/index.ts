@@ -162,3 +162,53 @@ export {
 } from './conversation/export.js';
 export { mergeRecords, mergeRecord, type MergeResult } from './conversation/merge.js';
 export { checkRecord, isSettled } from './conversation/history-codec.js';
+
+// Files, photos and voice messages: file encryption, upload with resume, checked download (docs/CRYPTO.md "Attachments").
+export {
+  padme,
+  paddedLength,
+  chunkCount,
+  cipherSize,
+  maxPlainSize,
+  newFileKey,
+  importFileKey,
+  sealChunk,
+  openChunk,
+  fileAad,
+  chunkIv,
+  CHUNK_BYTES,
+  MIN_PADDED_BYTES,
+  FILE_KEY_BYTES,
+} from './crypto/file.js';
+export {
+  isFileName,
+  isMime,
+  isThumb,
+  safeFileName,
+  safeMime,
+  ATTACHMENT_TYPES,
+  MAX_NAME_CHARS,
+  MAX_THUMB_BYTES,
+  MAX_WAVEFORM,
+  type AttachmentType,
+  type AttachmentFields,
+  type AttachmentRef,
+  type PhotoFields,
+  type VoiceFields,
+} from './conversation/attachment-plain.js';
+export { isAttachmentPlain, type AttachmentPlain, type FilePlain, type PhotoPlain, type VoicePlain } from './conversation/plaintext.js';
+export { plainChunks, sourceSize, type BlobLike, type FileSource } from './attachments/source.js';
+export {
+  Uploader,
+  MemoryUploadProgress,
+  progressInMeta,
+  limitLabel,
+  type UploadState,
+  type UploadedFile,
+  type UploadProgressStore,
+  type UploadOptions,
+} from './attachments/upload.js';
+export { downloadFile, downloadBytes, fileGone, type FileRef, type DownloadOptions } from './attachments/download.js';
+export { MemoryFiles, type AttachmentFiles, type KeptFile } from './attachments/files.js';
+export { AttachmentSender, type SendFileInput, type AttachmentSenderDeps } from './attachments/sender.js';
+export { attachmentRecord, attachmentRef } from './attachments/record.js';

@@ -46,6 +46,10 @@ const sample: Record<string, unknown[]> = {
   sendMessage: [{}],
   ack: [['x']],
   openEvents: [],
+  uploadAttachmentPart: ['att1', 0, 'AAAA'],
+  finishAttachment: ['att1', {}],
+  downloadAttachment: ['att1'],
+  deleteAttachment: ['att1'],
 };
 
 test('every route of the protocol table has an ApiClient method that calls exactly that route', async () => {

@@ -6,6 +6,8 @@
  * MemoryStore. Views listen with on() and re-render only the records that changed.
  */
 import type { Envelope } from '@svc/protocol';
+import type { AttachmentFiles } from '../attachments/files.js';
+import { AttachmentSender, type SendFileInput } from '../attachments/sender.js';
 import { b64, randomBytes } from '../bytes.js';
 import type { Messenger } from '../client.js';
 import { SdkError } from '../errors.js';
@@ -14,7 +16,7 @@ import { deliveryStatus, type ChatMessage, type DeliveryStatus, type MembershipE
 import { Outbox } from './outbox.js';
 import { Pacer } from './pacer.js';
 import { quotedRecord } from './quote.js';
-import { isHistoryPlain, type HistoryPlain, type PlainInput } from './plaintext.js';
+import { isAttachmentPlain, isHistoryPlain, type HistoryPlain, type PlainInput } from './plaintext.js';
 import { RoomMembers } from './room-members.js';
 import { applyOwn, ingest, type Ingested, type RuleContext } from './rules.js';
 import type { ConversationStore } from './store.js';
@@ -42,11 +44,16 @@ export interface ConversationsOptions {
   isMember?: (chat: string, nick: string) => boolean;
   /** How long an unannounced member stays listed before the membership status warns (room-members.ts). */
   warnAfterMs?: number;
-  /** Told about what failed in the background of the membership record. */
+  /** Told about what failed in the background of the membership record and of attachments. */
   onError?: (e: unknown) => void;
+  /** Where files wait until their upload finished (needed by sendFile). */
+  files?: AttachmentFiles;
 }
 
 export const newMid = (): string => b64(randomBytes(16));
+
+/** A plaintext that is a message record of its own (a text, or a file, photo or voice message). */
+const isMessagePlain = (p: PlainInput): boolean => p.type === 'text' || isAttachmentPlain(p);
 
 /** A decrypted envelope that carries the history transfer (transfer.ts handles it). */
 export type HistoryMessage = Extract<DecryptedMessage, { ok: true }> & { plain: HistoryPlain };
@@ -57,6 +64,8 @@ export class Conversations {
   readonly outbox: Outbox;
   /** Each room's membership as announced in it; it decides whom the owner's new room keys are wrapped for. */
   readonly membership: RoomMembers;
+  /** Files, photos and voice messages: their uploads before the message goes, downloads, deletion. */
+  readonly attachments: AttachmentSender;
   private readonly m: Messenger;
   private readonly listeners = new Set<(c: Change) => void>();
   private readonly rules: RuleContext;
@@ -97,6 +106,16 @@ export class Conversations {
       ...(o.onError ? { onError: o.onError } : {}),
     });
     this.m.setRoomGuard(this.membership);
+    this.attachments = new AttachmentSender({
+      api: this.m.api,
+      store: this.store,
+      outbox: this.outbox,
+      files: o.files,
+      me: () => this.me,
+      newMid,
+      emit: (c) => this.emit(c),
+      ...(o.onError ? { onError: o.onError } : {}),
+    });
   }
 
   get me(): string {
@@ -106,7 +125,8 @@ export class Conversations {
   /** Drops waiting actions that expired, then starts sending what the outbox kept from before (after a reload). */
   async load(): Promise<void> {
     await purgeExpired(this.rules);
-    return this.outbox.load();
+    await this.outbox.load();
+    return this.attachments.load();
   }
 
   on(f: (c: Change) => void): () => void {
@@ -134,6 +154,7 @@ export class Conversations {
   stop(): void {
     this.outbox.stop();
     this.membership.stop();
+    this.attachments.stop();
   }
 
   private emit(c: Change): void {
@@ -216,6 +237,17 @@ export class Conversations {
   }
 
   /**
+   * Queues a file, a photo (`photo`) or a voice message (`voice`), with the caption as its text; it
+   * shows at once as "Sending" and goes once its upload finished (attachments/sender.ts). Refused
+   * before anything is sent when over the service's limit: SdkError `file_too_large`, whose message
+   * is "<name> is too large (limit 25 MB)".
+   */
+  sendFile(chat: ChatId, input: SendFileInput): Promise<ChatMessage> {
+    const now = this.m.api.now();
+    return this.attachments.send(chat, input, { id: this.m.api.newId(), now });
+  }
+
+  /**
    * A line of the chat's own log that no envelope carried ("carol joined", "You were removed from
    * …"): stored like a message, never counted as unread, never sent.
    */
@@ -241,7 +273,8 @@ export class Conversations {
   async edit(m: ChatMessage, body: string): Promise<void> {
     if (!this.canEdit(m)) throw new SdkError('invalid', { message: 'Only your own messages can be edited, within 24 hours.' });
     if (body.trim() === '' || body === m.body) return;
-    if (await this.rewriteQueued(m.id, (p) => (p.type === 'text' ? { ...p, body } : p))) {
+    // A queued file's caption is its text.
+    if (await this.rewriteQueued(m.id, (p) => (p.type === 'text' ? { ...p, body } : isAttachmentPlain(p) ? { ...p, caption: body } : p))) {
       const cur = await this.store.get(m.id);
       if (cur) await this.store.put({ ...cur, body });
       return this.emit({ changed: [{ ...(cur ?? m), body }] });
@@ -254,12 +287,14 @@ export class Conversations {
     if (this.outbox.pending.some((i) => i.id === m.id)) {
       // Not sent yet: it never leaves this device.
       await this.outbox.drop(m.id);
+      if (m.attachment) await this.attachments.cancel(m.attachment.id);
       const gone: ChatMessage = { ...m, deleted: true, state: 'sent' };
       delete gone.body;
       await this.store.put(gone);
       return this.emit({ changed: [gone] });
     }
     await this.act(m.chat, { type: 'delete', target: m.id, sentAt: this.m.api.now(), mid: newMid() });
+    if (m.attachment) await this.attachments.remove(m.attachment.id);
   }
 
   /** Adds this account's reaction `emoji` to `m`, or removes it if it is there. */
@@ -293,9 +328,12 @@ export class Conversations {
    * older version of the app, or a crash between the two writes) goes into it again.
    */
   async retry(id: string): Promise<void> {
-    if (this.outbox.pending.some((i) => i.id === id)) return this.outbox.retry(id);
+    if (this.outbox.pending.some((i) => i.id === id)) {
+      await this.outbox.retry(id);
+      return this.attachments.kick();
+    }
     const m = await this.store.get(id);
-    if (!m || m.from !== this.me || m.kind !== 'text' || m.state !== 'failed' || m.body === undefined) return;
+    if (!m || m.from !== this.me || m.kind !== 'text' || m.state !== 'failed' || m.body === undefined || m.attachment) return;
     const plain: PlainInput = { type: 'text', body: m.body, sentAt: m.sentAt, mid: m.mid ?? newMid(), ...(m.replyTo ? { replyTo: m.replyTo } : {}) };
     const next: ChatMessage = { ...m, state: 'queued', mid: plain.mid! };
     delete next.note;
@@ -307,6 +345,7 @@ export class Conversations {
   /** The connection is back, or a key change was accepted: what waits goes now. */
   online(): void {
     this.outbox.online();
+    this.attachments.online();
   }
 
   /** The status one's own message shows ("Sending", "Not sent", "Sent", "Delivered", "Read"). */
@@ -341,7 +380,7 @@ export class Conversations {
 
   private async sent(item: OutboxItem, ts: number): Promise<void> {
     for (const f of this.sentHooks) await f(item, ts);
-    if (item.plain.type !== 'text') return;
+    if (!isMessagePlain(item.plain)) return;
     const m = await this.store.get(item.id);
     if (!m) return;
     const done: ChatMessage = { ...m, ts, state: 'sent' };
@@ -353,7 +392,7 @@ export class Conversations {
   private async outboxChanged(item: OutboxItem): Promise<void> {
     // An announcement the service refused for good (the room is gone) has nothing to wait for.
     if (item.plain.type === 'members' && item.state === 'failed') return this.outbox.drop(item.id);
-    if (item.plain.type !== 'text') return;
+    if (!isMessagePlain(item.plain)) return;
     const m = await this.store.get(item.id);
     if (!m) return;
     const next: ChatMessage = { ...m, state: item.state === 'failed' ? 'failed' : 'queued' };
@@ -364,7 +403,7 @@ export class Conversations {
   }
 
   private async renamed(old: string, item: OutboxItem): Promise<void> {
-    if (item.plain.type !== 'text') return;
+    if (!isMessagePlain(item.plain)) return;
     const m = await this.store.get(old);
     if (!m) return;
     await this.store.remove(old);

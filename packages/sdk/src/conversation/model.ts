@@ -5,6 +5,7 @@
  * records of their own: they change their target, or wait for it (PendingAction).
  */
 import type { ChatId } from '../messages.js';
+import type { AttachmentRef } from './attachment-plain.js';
 import type { Plain, PlainInput } from './plaintext.js';
 
 /** What a record shows: a text; an envelope that did not open; a type of a newer client; a membership line. */
@@ -53,6 +54,8 @@ export interface ChatMessage {
   /** Why a message is undecryptable, of an unknown type, or not sent, in words. */
   note?: string;
   event?: MembershipEvent;
+  /** A file, photo or voice message this text carries (`body` is then its caption, if any); gone once deleted. */
+  attachment?: AttachmentRef;
 }
 
 /** An edit, deletion, reaction or receipt whose target has not arrived yet (bounded: waiting.ts). */
@@ -84,6 +87,8 @@ export interface OutboxItem {
   state: 'waiting' | 'failed' | 'held';
   attempts: number;
   note?: string;
+  /** Its file is still going up: the message waits, and holds its chat, until the upload finished. */
+  uploading?: boolean;
 }
 
 /** The status one's own message shows: the words are the accessible name. */

@@ -14,6 +14,9 @@
  * Receipts are outbox items too, kept in memory only: merged per chat, sent after the person's
  * own messages, and dropped after a few refusals rather than retried forever.
  *
+ * A message with a file waits (`uploading`), holding its chat, until the file has gone up
+ * (attachments/sender.ts uploads it and then update()s the item); only then is it sent.
+ *
  * A chat this account is leaving (a room left or deleted) is closed first (close()): what waits
  * for it is dropped and nothing more goes to it, so no receipt reaches the service after the
  * leave and comes back refused, an error the client could have avoided.
@@ -83,7 +86,7 @@ export class Outbox {
     return this.items;
   }
 
-  async add(chat: ChatId, plain: PlainInput, o: { id?: string; priority?: Priority } = {}): Promise<OutboxItem> {
+  async add(chat: ChatId, plain: PlainInput, o: { id?: string; priority?: Priority; uploading?: boolean } = {}): Promise<OutboxItem> {
     if (this.closed.has(chat)) throw new SdkError('not_member', { message: 'This conversation was left.' });
     this.lastCreated = Math.max(this.d.now(), this.lastCreated + 1);
     const item: OutboxItem = {
@@ -94,6 +97,7 @@ export class Outbox {
       priority: o.priority ?? 'user',
       state: 'waiting',
       attempts: 0,
+      ...(o.uploading ? { uploading: true } : {}),
     };
     await this.d.store.outboxPut(item);
     this.items.push(item);
@@ -149,6 +153,17 @@ export class Outbox {
     await this.d.store.outboxPut(item);
     await this.d.onUpdate(item);
     this.kick();
+  }
+
+  /** Changes an item that has not gone yet (its upload ended), keeps the change and tries to send. */
+  async update(id: string, f: (item: OutboxItem) => void): Promise<OutboxItem | undefined> {
+    const item = this.items.find((i) => i.id === id);
+    if (!item) return undefined;
+    f(item);
+    await this.d.store.outboxPut(item);
+    await this.d.onUpdate(item);
+    this.kick();
+    return item;
   }
 
   /** Removes an item that has not gone yet (a message deleted before it was sent). */
@@ -238,7 +253,7 @@ export class Outbox {
     const blocked = new Set<string>();
     for (const i of this.items) {
       if (heads.has(i.chat) || blocked.has(i.chat) || this.closed.has(i.chat)) continue;
-      if (i.state === 'held') blocked.add(i.chat);
+      if (i.state === 'held' || (i.uploading && i.state === 'waiting')) blocked.add(i.chat);
       else if (i.state === 'waiting') heads.set(i.chat, i);
     }
     const ready = [...heads.values()].sort((a, b) => a.createdAt - b.createdAt);

@@ -19,6 +19,14 @@
 import { b64urlDecodedLength, isB64url, isB64urlOfLength, isDeviceId, isId16, isNick, isUlid } from '@svc/protocol';
 import { fromUtf8, utf8 } from '../bytes.js';
 import { SdkError } from '../errors.js';
+import {
+  checkAttachmentFields,
+  checkPhotoFields,
+  checkVoiceFields,
+  type AttachmentFields,
+  type PhotoFields,
+  type VoiceFields,
+} from './attachment-plain.js';
 
 export const PAD_BLOCK = 256;
 
@@ -85,6 +93,23 @@ export interface MembersPlain extends Common {
   added: string[];
   removed: string[];
 }
+
+/** A file: where its ciphertext is and how to open it, its name, type and caption (attachment-plain.ts). */
+export interface FilePlain extends Common, AttachmentFields {
+  type: 'file';
+}
+
+/** A photo: a file with its size and a tiny thumbnail shown before it is downloaded. */
+export interface PhotoPlain extends Common, AttachmentFields, PhotoFields {
+  type: 'photo';
+}
+
+/** A voice message: a file with its duration and a waveform summary. */
+export interface VoicePlain extends Common, AttachmentFields, VoiceFields {
+  type: 'voice';
+}
+
+export type AttachmentPlain = FilePlain | PhotoPlain | VoicePlain;
 
 /*
  * History moved between the account's own devices (conversation/transfer.ts, docs/CRYPTO.md
@@ -154,7 +179,7 @@ export interface UnknownPlain {
   mid?: string;
 }
 
-export type KnownPlain = TextPlain | ReactionPlain | EditPlain | DeletePlain | ReceiptPlain | MembersPlain | HistoryPlain;
+export type KnownPlain = TextPlain | ReactionPlain | EditPlain | DeletePlain | ReceiptPlain | MembersPlain | HistoryPlain | AttachmentPlain;
 export type Plain = KnownPlain | UnknownPlain;
 export type PlainType = KnownPlain['type'];
 
@@ -202,6 +227,17 @@ const SCHEMAS: { [T in PlainType]: (o: Fields) => Omit<Extract<KnownPlain, { typ
       ? { room: o.room, owner: o.owner, members: [...o.members], added: [...o.added], removed: [...o.removed] }
       : null;
   },
+  file: (o) => checkAttachmentFields(o),
+  photo: (o) => {
+    const a = checkAttachmentFields(o);
+    const p = checkPhotoFields(o);
+    return a && p ? { ...a, ...p } : null;
+  },
+  voice: (o) => {
+    const a = checkAttachmentFields(o);
+    const v = checkVoiceFields(o);
+    return a && v ? { ...a, ...v } : null;
+  },
   'history-request': (o) => (isDeviceId(o.device) && isId16(o.nonce) && isTag(o.tag) ? { device: o.device, nonce: o.nonce, tag: o.tag } : null),
   'history-offer': (o) =>
     isId16(o.transfer) &&
@@ -234,6 +270,11 @@ const SCHEMAS: { [T in PlainType]: (o: Fields) => Omit<Extract<KnownPlain, { typ
 /** Whether a plaintext belongs to the history transfer (handled by transfer.ts, never shown as a message). */
 export function isHistoryPlain(p: { type: string }): p is HistoryPlain {
   return p.type.startsWith('history-') && Object.hasOwn(SCHEMAS, p.type);
+}
+
+/** Whether a plaintext carries a file, a photo or a voice message. */
+export function isAttachmentPlain(p: { type: string }): p is AttachmentPlain {
+  return p.type === 'file' || p.type === 'photo' || p.type === 'voice';
 }
 
 function isKnownType(t: unknown): t is PlainType {

@@ -13,9 +13,10 @@
  * - a type from a newer client is kept as a placeholder, and an envelope that does not open (or
  *   whose plaintext is malformed) as a decryption error, never as text.
  */
+import { attachmentRecord } from '../attachments/record.js';
 import type { DecryptedMessage } from '../messages.js';
 import type { ChatMessage, PendingAction } from './model.js';
-import type { Plain } from './plaintext.js';
+import { isAttachmentPlain, type Plain } from './plaintext.js';
 import { keepWaiting, type WaitContext } from './waiting.js';
 
 export const FAILURE_TEXT: Record<string, string> = {
@@ -66,9 +67,10 @@ export async function ingest(c: RuleContext, d: DecryptedMessage): Promise<Inges
   const p = d.plain;
   const first = p.mid !== undefined ? await c.store.idForMid(d.from, p.mid) : undefined;
   if (first !== undefined) return secondCopy(c, first, d.id);
-  if (p.type === 'text' || p.type === 'unknown') {
-    const m: ChatMessage =
-      p.type === 'text'
+  if (p.type === 'text' || p.type === 'unknown' || isAttachmentPlain(p)) {
+    const m: ChatMessage = isAttachmentPlain(p)
+      ? attachmentRecord(d, p)
+      : p.type === 'text'
         ? {
             id: d.id,
             chat: d.chat,
@@ -159,6 +161,7 @@ function apply(c: RuleContext, m: ChatMessage, from: string, chat: string, p: Pl
       delete m.replyTo;
       delete m.reactions;
       delete m.reactedAt;
+      delete m.attachment;
       return undefined;
     case 'reaction': {
       if (m.deleted || m.kind !== 'text') return 'not a reactable message';

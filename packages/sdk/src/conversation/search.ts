@@ -2,7 +2,7 @@
  * Search over the decrypted history on this device: the app keeps an index in memory only (built
  * from the sealed store when first asked, then kept in step with changes), so nothing of it is
  * ever written out in the clear. Matching is case- and accent-insensitive; every word of the
- * query must occur in the text.
+ * query must occur in the text, or for a file, photo or voice message in its name or caption.
  */
 import type { ChatId } from '../messages.js';
 import type { ChatMessage } from './model.js';
@@ -13,6 +13,8 @@ export interface SearchHit {
   from: string;
   ts: number;
   body: string;
+  /** The file name of an attachment message (its caption is `body`). */
+  file?: string;
 }
 
 interface Entry extends SearchHit {
@@ -30,11 +32,14 @@ export class SearchIndex {
 
   /** Adds or replaces what a record says; a deleted or non-text record leaves the index. */
   put(m: ChatMessage): void {
-    if (m.kind !== 'text' || m.deleted || !m.body) {
+    const file = m.attachment?.name;
+    if (m.kind !== 'text' || m.deleted || (!m.body && !file)) {
       this.entries.delete(m.id);
       return;
     }
-    this.entries.set(m.id, { id: m.id, chat: m.chat, from: m.from, ts: m.ts, body: m.body, folded: fold(m.body) });
+    const body = m.body ?? '';
+    const folded = fold(file ? `${file}\n${body}` : body);
+    this.entries.set(m.id, { id: m.id, chat: m.chat, from: m.from, ts: m.ts, body, ...(file ? { file } : {}), folded });
   }
 
   remove(id: string): void {
