@@ -7,9 +7,21 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { Deflate } from 'fflate';
-import { concat, utf8 } from '../src/bytes.js';
+import { b64, concat, utf8 } from '../src/bytes.js';
 import { sealData } from '../src/conversation/transfer-wire.js';
-import { Conversations, EXPORT_ERRORS, EXPORT_INFLATE_MAX, exportAad, exportHistory, importHistory, MemoryStore, SdkError } from '../src/index.js';
+import {
+  cipherSize,
+  Conversations,
+  EXPORT_ERRORS,
+  EXPORT_INFLATE_MAX,
+  exportAad,
+  exportHistory,
+  importHistory,
+  MemoryStore,
+  randomBytes,
+  SdkError,
+  type ChatMessage,
+} from '../src/index.js';
 import { fill, makeHistory } from './history-fixtures.js';
 import { loginDevice, register, startServer, type TestServer } from './server.js';
 
@@ -131,4 +143,44 @@ test('a line of the chat’s own log ("carol joined") is exported, imported and 
   // A line of the older form (no id or author of its own) stays behind, not counted as damaged.
   await store.put({ ...line, id: `event-${line.id}`, from: '' });
   assert.deepEqual([(await exportHistory(alice.m, store)).records, (await exportHistory(alice.m, store)).dropped], [1, 0]);
+});
+
+test('a file, a photo and a voice message keep their attachment through export and import; a malformed one is left out and counted', async () => {
+  const alice = await register(server);
+  const store = new MemoryStore();
+  const base = { chat: 'dm:bob_x' as const, from: alice.m.nick, kind: 'text' as const, state: 'sent' as const };
+  const file = {
+    id: b64(randomBytes(16)),
+    key: b64(randomBytes(32)),
+    sha256: b64(randomBytes(32)),
+    plainSize: 1000,
+    size: cipherSize(1000),
+    name: 'notes.pdf',
+    mime: 'application/pdf',
+  };
+  const thumb = `data:image/jpeg;base64,${btoa(String.fromCharCode(...randomBytes(30)))}`;
+  const records: ChatMessage[] = [
+    { ...base, id: alice.m.api.newId(), ts: 1000, sentAt: 1000, body: 'the notes', attachment: { ...file, type: 'file' } },
+    {
+      ...base,
+      id: alice.m.api.newId(),
+      ts: 2000,
+      sentAt: 2000,
+      attachment: { ...file, type: 'photo', name: 'cat.jpg', mime: 'image/jpeg', width: 640, height: 480, thumb },
+    },
+    {
+      ...base,
+      id: alice.m.api.newId(),
+      ts: 3000,
+      sentAt: 3000,
+      attachment: { ...file, type: 'voice', name: 'voice.ogg', mime: 'audio/ogg', durationMs: 4200, waveform: [0, 128, 255] },
+    },
+  ];
+  for (const r of records) await store.put(r);
+  await store.put({ ...base, id: alice.m.api.newId(), ts: 4000, sentAt: 4000, attachment: { ...file, type: 'file', size: file.size + 1 } });
+  const out = await exportHistory(alice.m, store);
+  assert.deepEqual([out.records, out.dropped], [3, 1]);
+  const target = new MemoryStore();
+  await importHistory(alice.m, target, out.file);
+  for (const r of records) assert.deepEqual((await target.get(r.id))?.attachment, r.attachment);
 });

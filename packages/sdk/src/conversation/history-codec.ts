@@ -14,6 +14,7 @@ import { deflateSync, Inflate, inflateSync } from 'fflate';
 import { fromUtf8, utf8 } from '../bytes.js';
 import type { ChatMessage } from './model.js';
 import { isEmoji } from './plaintext.js';
+import { ATTACHMENT_TYPES, checkAttachmentFields, checkPhotoFields, checkVoiceFields, type AttachmentRef } from './attachment-plain.js';
 
 const FIELDS = [
   'id',
@@ -35,6 +36,7 @@ const FIELDS = [
   'state',
   'note',
   'event',
+  'attachment',
 ] as const;
 type Field = (typeof FIELDS)[number];
 const FIELD_SET = new Set<string>(FIELDS);
@@ -122,7 +124,33 @@ export function checkRecord(v: unknown): ChatMessage | null {
     if (!isObj(ev) || typeof ev.what !== 'string' || !EVENTS.has(ev.what) || !isNicks(ev.nicks)) return null;
     m.event = { what: ev.what as NonNullable<ChatMessage['event']>['what'], nicks: [...ev.nicks] };
   }
+  if (o.attachment !== undefined) {
+    const a = isObj(o.attachment) ? checkAttachmentRef(o.attachment) : null;
+    if (!a) return null;
+    m.attachment = a;
+  }
   return m;
+}
+
+/**
+ * A record's attachment as the message that brought it was checked on receipt (its caption is the
+ * record's body): the same checks again, since a history file or transfer is read like any input.
+ */
+function checkAttachmentRef(o: Obj): AttachmentRef | null {
+  const type = o.type;
+  if (typeof type !== 'string' || !(ATTACHMENT_TYPES as readonly string[]).includes(type) || o.caption !== undefined) return null;
+  const base = checkAttachmentFields(o);
+  if (!base) return null;
+  const ref: AttachmentRef = { ...base, type: type as AttachmentRef['type'] };
+  if (type === 'photo') {
+    const p = checkPhotoFields(o);
+    return p ? { ...ref, ...p } : null;
+  }
+  if (type === 'voice') {
+    const v = checkVoiceFields(o);
+    return v ? { ...ref, ...v } : null;
+  }
+  return ref;
 }
 
 /** Whether a record is history that may travel (not a message still on its way out). */
