@@ -7,7 +7,9 @@ import {
   applyAnnouncement,
   followOwnerGone,
   mergeAnnouncements,
+  parseRecord,
   planChange,
+  sendWait,
   startRecord,
   type MembershipRecord,
 } from '../src/conversation/membership-record.js';
@@ -62,9 +64,13 @@ test("a nick enters a record only when the owner's announcement names it as adde
 
 test('a member announces its own leaving; the owner leaving passes the room to the earliest-joined member', () => {
   const r0 = startRecord(ROOM, 'alice', ['alice', 'bob', 'carol']);
-  const bobLeaves = rec(applyAnnouncement(r0, at('02', 'bob'), plain('alice', ['alice', 'carol'], [], ['bob'])));
+  const bobLeaves = rec(
+    applyAnnouncement(r0, at('02', 'bob', 'carol', listed('alice', ['alice', 'carol'])), plain('alice', ['alice', 'carol'], [], ['bob'])),
+  );
   assert.deepEqual([bobLeaves.owner, bobLeaves.members], ['alice', ['alice', 'carol']]);
-  const ownerLeaves = rec(applyAnnouncement(r0, at('02', 'alice', 'bob'), plain('carol', ['bob', 'carol'], [], ['alice'])));
+  const ownerLeaves = rec(
+    applyAnnouncement(r0, at('02', 'alice', 'bob', listed('bob', ['bob', 'carol'])), plain('carol', ['bob', 'carol'], [], ['alice'])),
+  );
   assert.deepEqual(
     [ownerLeaves.owner, ownerLeaves.members, ownerLeaves.owed],
     ['bob', ['bob', 'carol'], true],
@@ -109,4 +115,25 @@ test('a waiting announcement replaced by a later one keeps its additions and rem
     added: ['dave', 'carol'],
     removed: ['bob'],
   });
+});
+
+test('a message waits without a record, while the service lists a member the record lacks, or under a key not the recorded owner made', () => {
+  const r0 = startRecord(ROOM, 'alice', ['alice', 'bob', 'carol']);
+  const room = listed('alice', ['alice', 'bob', 'carol']);
+  assert.deepEqual(sendWait(undefined, room, 'alice'), { code: 'no_membership_record' });
+  assert.deepEqual(sendWait(r0, listed('alice', ['alice', 'bob', 'carol', 'eve']), 'alice'), { code: 'unannounced_member', nicks: ['eve'] });
+  assert.deepEqual(sendWait(r0, room, 'bob'), { code: 'room_key_not_owner', wrapper: 'bob', owner: 'alice' });
+  assert.equal(sendWait(r0, room, 'alice'), null);
+  assert.equal(sendWait(r0, listed('alice', ['alice', 'bob']), 'alice'), null, 'a member gone from the list reads nothing new');
+});
+
+test('a record from another device is kept only when well formed and naming this account', () => {
+  const good = { room: ROOM, owner: 'alice', members: ['alice', 'carol'], since: '', last: { alice: '01JD0000000000000000000001' } };
+  assert.deepEqual(parseRecord(good, 'carol'), good);
+  assert.equal(parseRecord({ ...good, members: ['alice'] }, 'carol'), null, 'without this account');
+  assert.equal(parseRecord({ ...good, owner: 'bob' }, 'carol'), null, 'an owner who is no member');
+  assert.equal(parseRecord({ ...good, members: ['alice', 'carol', 'carol'] }, 'carol'), null, 'a nick twice');
+  assert.equal(parseRecord({ ...good, last: { alice: 'x' } }, 'carol'), null, 'a bad id');
+  assert.equal(parseRecord({ ...good, room: 'x' }, 'carol'), null, 'a bad room id');
+  assert.equal(parseRecord([good], 'carol'), null);
 });

@@ -13,10 +13,13 @@ import { splitChatId, type ChatId, type DecryptedMessage } from '../messages.js'
 import { deliveryStatus, type ChatMessage, type DeliveryStatus, type MembershipEvent, type OutboxItem } from './model.js';
 import { Outbox } from './outbox.js';
 import { Pacer } from './pacer.js';
-import { isHistoryPlain, type HistoryPlain, type PlainInput } from './plaintext.js';
+import { isHistoryPlain, isRecordsPlain, type HistoryPlain, type PlainInput } from './plaintext.js';
+import { RecordTransfer } from './record-transfer.js';
 import { RoomMembers } from './room-members.js';
 import { applyOwn, ingest, type Ingested, type RuleContext } from './rules.js';
 import type { ConversationStore } from './store.js';
+import { messengerLink } from './transfer-link.js';
+import type { TransferLink } from './transfer-types.js';
 
 /** An edit is offered for this long after sending, as people expect. */
 export const EDIT_WINDOW_MS = 24 * 60 * 60_000;
@@ -42,6 +45,8 @@ export interface ConversationsOptions {
   warnAfterMs?: number;
   /** Told about what failed in the background of the membership record. */
   onError?: (e: unknown) => void;
+  /** How long a room's record may be missing before the account's other devices are asked for it (record-transfer.ts). */
+  askRecordsAfterMs?: number;
 }
 
 export const newMid = (): string => b64(randomBytes(16));
@@ -55,6 +60,8 @@ export class Conversations {
   readonly outbox: Outbox;
   /** Each room's membership as announced in it; it decides whom the owner's new room keys are wrapped for. */
   readonly membership: RoomMembers;
+  /** Membership records from and to the account's other devices. */
+  readonly records: RecordTransfer;
   private readonly m: Messenger;
   private readonly listeners = new Set<(c: Change) => void>();
   private readonly rules: RuleContext;
@@ -87,8 +94,15 @@ export class Conversations {
       newMid,
       ...(o.warnAfterMs !== undefined ? { warnAfterMs: o.warnAfterMs } : {}),
       ...(o.onError ? { onError: o.onError } : {}),
+      missing: () => this.records.missing(),
     });
     this.m.setRoomGuard(this.membership);
+    let link: TransferLink | null = null;
+    this.records = new RecordTransfer(() => (link ??= messengerLink(this.m, this)), this.membership, o.onError, o.askRecordsAfterMs);
+    // What waited for a room's record to vouch for it goes as soon as it does.
+    this.membership.on((roomId) => {
+      if (this.membership.status(roomId).wait === null) this.outbox.release(`room:${roomId}`);
+    });
   }
 
   get me(): string {
@@ -125,6 +139,7 @@ export class Conversations {
   stop(): void {
     this.outbox.stop();
     this.membership.stop();
+    this.records.stop();
   }
 
   private emit(c: Change): void {
@@ -155,6 +170,10 @@ export class Conversations {
     if (d.ok && isHistoryPlain(d.plain)) {
       await this.history?.(d as HistoryMessage);
       return { changed: [], ignored: 'history transfer' };
+    }
+    if (d.ok && isRecordsPlain(d.plain)) {
+      await this.records.handle({ from: d.from, chat: d.chat, plain: d.plain });
+      return { changed: [], ignored: 'membership records' };
     }
     if (d.ok && d.plain.type === 'members') {
       const taken = await this.membership.take({ ...d, plain: d.plain });
