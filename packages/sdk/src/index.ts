@@ -141,6 +141,7 @@ export {
   followOwnerGone,
   settleLeaves,
   sendWait,
+  memberChanges,
   compare as compareRecord,
   parseRecord,
   startRecord,

@@ -5,11 +5,14 @@ import type { Room } from '@svc/protocol';
 import type { MembersPlain } from '../src/index.js';
 import {
   applyAnnouncement,
+  compare,
   followOwnerGone,
+  memberChanges,
   mergeAnnouncements,
   parseRecord,
   planChange,
   sendWait,
+  settleLeaves,
   startRecord,
   type MembershipRecord,
 } from '../src/conversation/membership-record.js';
@@ -90,7 +93,7 @@ test('without an announcement the record follows the service only to the owner t
   assert.deepEqual([r2?.owner, r2?.owed], ['carol', undefined]);
 });
 
-test("the owner's new key is planned for the recorded members in the service's join order, never for an unannounced one", () => {
+test("the owner's new key is planned for the recorded members in the record's join order, never for an unannounced one", () => {
   const r0 = startRecord(ROOM, 'alice', ['alice', 'bob', 'carol']);
   assert.deepEqual(planChange(r0, listed('alice', ['alice', 'bob', 'eve', 'carol']), { add: [], remove: [] }), { ok: false, unannounced: ['eve'] });
   assert.deepEqual(planChange(r0, listed('alice', ['alice', 'bob', 'eve', 'carol']), { add: ['dave'], remove: ['eve'] }), {
@@ -99,8 +102,8 @@ test("the owner's new key is planned for the recorded members in the service's j
   });
   assert.deepEqual(
     planChange(r0, listed('alice', ['alice', 'bob', 'eve', 'carol']), { add: ['eve'], remove: [] }),
-    { ok: true, final: ['alice', 'bob', 'eve', 'carol'] },
-    'added on purpose, where the service keeps it',
+    { ok: true, final: ['alice', 'bob', 'carol', 'eve'] },
+    'added on purpose, after the recorded members',
   );
   assert.deepEqual(
     planChange(r0, listed('alice', ['alice', 'carol']), { add: [], remove: [] }),
@@ -115,6 +118,48 @@ test('a waiting announcement replaced by a later one keeps its additions and rem
     added: ['dave', 'carol'],
     removed: ['bob'],
   });
+});
+
+test('a self-leave counts only once the service stops listing the member: until then it is pending, and the rotation still wraps for it', () => {
+  const r0 = startRecord(ROOM, 'alice', ['alice', 'bob', 'carol']);
+  const still = listed('alice', ['alice', 'bob', 'carol']);
+  const pending = rec(applyAnnouncement(r0, at('02', 'bob', 'carol', still), plain('alice', ['alice', 'carol'], [], ['bob'])));
+  assert.deepEqual([pending.members, pending.leaving], [['alice', 'bob', 'carol'], ['bob']]);
+  assert.deepEqual(compare(pending, still).leaving, ['bob']);
+  assert.deepEqual(planChange(pending, still, { add: [], remove: [] }), { ok: true, final: ['alice', 'bob', 'carol'] }, 'no rotation is blocked');
+  assert.equal(settleLeaves(pending, still, 'carol'), null, 'still listed: nothing changes');
+  const gone = settleLeaves(pending, listed('alice', ['alice', 'carol']), 'carol');
+  assert.deepEqual([gone?.members, gone?.leaving], [['alice', 'carol'], undefined]);
+
+  // The owner's leave waits the same way; the ownership passes when the service drops it.
+  const ownerPending = rec(applyAnnouncement(r0, at('02', 'alice', 'bob', still), plain('bob', ['bob', 'carol'], [], ['alice'])));
+  assert.equal(ownerPending.owner, 'alice');
+  const passed = settleLeaves(ownerPending, listed('bob', ['bob', 'carol']), 'bob');
+  assert.deepEqual([passed?.owner, passed?.members, passed?.owed], ['bob', ['bob', 'carol'], true]);
+  // The owner's own announcement that drops a pending member ends its pending leave.
+  const dropped = rec(applyAnnouncement(pending, at('03', 'alice', 'carol', still), plain('alice', ['alice', 'carol'], [], ['bob'])));
+  assert.deepEqual([dropped.members, dropped.leaving], [['alice', 'carol'], undefined]);
+});
+
+test('join order, and so the next owner, comes from the record: a service that reorders its list changes neither', () => {
+  const r0 = startRecord(ROOM, 'alice', ['alice', 'bob', 'carol']);
+  const reordered = listed('alice', ['carol', 'alice', 'bob']);
+  assert.deepEqual(planChange(r0, reordered, { add: ['dave'], remove: [] }), { ok: true, final: ['alice', 'bob', 'carol', 'dave'] });
+  const left = rec(
+    applyAnnouncement(r0, at('02', 'alice', 'carol', listed('carol', ['carol', 'bob'])), plain('carol', ['carol', 'bob'], [], ['alice'])),
+  );
+  assert.equal(left.owner, 'bob', 'bob joined before carol in the record');
+  assert.equal(compare(left, listed('carol', ['carol', 'bob'])).ownerDisputed, true);
+  assert.equal(followOwnerGone(r0, listed('carol', ['carol', 'bob']), 'carol'), null, 'the service naming carol is not followed');
+});
+
+test('a recorded member the service no longer lists is reported gone, and stays in the record until an announcement drops it', () => {
+  const r0 = startRecord(ROOM, 'alice', ['alice', 'bob', 'eve']);
+  const c = compare(r0, listed('alice', ['alice', 'bob']));
+  assert.deepEqual([c.gone, c.unannounced], [['eve'], []]);
+  assert.deepEqual(r0.members, ['alice', 'bob', 'eve']);
+  assert.deepEqual(memberChanges(['alice', 'bob', 'eve'], r0.members, 'alice'), { joined: [], left: [] }, 'no line for what the service alone says');
+  assert.deepEqual(memberChanges(['alice', 'bob', 'eve'], ['alice', 'bob', 'dave'], 'alice'), { joined: ['dave'], left: ['eve'] });
 });
 
 test('a message waits without a record, while the service lists a member the record lacks, or under a key not the recorded owner made', () => {

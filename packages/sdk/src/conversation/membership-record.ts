@@ -119,7 +119,8 @@ export function applyAnnouncement(rec: MembershipRecord | undefined, a: Arrival,
   let next: MembershipRecord;
   if (leaving) {
     if (!rec.members.includes(a.from)) return { ok: false, why: 'leave of a non-member' };
-    next = departed(rec, a.from, a.me);
+    // Still listed: the member may not have left at all, so the leave waits for the service.
+    next = a.listed?.members.includes(a.from) ? { ...rec, leaving: unique([...(rec.leaving ?? []), a.from]) } : departed(rec, a.from, a.me);
   } else {
     if (a.from !== rec.owner || p.owner !== a.from) return { ok: false, why: 'announcement not from the owner' };
     if (!p.members.includes(a.from)) return { ok: false, why: 'owner missing from its announcement' };
@@ -180,6 +181,15 @@ export function compare(rec: MembershipRecord, listed: Room): { unannounced: str
   };
 }
 
+/**
+ * The lines a room's log shows for a change of its record ("dave joined", "eve left"): from one
+ * record to the next, never from the service's list, which could show a departure that did not
+ * happen. This account's own joining and leaving are told otherwise.
+ */
+export function memberChanges(before: string[], after: string[], me: string): { joined: string[]; left: string[] } {
+  return { joined: without(after, [...before, me]), left: without(before, [...after, me]) };
+}
+
 /** Why a message to the room must wait, or null when it may go. */
 export type SendWait =
   { code: 'no_membership_record' } | { code: 'unannounced_member'; nicks: string[] } | { code: 'room_key_not_owner'; wrapper: string; owner: string };
@@ -210,8 +220,7 @@ export function planChange(rec: MembershipRecord, listed: Room, change: { add: s
   const named = new Set([...change.add, ...change.remove]);
   const unannounced = without(listed.members, rec.members).filter((n) => !named.has(n));
   if (unannounced.length > 0) return { ok: false, unannounced };
-  const keep = new Set([...rec.members, ...change.add]);
-  const stay = listed.members.filter((n) => keep.has(n) && !change.remove.includes(n));
+  const stay = rec.members.filter((n) => listed.members.includes(n) && !change.remove.includes(n));
   return { ok: true, final: unique([...stay, ...change.add.filter((n) => !change.remove.includes(n))]) };
 }
 

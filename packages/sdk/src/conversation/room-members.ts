@@ -198,7 +198,7 @@ export class RoomMembers implements RoomGuard {
       ...c,
       missing,
       warned: this.clock.aged('listed', roomId, c.unannounced),
-      goneWarned: [],
+      goneWarned: this.clock.aged('gone', roomId, c.gone),
       wait,
     };
   }
