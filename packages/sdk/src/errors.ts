@@ -20,8 +20,12 @@ export type ClientErrorCode =
   | 'untrusted_key'
   /** no key of this room is held by this client. */
   | 'no_room_key'
-  /** the service lists a room member that no announcement of the room added: no key is wrapped for it. */
+  /** the service lists a room member that no announcement of the room added: no key is wrapped for it, nothing is sent to the room. */
   | 'unannounced_member'
+  /** this device holds no membership record of the room yet: it makes no key for it and sends nothing there. */
+  | 'no_membership_record'
+  /** the room's newest key was made by someone other than its recorded owner: nothing is sent under it. */
+  | 'room_key_not_owner'
   /** the text does not fit in one message. */
   | 'too_long'
   /** the method needs a logged-in Messenger or a device. */
@@ -48,6 +52,8 @@ const CLIENT_MESSAGE: Record<ClientErrorCode, string> = {
   untrusted_key: 'The peer key is not trusted; compare safety numbers before sending.',
   no_room_key: 'No key of this room is held; wait for a key rotation by the owner.',
   unannounced_member: 'The server lists a member nobody added; no room key was made. Remove that member, or add them yourself if you mean to.',
+  no_membership_record: 'This device does not know yet who was added to this room; it waits for a record from your other devices.',
+  room_key_not_owner: 'The room’s newest key was not made by its owner; nothing is sent under it until the owner makes a new one.',
   too_long: 'The message is too long; shorten it.',
   not_ready: 'Log in and register this device first.',
   bad_session: 'The saved session cannot be resumed; log in again.',
@@ -77,6 +83,8 @@ function nextStepFor(code: SdkErrorCode): NextStep {
     case 'untrusted_key':
     case 'no_room_key':
     case 'unannounced_member':
+    case 'no_membership_record':
+    case 'room_key_not_owner':
     case 'unknown_device':
     case 'attachment_corrupt':
       return 'none';

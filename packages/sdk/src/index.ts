@@ -135,8 +135,23 @@ export { quotedRecord } from './conversation/quote.js';
 export { Outbox, RECEIPT_DELAY_MS, type OutboxDeps } from './conversation/outbox.js';
 export { Pacer, DEFAULT_MESSAGE_LIMIT, WINDOW_MS } from './conversation/pacer.js';
 export { SearchIndex, fold, type SearchHit } from './conversation/search.js';
-export { RoomMembers, K_ROOM_MEMBERS, WARN_AFTER_MS, type MembershipStatus, type RoomMembersDeps } from './conversation/room-members.js';
-export { applyAnnouncement, planChange, followOwnerGone, startRecord, successor, type MembershipRecord } from './conversation/membership-record.js';
+export { RoomMembers, K_ROOM_MEMBERS, WARN_AFTER_MS, type RoomMembersDeps } from './conversation/room-members.js';
+export { waitMessage, type MembershipStatus } from './conversation/membership-status.js';
+export {
+  applyAnnouncement,
+  planChange,
+  followOwnerGone,
+  settleLeaves,
+  sendWait,
+  memberChanges,
+  compare as compareRecord,
+  parseRecord,
+  startRecord,
+  successor,
+  type MembershipRecord,
+  type SendWait,
+} from './conversation/membership-record.js';
+export { RecordTransfer, K_RECORD_ASKS, packRecords } from './conversation/record-transfer.js';
 
 // History on every device: the transfer between the account's devices and the sealed file (docs/CRYPTO.md).
 export { HistoryTransfer } from './conversation/transfer.js';

@@ -80,6 +80,9 @@ export async function sendPlain(c: MessageContext, chat: ChatId, plain: PlainInp
     r = await c.api.sendMessage({ id, to: { dm: target }, keyId: 'dm', iv: s.iv, ct: s.ct });
   } else {
     const k = await roomSendKey(c, target);
+    // Who may read the room is the membership record's call. An announcement carries only what
+    // the service knows already (who is in the room), and must go for the records to catch up.
+    if (p.type !== 'members') await c.rooms.checkSend(target, k.from);
     const s = await encryptRoomMessage(k.key, { id, from: c.nick, roomId: target, keyId: k.keyId }, p);
     r = await c.api.sendMessage({ id, to: { room: target }, keyId: k.keyId, iv: s.iv, ct: s.ct });
   }
@@ -94,7 +97,7 @@ export async function sendPlain(c: MessageContext, chat: ChatId, plain: PlainInp
  * with, passes keyCheck for `send` (one's own keys always do). A key wrapped under a changed, not
  * yet accepted key thus holds sending like a DM to that peer until the user accepts the change.
  */
-async function roomSendKey(c: MessageContext, roomId: string): Promise<{ keyId: string; key: CryptoKey }> {
+async function roomSendKey(c: MessageContext, roomId: string): Promise<{ keyId: string; key: CryptoKey; from: string }> {
   let k = c.rooms.sendKey(roomId);
   if (!k) {
     await c.rooms.sync();

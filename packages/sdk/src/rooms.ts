@@ -47,6 +47,8 @@ export interface RoomGuard {
   deleting(room: Room): Promise<void>;
   /** The leave or deletion announced by `leaving` or `deleting` did not happen (its request failed). */
   stayed(room: Room): void;
+  /** A message is about to go to `room` under a key `wrapper` made; throws when it must wait. */
+  checkSend(room: Room, wrapper: string): Promise<void>;
 }
 
 export class RoomBook {
@@ -157,6 +159,12 @@ export class RoomBook {
     const keyId = this.newestKeyId(roomId);
     const held = keyId === undefined ? undefined : this.keyring.entry(roomId, keyId);
     return keyId !== undefined && held ? { keyId, ...held } : undefined;
+  }
+
+  /** Whether a message may go to the room under a key `wrapper` made: the guard's call (none without one). */
+  async checkSend(roomId: string, wrapper: string): Promise<void> {
+    const room = this.cache.get(roomId);
+    if (room) await this.guard?.checkSend(room, wrapper);
   }
 
   /** Creates a room owned by this account, then adds `members` (with a fresh key for all) when given. */

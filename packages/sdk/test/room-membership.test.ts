@@ -274,17 +274,15 @@ test('an owner whose account is deleted announces nothing: the records follow th
   }
 });
 
-test('a member the server names as owner before any announcement reached it makes no key; the owner’s own device starts its record from the list', async () => {
+test('a device without a record makes no key whoever the server names as owner, its owner’s device included, until the owner names every listed member', async () => {
   const [alice, bob, carol, eve] = await Promise.all([register(server), register(server), register(server), register(server)]);
   // A room made without the record (a bare Messenger, as before it existed): nobody announced anything.
   const room = await alice.m.createRoom('Old', [bob.m.nick, carol.m.nick]);
   const [A, C] = [await run(alice), await run(carol)];
   try {
     await alice.m.syncRooms();
-    assert.ok(
-      recorded(A, room.id, alice.m.nick, [alice.m.nick, bob.m.nick, carol.m.nick])(),
-      "the owner's device took the list it made the keys for",
-    );
+    assert.equal(status(A, room.id).recorded, false, "the owner's device does not take the service's list");
+    assert.equal(A.conv.membership.isOwner(room.id), false);
     await carol.m.syncRooms();
     assert.equal(status(C, room.id).recorded, false, 'a member waits for an announcement');
 
@@ -294,12 +292,22 @@ test('a member the server names as owner before any announcement reached it make
     await carol.m.syncRooms();
     assert.equal(C.conv.membership.isOwner(room.id), false);
     const calls = membersCalls(carol, room.id).length;
-    await assert.rejects(carol.m.rotateRoomKey(room.id), { code: 'not_owner' });
+    await assert.rejects(carol.m.rotateRoomKey(room.id), { code: 'no_membership_record' });
     assert.equal(membersCalls(carol, room.id).length, calls, 'carol made no key on the service’s word');
     assert.equal(await keyRows(room.id, eve.m.nick), 0);
+
+    // The service gives the room back to alice: her device makes no key on the list either...
+    await tamper('UPDATE rooms SET owner = ? WHERE id = ?', alice.m.nick, room.id);
     await alice.m.syncRooms();
-    assert.equal(status(A, room.id).ownerDisputed, true);
-    assert.deepEqual(status(A, room.id).warned, [eve.m.nick]);
+    const own = membersCalls(alice, room.id).length;
+    await assert.rejects(alice.m.rotateRoomKey(room.id), { code: 'no_membership_record' });
+    await assert.rejects(alice.m.changeMembers(room.id, { add: [bob.m.nick] }), { code: 'no_membership_record' });
+    assert.equal(membersCalls(alice, room.id).length, own);
+    // ...until she decides about everyone it lists: that starts her record, and announces it.
+    await alice.m.changeMembers(room.id, { add: [bob.m.nick, carol.m.nick], remove: [eve.m.nick] });
+    assert.deepEqual(await keyHolders(room.id, alice.m.roomKeyId(room.id)!), [alice.m.nick, bob.m.nick, carol.m.nick].sort());
+    assert.ok(recorded(A, room.id, alice.m.nick, [alice.m.nick, bob.m.nick, carol.m.nick])());
+    await until(recorded(C, room.id, alice.m.nick, [alice.m.nick, bob.m.nick, carol.m.nick]), 'carol to take the announcement');
   } finally {
     await Promise.all([A.close(), C.close()]);
   }

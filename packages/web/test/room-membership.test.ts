@@ -3,7 +3,9 @@
  * member behind everyone's back, then a member leaves, so the server asks the owner's client for a
  * new room key. The owner's client makes none for the listed stranger: the room says so in an
  * alert on the owner's and the other member's screens, no key reaches the stranger, and the owner
- * removing the stranger brings the rotation and ends the warning.
+ * removing the stranger brings the rotation and ends the warning. The member list and the log's
+ * lines are the room's membership record: a member the server stops listing stays in the list,
+ * marked and warned about, with no "left" line.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -12,8 +14,8 @@ import type { Page } from 'playwright-core';
 import { missingBrowser, type Device } from './harness/browser.js';
 import { keyHolders, roomState } from './harness/db.js';
 import { nick, openScene, type Scene } from './harness/scene.js';
-import { addMemberBehindClients } from './harness/tamper.js';
-import { createRoom, leaveRoom, openChat, openRoomSettings, removeMember, seeMessage, send, signUp } from './harness/ui.js';
+import { addMemberBehindClients, hideMemberBehindClients } from './harness/tamper.js';
+import { createRoom, leaveRoom, messageBox, messageLog, openChat, openRoomSettings, removeMember, seeMessage, send, signUp } from './harness/ui.js';
 import { until } from './harness/wait.js';
 
 const WARNING = 'The server lists a member nobody added';
@@ -85,6 +87,42 @@ describe('web client: a member nobody added', { skip: missingBrowser() }, () => 
       const later = scene.text('after the stranger');
       await send(alice.page, later);
       await seeMessage(bob.page, later);
+    })();
+  });
+
+  test('the member list and the log are the record: a member the server stops listing stays listed and is warned about, and a stranger holds the composer', async () => {
+    await scene.step(async () => {
+      const room = `Orchard ${randomBytes(3).toString('hex')}`;
+      await createRoom(alice.page, room, [people.bob, people.carol]);
+      await openChat(bob.page, room);
+      const hello = scene.text('orchard hello');
+      await send(alice.page, hello);
+      await seeMessage(bob.page, hello);
+      const start = roomState(scene.server.dbPath, room);
+      assert.ok(start);
+
+      // The server hides carol, as if she had left; nobody announced it. Alice's app reads the rooms again on reload.
+      await hideMemberBehindClients(scene.server.dbPath, start.id, people.carol);
+      await alice.page.reload();
+      await openChat(alice.page, room);
+      await alice.page.getByRole('alert').filter({ hasText: 'The server no longer lists a member nobody removed' }).waitFor();
+      await openRoomSettings(alice.page);
+      const list = alice.page.getByRole('region', { name: 'Room settings' }).getByRole('listitem');
+      await list.filter({ hasText: `${people.carol} (the server no longer lists them)` }).waitFor();
+      assert.equal(await list.count(), 3, 'alice, bob and carol, as the record has them');
+      assert.equal(await messageLog(alice.page).getByText(`${people.carol} left`).count(), 0, 'no line for a departure nobody announced');
+      await openRoomSettings(alice.page);
+
+      // A stranger listed: the composer holds at once and says why.
+      await addMemberBehindClients(scene.server.dbPath, start.id, stranger);
+      await alice.page.reload();
+      await openChat(alice.page, room);
+      await alice.page.getByText(`The server lists a member nobody added (${stranger}), so nothing is sent to the room`).waitFor();
+      assert.equal(await alice.page.getByRole('button', { name: 'Send', exact: true }).isDisabled(), true);
+      await messageBox(alice.page).fill('not for the stranger');
+      assert.equal(await alice.page.getByRole('button', { name: 'Send', exact: true }).isDisabled(), true, 'nothing can be sent');
+      // Carol's receipt for the greeting may reach the server after it dropped her: it refuses that, as it would.
+      carol.forgiveErrors(/not_member/);
     })();
   });
 });

@@ -16,10 +16,13 @@ import { deliveryStatus, type ChatMessage, type DeliveryStatus, type MembershipE
 import { Outbox } from './outbox.js';
 import { Pacer } from './pacer.js';
 import { quotedRecord } from './quote.js';
-import { isAttachmentPlain, isHistoryPlain, type HistoryPlain, type PlainInput } from './plaintext.js';
+import { isAttachmentPlain, isHistoryPlain, isRecordsPlain, type HistoryPlain, type PlainInput } from './plaintext.js';
+import { RecordTransfer } from './record-transfer.js';
 import { RoomMembers } from './room-members.js';
 import { applyOwn, ingest, type Ingested, type RuleContext } from './rules.js';
 import type { ConversationStore } from './store.js';
+import { messengerLink } from './transfer-link.js';
+import type { TransferLink } from './transfer-types.js';
 import { purgeExpired } from './waiting.js';
 
 /** An edit is offered for this long after sending, as people expect. */
@@ -48,6 +51,8 @@ export interface ConversationsOptions {
   onError?: (e: unknown) => void;
   /** Where files wait until their upload finished (needed by sendFile). */
   files?: AttachmentFiles;
+  /** How long a room's record may be missing before the account's other devices are asked for it (record-transfer.ts). */
+  askRecordsAfterMs?: number;
 }
 
 export const newMid = (): string => b64(randomBytes(16));
@@ -66,6 +71,8 @@ export class Conversations {
   readonly membership: RoomMembers;
   /** Files, photos and voice messages: their uploads before the message goes, downloads, deletion. */
   readonly attachments: AttachmentSender;
+  /** Membership records from and to the account's other devices. */
+  readonly records: RecordTransfer;
   private readonly m: Messenger;
   private readonly listeners = new Set<(c: Change) => void>();
   private readonly rules: RuleContext;
@@ -104,6 +111,7 @@ export class Conversations {
       newMid,
       ...(o.warnAfterMs !== undefined ? { warnAfterMs: o.warnAfterMs } : {}),
       ...(o.onError ? { onError: o.onError } : {}),
+      missing: () => this.records.missing(),
     });
     this.m.setRoomGuard(this.membership);
     this.attachments = new AttachmentSender({
@@ -115,6 +123,12 @@ export class Conversations {
       newMid,
       emit: (c) => this.emit(c),
       ...(o.onError ? { onError: o.onError } : {}),
+    });
+    let link: TransferLink | null = null;
+    this.records = new RecordTransfer(() => (link ??= messengerLink(this.m, this)), this.membership, o.onError, o.askRecordsAfterMs);
+    // What waited for a room's record to vouch for it goes as soon as it does.
+    this.membership.on((roomId) => {
+      if (this.membership.status(roomId).wait === null) this.outbox.release(`room:${roomId}`);
     });
   }
 
@@ -155,6 +169,7 @@ export class Conversations {
     this.outbox.stop();
     this.membership.stop();
     this.attachments.stop();
+    this.records.stop();
   }
 
   private emit(c: Change): void {
@@ -190,6 +205,10 @@ export class Conversations {
     if (d.ok && isHistoryPlain(d.plain)) {
       await this.history?.(d as HistoryMessage);
       return { changed: [], ignored: 'history transfer' };
+    }
+    if (d.ok && isRecordsPlain(d.plain)) {
+      await this.records.handle({ from: d.from, chat: d.chat, plain: d.plain });
+      return { changed: [], ignored: 'membership records' };
     }
     if (d.ok && d.plain.type === 'members') {
       const taken = await this.membership.take({ ...d, plain: d.plain });

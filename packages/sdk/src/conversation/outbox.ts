@@ -6,7 +6,9 @@
  * What happens to a send that does not go through:
  * - 429: waits for Retry-After (the pacer learns), then goes again; never shown as an error;
  * - network, 5xx: waits and goes again, sooner when the app says the connection is back (online());
- * - a changed key not yet accepted: `held` until the app calls kick() after the person decides;
+ * - a changed key not yet accepted: `held` until the app calls online() after the person decides;
+ * - a room whose membership record does not vouch for its listing or its newest key: `held` until
+ *   release() for that room, once the record and the listing agree again;
  * - anything else (not a member, no such user…): `failed`, shown as "Not sent" with Retry.
  * A retry past 4 minutes gets a new envelope id (the service refuses ids outside ±5 minutes); the
  * plaintext id stays, so receivers drop a second copy if the first did arrive.
@@ -35,6 +37,8 @@ const FRESH_ID_MS = 4 * 60_000;
 export const RECEIPT_DELAY_MS = 1_500;
 const RECEIPT_TRIES = 3;
 const BACKOFF_MS = [1_000, 2_000, 5_000, 10_000, 30_000];
+/** Refusals that hold a message until something changes (a decision, an announcement), never failures. */
+const HOLD = new Set(['untrusted_key', 'unannounced_member', 'no_membership_record', 'room_key_not_owner']);
 
 export interface OutboxDeps {
   store: ConversationStore;
@@ -177,6 +181,17 @@ export class Outbox {
     this.failures = 0;
     for (const i of this.items) if (i.state === 'held') i.state = 'waiting';
     this.kick();
+  }
+
+  /** What waited for `chat` to be vouched for goes now (the room's membership record caught up). */
+  release(chat: ChatId): void {
+    let any = false;
+    for (const i of this.items)
+      if (i.chat === chat && i.state === 'held') {
+        i.state = 'waiting';
+        any = true;
+      }
+    if (any) this.kick();
   }
 
   /** Milliseconds until the item with this id is expected to go (0: now or sending), or null if not waiting. */
@@ -339,7 +354,7 @@ export class Outbox {
         return true;
       }
     }
-    item.state = e.code === 'untrusted_key' ? 'held' : 'failed';
+    item.state = HOLD.has(e.code) ? 'held' : 'failed';
     item.note = e.message;
     await this.d.store.outboxPut(item);
     await this.d.onUpdate(item);

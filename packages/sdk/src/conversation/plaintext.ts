@@ -169,6 +169,30 @@ export interface HistoryDonePlain extends Common {
 
 export type HistoryPlain = HistoryRequestPlain | HistoryOfferPlain | HistoryChunkPlain | HistoryAckPlain | HistoryDonePlain;
 
+/*
+ * Membership records moved between the account's own devices (record-transfer.ts), in its private
+ * room like the history: a device that lacks the record of a room asks, the others answer with
+ * theirs, sealed under the transfer key for the asking device and its request's nonce.
+ */
+
+/** Device `device` asks the account's other devices for their membership records. */
+export interface RecordsRequestPlain extends Common {
+  type: 'records-request';
+  device: string;
+  nonce: string;
+  tag: string;
+}
+
+/** Part `seq` of `total` of one device's answer to the request `nonce` of `device`. */
+export interface RecordsPlain extends Common {
+  type: 'records';
+  device: string;
+  nonce: string;
+  seq: number;
+  total: number;
+  data: string;
+}
+
 /** A type this client does not know (from a newer client): shown as a placeholder, never as text. */
 export interface UnknownPlain {
   v: number;
@@ -179,7 +203,17 @@ export interface UnknownPlain {
   mid?: string;
 }
 
-export type KnownPlain = TextPlain | ReactionPlain | EditPlain | DeletePlain | ReceiptPlain | MembersPlain | HistoryPlain | AttachmentPlain;
+export type KnownPlain =
+  | TextPlain
+  | ReactionPlain
+  | EditPlain
+  | DeletePlain
+  | ReceiptPlain
+  | MembersPlain
+  | HistoryPlain
+  | RecordsRequestPlain
+  | RecordsPlain
+  | AttachmentPlain;
 export type Plain = KnownPlain | UnknownPlain;
 export type PlainType = KnownPlain['type'];
 
@@ -189,6 +223,8 @@ export type PlainInput = KnownPlain extends infer P ? (P extends KnownPlain ? Om
 export const MAX_EMOJI_CHARS = 16;
 export const MAX_RECEIPT_IDS = 256;
 const MID_RE = /^[A-Za-z0-9_-]{22}$/;
+/** More parts than any device's membership records need (one part holds dozens of rooms). */
+export const MAX_RECORD_PARTS = 1_000;
 /** More chunks than any history needs (a chunk holds hundreds of records). */
 export const MAX_TRANSFER_CHUNKS = 100_000;
 /** An AES-GCM iv and tag: a sealed chunk is at least this long. */
@@ -265,7 +301,22 @@ const SCHEMAS: { [T in PlainType]: (o: Fields) => Omit<Extract<KnownPlain, { typ
     isId16(o.transfer) && isDeviceId(o.device) && isCount(o.total, MAX_TRANSFER_CHUNKS) && isB64urlOfLength(o.digest, 32) && isTag(o.tag)
       ? { transfer: o.transfer, device: o.device, total: o.total, digest: o.digest, tag: o.tag }
       : null,
+  'records-request': (o) => (isDeviceId(o.device) && isId16(o.nonce) && isTag(o.tag) ? { device: o.device, nonce: o.nonce, tag: o.tag } : null),
+  records: (o) =>
+    isDeviceId(o.device) &&
+    isId16(o.nonce) &&
+    isCount(o.total, MAX_RECORD_PARTS) &&
+    isCount(o.seq, o.total - 1) &&
+    isB64url(o.data) &&
+    b64urlDecodedLength(o.data) > SEALED_MIN
+      ? { device: o.device, nonce: o.nonce, seq: o.seq, total: o.total, data: o.data }
+      : null,
 };
+
+/** Whether a plaintext carries membership records between the account's devices (record-transfer.ts, never shown). */
+export function isRecordsPlain(p: { type: string }): p is RecordsRequestPlain | RecordsPlain {
+  return p.type === 'records-request' || p.type === 'records';
+}
 
 /** Whether a plaintext belongs to the history transfer (handled by transfer.ts, never shown as a message). */
 export function isHistoryPlain(p: { type: string }): p is HistoryPlain {

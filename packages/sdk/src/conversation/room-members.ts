@@ -1,19 +1,24 @@
 /**
  * The membership record of every room (membership-record.ts) on one device: kept through the
  * ConversationStore's meta values (sealed at rest in the web app), fed with the `members`
- * announcements that arrive and with the service's listings, and set as the Messenger's RoomGuard,
- * so that the owner's new room keys are wrapped only for recorded members and every change the
- * owner makes is announced inside the room's ciphertext.
+ * announcements that arrive, the records the account's other devices send (record-transfer.ts)
+ * and the service's listings, and set as the Messenger's RoomGuard, so that the owner's new room
+ * keys are wrapped only for recorded members, every change the owner makes is announced inside the
+ * room's ciphertext, and nothing is sent to a room whose listing the record does not vouch for.
  *
- * A nick the service lists and the record lacks shows in `status().warned` once it has stayed
- * so for `warnAfterMs`: the announcement of a change travels a moment behind the service's own
- * event, and a warning should not flash for that. Wrapping never waits: it refuses at once.
+ * A difference between the record and the service's list shows in `status()` as `warned` or
+ * `goneWarned` once it has lasted `warnAfterMs`: the announcement of a change travels a moment
+ * behind the service's own event, and a warning should not flash for that. Wrapping and sending
+ * never wait for that grace: they refuse, or hold, at once.
  */
 import type { Room } from '@svc/protocol';
 import type { Messenger } from '../client.js';
 import { SdkError } from '../errors.js';
 import type { ChatId, DecryptedMessage } from '../messages.js';
 import type { MemberChange, RoomGuard } from '../rooms.js';
+import { WarnClock } from './membership-clock.js';
+import { waitMessage, type MembershipStatus } from './membership-status.js';
+import { RoomExits } from './room-exits.js';
 import {
   announcement,
   applyAnnouncement,
@@ -22,6 +27,8 @@ import {
   leaveAnnouncement,
   mergeAnnouncements,
   planChange,
+  sendWait,
+  settleLeaves,
   startRecord,
   type MembershipRecord,
 } from './membership-record.js';
@@ -34,23 +41,6 @@ export const K_ROOM_MEMBERS = 'room-members.';
 
 /** How long a nick stays listed and unannounced before the status warns about it, by default. */
 export const WARN_AFTER_MS = 5_000;
-
-export interface MembershipStatus {
-  room: string;
-  /** Whether this device holds a record of the room (it waits for an announcement otherwise). */
-  recorded: boolean;
-  /** The owner and the members (join order) as recorded. */
-  owner: string | undefined;
-  members: string[];
-  /** Listed by the service, never announced: no key is wrapped for them. */
-  unannounced: string[];
-  /** Those of `unannounced` listed so for longer than warnAfterMs: what the app warns about. */
-  warned: string[];
-  /** Recorded, no longer listed (left or removed; the owner's next announcement drops them). */
-  gone: string[];
-  /** The service names another owner than the record. */
-  ownerDisputed: boolean;
-}
 
 export interface RoomMembersDeps {
   messenger: Messenger;
@@ -69,26 +59,26 @@ export interface RoomMembersDeps {
   now?: () => number;
   /** Told about what failed in the background (a listing's record could not be stored, a leave announcement did not go). */
   onError?: (e: unknown) => void;
+  /** A listed room has no record on this device: the account's other devices are asked for theirs. */
+  missing?: (roomId: string) => void;
 }
 
 type MembersMessage = Extract<DecryptedMessage, { ok: true }> & { plain: MembersPlain };
 
 export class RoomMembers implements RoomGuard {
   private readonly records = new Map<string, MembershipRecord | null>();
-  /** `<room> <nick>` → when the nick was first seen listed and unannounced. */
-  private readonly firstSeen = new Map<string, number>();
-  private readonly timers = new Map<string, ReturnType<typeof setTimeout>>();
   private readonly listeners = new Set<(roomId: string) => void>();
   private queue: Promise<unknown> = Promise.resolve();
-  private readonly warnAfterMs: number;
-  private readonly now: () => number;
-  private stopped = false;
-  /** Rooms this account left or deleted in this session, with the keyIds they had then (rejoined()). */
-  private readonly left = new Map<string, Set<string>>();
+  private readonly clock: WarnClock;
+  private readonly exits: RoomExits;
 
   constructor(private readonly d: RoomMembersDeps) {
-    this.warnAfterMs = d.warnAfterMs ?? WARN_AFTER_MS;
-    this.now = d.now ?? (() => Date.now());
+    this.exits = new RoomExits(
+      () => this.me,
+      (chat) => d.close(chat),
+      (chat) => d.reopen(chat),
+    );
+    this.clock = new WarnClock(d.warnAfterMs ?? WARN_AFTER_MS, d.now ?? (() => Date.now()), (roomId) => this.touch(roomId));
   }
 
   private get me(): string {
@@ -119,8 +109,11 @@ export class RoomMembers implements RoomGuard {
   }
 
   private async load(roomId: string): Promise<MembershipRecord | undefined> {
-    if (!this.records.has(roomId))
-      this.records.set(roomId, ((await this.d.store.getMeta(K_ROOM_MEMBERS + roomId)) as MembershipRecord | undefined) ?? null);
+    if (!this.records.has(roomId)) {
+      const stored = ((await this.d.store.getMeta(K_ROOM_MEMBERS + roomId)) as MembershipRecord | undefined) ?? null;
+      // A save may have come meanwhile (load is also called outside the serial queue).
+      if (!this.records.has(roomId)) this.records.set(roomId, stored);
+    }
     return this.records.get(roomId) ?? undefined;
   }
 
@@ -134,6 +127,58 @@ export class RoomMembers implements RoomGuard {
     return this.serial(() => this.load(roomId));
   }
 
+  /** The records of every listed room this device holds (what it sends a new device of the account). */
+  held(): Promise<MembershipRecord[]> {
+    return this.serial(async () => {
+      const out: MembershipRecord[] = [];
+      for (const r of this.d.messenger.rooms) {
+        const rec = await this.load(r.id);
+        if (rec) out.push(rec);
+      }
+      return out;
+    });
+  }
+
+  /** The listed rooms this device holds no record of (a room of this account alone gets one at once). */
+  lacking(): Promise<string[]> {
+    return this.serial(async () => {
+      const out: string[] = [];
+      for (const r of this.d.messenger.rooms) if (!((await this.load(r.id)) ?? (await this.startAlone(r)))) out.push(r.id);
+      return out;
+    });
+  }
+
+  /**
+   * A record one of the account's own devices sent (record-transfer.ts, checked by parseRecord):
+   * kept only for a listed room that has none here, since an announcement taken since is newer.
+   * False when it was not kept.
+   */
+  adopt(rec: MembershipRecord): Promise<boolean> {
+    return this.serial(async () => {
+      const room = this.d.messenger.room(rec.room);
+      if (!room || (await this.load(rec.room))) return false;
+      // Ownership that passed to this account is announced by the device that took it.
+      const kept = { ...rec };
+      delete kept.owed;
+      await this.save(kept);
+      await this.follow(kept, room);
+      this.touch(rec.room);
+      return true;
+    });
+  }
+
+  /**
+   * Whether a message may go to the room under a key `wrapper` made (Messenger sends call it):
+   * SdkError `no_membership_record`, `unannounced_member` or `room_key_not_owner` when it must
+   * wait (the outbox holds it until the status clears). Outside the serial queue: a send may
+   * be under way while a listing is taken in.
+   */
+  async checkSend(room: Room, wrapper: string): Promise<void> {
+    const rec = (await this.load(room.id)) ?? (await this.serial(async () => (await this.load(room.id)) ?? this.startAlone(room)));
+    const w = sendWait(rec, room, wrapper);
+    if (w) throw new SdkError(w.code, { message: waitMessage(w) });
+  }
+
   /** Reads the records of every listed room, so status() answers for all of them. */
   async loadAll(): Promise<void> {
     for (const r of this.d.messenger.rooms) await this.seen(r);
@@ -144,76 +189,72 @@ export class RoomMembers implements RoomGuard {
     const rec = this.records.get(roomId) ?? undefined;
     const listed = this.d.messenger.room(roomId);
     const base = { room: roomId, recorded: !!rec, owner: rec?.owner, members: rec ? [...rec.members] : [] };
-    if (!rec || !listed) return { ...base, unannounced: [], warned: [], gone: [], ownerDisputed: false };
+    const wait = listed ? sendWait(rec, listed, this.wrapper(roomId)) : null;
+    const missing = this.clock.aged('record', roomId, listed && !rec ? [this.me] : []).length > 0;
+    if (!rec || !listed) return { ...base, missing, unannounced: [], warned: [], gone: [], goneWarned: [], leaving: [], ownerDisputed: false, wait };
     const c = compare(rec, listed);
-    return { ...base, ...c, warned: this.warned(roomId, c.unannounced) };
+    return {
+      ...base,
+      ...c,
+      missing,
+      warned: this.clock.aged('listed', roomId, c.unannounced),
+      goneWarned: this.clock.aged('gone', roomId, c.gone),
+      wait,
+    };
+  }
+
+  /** Who wrapped the room's newest key, as this device holds it. */
+  private wrapper(roomId: string): string | undefined {
+    const keyId = this.d.messenger.roomKeyId(roomId);
+    return keyId === undefined ? undefined : this.d.messenger.keyring.entry(roomId, keyId)?.from;
   }
 
   /** Whether this account owns the room as the record and the service both say (so it rotates owed keys). */
   isOwner(roomId: string): boolean {
     const listed = this.d.messenger.room(roomId);
     const rec = this.records.get(roomId) ?? undefined;
-    return listed?.owner === this.me && (rec ? rec.owner === this.me : this.madeKeys(roomId));
+    return listed?.owner === this.me && rec?.owner === this.me;
   }
 
   /**
-   * Whether this account made a key of the room that this device holds: what lets a device with no
-   * record start one from the service's list as the room's owner (the account's other devices made
-   * the keys). A member that was only ever given keys waits for an announcement, whatever the
-   * service says about who owns the room.
+   * The one record taken from the service's list: a room whose only member and owner is this
+   * account (its private room of its devices, or a room not shared yet) names nobody else, so
+   * nobody else gets a key from it.
    */
-  private madeKeys(roomId: string): boolean {
-    const ring = this.d.messenger.keyring;
-    return ring.keyIds(roomId).some((k) => ring.entry(roomId, k)?.from === this.me);
-  }
-
-  /** A record from the service's list, for a device of the owner that has none (trust on first use). */
-  private async startFromList(room: Room): Promise<MembershipRecord | undefined> {
-    if (room.owner !== this.me || !this.madeKeys(room.id)) return undefined;
-    const rec = startRecord(room.id, room.owner, room.members);
+  private async startAlone(room: Room): Promise<MembershipRecord | undefined> {
+    if (room.owner !== this.me || room.members.length !== 1 || room.members[0] !== this.me) return undefined;
+    const rec = startRecord(room.id, this.me, [this.me]);
     await this.save(rec);
     return rec;
   }
 
-  /** Notes when each unannounced nick was first seen; those past the grace are warned about. */
-  private warned(roomId: string, unannounced: string[]): string[] {
-    const now = this.now();
-    for (const key of [...this.firstSeen.keys()]) {
-      if (key.startsWith(`${roomId} `) && !unannounced.includes(key.slice(roomId.length + 1))) this.firstSeen.delete(key);
-    }
-    const out: string[] = [];
-    let wake = Infinity;
-    for (const nick of unannounced) {
-      const key = `${roomId} ${nick}`;
-      const first = this.firstSeen.get(key) ?? now;
-      this.firstSeen.set(key, first);
-      if (now - first >= this.warnAfterMs) out.push(nick);
-      else wake = Math.min(wake, first + this.warnAfterMs);
-    }
-    if (wake < Infinity && !this.timers.has(roomId) && !this.stopped) {
-      const t = setTimeout(() => {
-        this.timers.delete(roomId);
-        this.touch(roomId);
-      }, wake - now);
-      this.timers.set(roomId, t);
-    }
-    return out;
+  /** The record brought up to date with a listing: pending leaves the service agrees with, an owner gone unannounced. */
+  private async follow(rec: MembershipRecord, room: Room): Promise<MembershipRecord> {
+    const settled = settleLeaves(rec, room, this.me);
+    const followed = followOwnerGone(settled ?? rec, room, this.me);
+    const next = followed ?? settled;
+    if (!next) return rec;
+    await this.save(next);
+    await this.payOwed(next);
+    return next;
   }
 
   /** Stops the warning timers (sign-out). */
   stop(): void {
-    this.stopped = true;
-    for (const t of this.timers.values()) clearTimeout(t);
-    this.timers.clear();
+    this.clock.stop();
   }
 
   /** This device is out of the room (left it, removed, or the room was deleted): its record goes. */
   forget(roomId: string): Promise<void> {
     return this.serial(async () => {
-      this.records.set(roomId, null);
-      await this.d.store.removeMeta(K_ROOM_MEMBERS + roomId);
+      await this.drop(roomId);
       this.touch(roomId);
     });
+  }
+
+  private async drop(roomId: string): Promise<void> {
+    this.records.set(roomId, null);
+    await this.d.store.removeMeta(K_ROOM_MEMBERS + roomId);
   }
 
   // ---- what arrives ----
@@ -233,16 +274,14 @@ export class RoomMembers implements RoomGuard {
   }
 
   async seen(room: Room): Promise<void> {
-    this.rejoined(room);
+    const back = this.exits.rejoined(room);
     try {
       await this.serial(async () => {
-        const rec = (await this.load(room.id)) ?? (await this.startFromList(room));
-        if (!rec) return this.touch(room.id);
-        const followed = followOwnerGone(rec, room, this.me);
-        if (followed) {
-          await this.save(followed);
-          await this.payOwed(followed);
-        }
+        // Added back after leaving: the record of before is stale; the announcement that added this account starts the new one.
+        if (back) await this.drop(room.id);
+        const rec = (await this.load(room.id)) ?? (await this.startAlone(room));
+        if (rec) await this.follow(rec, room);
+        else this.d.missing?.(room.id);
         this.touch(room.id);
       });
     } catch (e) {
@@ -255,14 +294,18 @@ export class RoomMembers implements RoomGuard {
 
   recipients(room: Room, change: MemberChange): Promise<string[]> {
     return this.serial(async () => {
-      let rec = (await this.load(room.id)) ?? (await this.startFromList(room));
-      if (rec) {
-        const followed = followOwnerGone(rec, room, this.me);
-        if (followed) await this.save((rec = followed));
+      let rec = (await this.load(room.id)) ?? (await this.startAlone(room));
+      if (rec) rec = await this.follow(rec, room);
+      else if (room.owner === this.me) {
+        // No record, but the person names everyone the service lists: their own decision, as
+        // for a member nobody added. Nothing is taken from the list unasked.
+        const plan = planChange(startRecord(room.id, this.me, [this.me]), room, change);
+        if (plan.ok) return plan.final;
       }
       if (!rec)
-        throw new SdkError('not_owner', {
-          message: 'No announcement of the room’s membership has reached this device yet, so it makes no key for the room.',
+        throw new SdkError('no_membership_record', {
+          message:
+            'This device holds no record of who was added to this room yet, so it makes no room key. It gets one from your other devices, or from the owner’s next announcement.',
         });
       if (rec.owner !== this.me)
         throw new SdkError('not_owner', {
@@ -322,33 +365,16 @@ export class RoomMembers implements RoomGuard {
     return this.close(room);
   }
 
-  /**
-   * Notes the room as left, with its keys of now (rejoined()), and closes its chat in the outbox;
-   * leaving goes ahead whatever becomes of that (the guard never throws).
-   */
   private async close(room: Room): Promise<void> {
-    this.left.set(room.id, new Set(room.keys.map((k) => k.keyId)));
     try {
-      await this.d.close(`room:${room.id}`);
+      await this.exits.close(room);
     } catch (e) {
       this.d.onError?.(e);
     }
   }
 
   stayed(room: Room): void {
-    this.left.delete(room.id);
-    this.d.reopen(`room:${room.id}`);
-  }
-
-  /**
-   * A room this account left lists it again, under a key made after the leave: it was added
-   * back, and may be written to again. A listing without such a key may be older than the leave.
-   */
-  private rejoined(room: Room): void {
-    const keys = this.left.get(room.id);
-    if (!keys || !room.members.includes(this.me) || room.keys.every((k) => keys.has(k.keyId))) return;
-    this.left.delete(room.id);
-    this.d.reopen(`room:${room.id}`);
+    this.exits.stayed(room);
   }
 
   /** Ownership passed to this account: it announces the membership as it took it over. */

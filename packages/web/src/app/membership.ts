@@ -4,10 +4,12 @@
  * history until the person deletes it; a DM peer who deleted their account is found out when the
  * app loads or the chat opens, before the person tries to send.
  *
- * The last membership seen per room is kept sealed in IndexedDB, so changes that happened while
- * this device was away still show as lines when it comes back.
+ * A member's joining or leaving is the room's membership record changing (the SDK's
+ * memberChanges), never the service's list, which could show a departure that did not happen.
+ * The last recorded membership per room is kept sealed in IndexedDB, so changes that happened
+ * while this device was away still show as lines when it comes back.
  */
-import { isSdkError, isTransferRoom, openAtRest, sealAtRest, type ChatId, type Sealed } from '@svc/sdk';
+import { isSdkError, isTransferRoom, memberChanges, openAtRest, sealAtRest, type ChatId, type Sealed } from '@svc/sdk';
 import { STORES } from './idb.js';
 import type { Session } from './session.js';
 
@@ -17,6 +19,7 @@ const CTX = 'kv|members';
 export class Membership {
   private known = new Map<string, string[]>();
   private loaded = false;
+  private queue: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly s: Session) {}
 
@@ -39,7 +42,14 @@ export class Membership {
    * the room list was just read from the service, so a known room missing from it is one this
    * account was removed from while away.
    */
-  async update(afterSync = false): Promise<void> {
+  update(afterSync = false): Promise<void> {
+    // One at a time: two passes over the same change would write its line twice.
+    const run = this.queue.then(() => this.pass(afterSync));
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private async pass(afterSync: boolean): Promise<void> {
     if (!this.loaded) return;
     let dirty = false;
     if (afterSync) {
@@ -52,12 +62,15 @@ export class Membership {
       // The private room of the account's devices gets no lines and no entry in the list.
       if (isTransferRoom(room, this.s.nick)) continue;
       const chat: ChatId = `room:${room.id}`;
-      const now = [...room.members].sort();
-      const before = this.known.get(room.id);
       if (this.s.chats.meta(chat)?.left) await this.s.chats.flag(chat, { left: false, title: room.name });
+      if (this.s.chats.meta(chat)?.title !== room.name) await this.s.chats.flag(chat, { title: room.name });
+      const record = this.s.conv.membership.status(room.id);
+      // No record yet: nothing is known that could make a line.
+      if (!record.recorded) continue;
+      const now = [...record.members].sort();
+      const before = this.known.get(room.id);
       if (before && before.join() !== now.join()) {
-        const joined = now.filter((n) => !before.includes(n) && n !== this.s.nick);
-        const left = before.filter((n) => !now.includes(n) && n !== this.s.nick);
+        const { joined, left } = memberChanges(before, now, this.s.nick);
         for (const n of joined) await this.s.conv.note(chat, { what: 'joined', nicks: [n] }, `${n} joined`);
         for (const n of left) await this.s.conv.note(chat, { what: 'left', nicks: [n] }, `${n} left`);
       }
@@ -65,7 +78,6 @@ export class Membership {
         this.known.set(room.id, now);
         dirty = true;
       }
-      if (this.s.chats.meta(chat)?.title !== room.name) await this.s.chats.flag(chat, { title: room.name });
     }
     if (dirty) await this.save();
   }

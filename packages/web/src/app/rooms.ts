@@ -3,7 +3,8 @@
  * (needsRekey, after a member left) the owner's client makes a new key for the remaining members
  * on its own, once per room at a time. "Owner" and "members" are the room's membership record
  * (the SDK's conversation/room-members.ts): a member the service lists and nobody added gets no
- * key, and the room shows a warning instead (components/membershipalert.ts).
+ * key, and a device that holds no record of the room makes none; the room shows a warning
+ * instead (components/membershipalert.ts).
  */
 import { isNick, isRoomName } from '@svc/protocol';
 import type { Room } from '@svc/protocol';
@@ -22,7 +23,7 @@ export async function rekeyOwedRooms(s: Session): Promise<void> {
       s.emit('rooms', undefined);
     } catch (e) {
       // The room itself says why (its warning); the rotation is tried again at the next change.
-      if (isSdkError(e, 'unannounced_member')) continue;
+      if (isSdkError(e, 'unannounced_member') || isSdkError(e, 'no_membership_record')) continue;
       s.emit('problem', `The key of room “${room.name}” could not be rotated: ${describeError(e)}`);
     } finally {
       rotating.delete(room.id);

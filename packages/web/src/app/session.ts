@@ -84,7 +84,11 @@ export class Session extends Emitter<SessionEvents> {
     const tags = new Tags(m.indexKey);
     this.store = new IdbConversationStore(db, m.historyKey, tags);
     this.conv = new Conversations({ messenger: m, store: this.store, onError: (e) => console.warn('membership record:', e) });
-    this.conv.membership.on((roomId) => this.emit('membership', roomId));
+    this.conv.membership.on((roomId) => {
+      this.emit('membership', roomId);
+      // A room's log tells of members joining and leaving as its record changes.
+      void this.membership.update().catch((e: unknown) => console.warn('membership lines:', e));
+    });
     this.trust = new Trust(db, m.historyKey, tags, { nick: m.nick, publicKey: m.publicKey });
     this.trust.onChange = () => {
       this.emit('trust', undefined);

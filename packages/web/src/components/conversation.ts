@@ -5,7 +5,7 @@
  * re-renders only the rows it touched, and one's own messages waiting in the outbox count down
  * every second.
  */
-import type { ChatId, ChatMessage } from '@svc/sdk';
+import { waitMessage, type ChatId, type ChatMessage } from '@svc/sdk';
 import { describeError } from '../app/errors.js';
 import { heldPeers } from '../app/held.js';
 import { go, splitChat } from '../app/route.js';
@@ -151,8 +151,11 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
       );
     }
     const why = closed();
+    // A room whose record does not vouch for it holds the composer at once, with no grace.
+    const wait = kind === 'room' && room() ? s.conv.membership.status(id).wait : null;
     if (why) composer.block(why, true);
-    else composer.block(held.length > 0 ? 'Sending is held until you review the key change above.' : null);
+    else if (held.length > 0) composer.block('Sending is held until you review the key change above.');
+    else composer.block(wait ? waitMessage(wait) : null);
   }
 
   function renderMembership(): void {
@@ -194,7 +197,9 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
       renderMembership();
     }),
     s.on('membership', (roomId) => {
-      if (kind === 'room' && roomId === id) renderMembership();
+      if (kind !== 'room' || roomId !== id) return;
+      renderMembership();
+      renderTrust();
     }),
   ];
   const onVisible = () => {

@@ -1,7 +1,8 @@
 /**
  * "Room settings": the members, and for the owner adding and removing them (each change brings a
- * new room key) and deleting the room; for everyone, leaving it. The owner is the one the room's
- * membership record names, and a member the service lists that nobody added is marked so.
+ * new room key) and deleting the room; for everyone, leaving it. The owner and the members are
+ * the room's membership record (what the room's own announcements said); a member the service
+ * lists that nobody added, and a recorded one it no longer lists, are marked so.
  */
 import type { Room } from '@svc/protocol';
 import { describeError } from '../app/errors.js';
@@ -29,8 +30,17 @@ export function roomSettings(s: Session, room: Room): HTMLElement {
   };
 
   const members = h('ul', { class: 'members' });
-  for (const nick of [...room.members].sort()) {
-    const label = nick === owner ? `${nick} (owner)` : record.warned.includes(nick) ? `${nick} (nobody added them)` : nick;
+  // The record's members, then whom the service lists besides (the owner may remove them).
+  const shown = record.recorded ? [...record.members.sort(), ...record.unannounced.sort()] : [];
+  for (const nick of shown) {
+    const label =
+      nick === owner
+        ? `${nick} (owner)`
+        : record.unannounced.includes(nick)
+          ? `${nick} (nobody added them)`
+          : record.gone.includes(nick)
+            ? `${nick} (the server no longer lists them)`
+            : nick;
     const li = h('li', {}, nick === s.nick ? `${label} — you` : label);
     if (isOwner && nick !== s.nick) {
       const remove = h('button', { type: 'button', class: 'danger', 'aria-label': `Remove ${nick}` }, 'Remove');
@@ -48,7 +58,9 @@ export function roomSettings(s: Session, room: Room): HTMLElement {
     members.append(li);
   }
 
-  const parts: (Node | null)[] = [h('h3', {}, `Members (${room.members.length})`), members];
+  const parts: (Node | null)[] = [h('h3', {}, `Members (${record.members.length})`), members];
+  if (!record.recorded)
+    parts.push(h('p', { class: 'hint' }, 'This device does not know yet who was added to this room. It asks your other devices.'));
   if (isOwner) {
     const add = field(
       'Add people',

@@ -8,3 +8,8 @@ import { writeBehindService } from '@svc/testkit/harness';
 export function addMemberBehindClients(dbPath: string, roomId: string, nick: string): Promise<void> {
   return writeBehindService(dbPath, 'INSERT INTO room_members (room_id, nick) VALUES (?, ?)', [roomId, nick]);
 }
+
+/** Stops listing `nick` as a member of room `roomId` (its wrapped keys stay), without any client asking. */
+export function hideMemberBehindClients(dbPath: string, roomId: string, nick: string): Promise<void> {
+  return writeBehindService(dbPath, 'DELETE FROM room_members WHERE room_id = ? AND nick = ?', [roomId, nick]);
+}
