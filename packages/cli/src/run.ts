@@ -26,7 +26,9 @@ export const USAGE = `usage: svc COMMAND [options]
   logout                                            sign out and remove this device and its state
 
 The password comes from SVC_PASSWORD or is asked for; SVC_KEY_FILE seals the state file
-under a key file instead of the password. See docs/BOTS.md.`;
+under a key file instead of the password. signup and login take --origin ORIGIN where the
+service's ORIGIN is not the server URL's, login --accept-weak-kdf for an account whose key
+derivation is weaker than the defaults; send takes --timeout SECONDS (300). See docs/BOTS.md.`;
 
 const COMMON = { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } as const;
 const SIGN_IN = {
