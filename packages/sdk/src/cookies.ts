@@ -15,8 +15,12 @@ export interface CookieFetch extends FetchLike {
 
 const COOKIE_RE = new RegExp(`(?:^|[,\\s])${SESSION_COOKIE}=([^;,]*)`);
 
-export function cookieFetch(baseFetch: FetchLike = (i, o) => globalThis.fetch(i, o)): CookieFetch {
-  let jar: string | null = null;
+/**
+ * `initial`: a `svc_session=…` pair kept from an earlier run (a command-line client keeps it in its
+ * state file), so a new process goes on with the same session.
+ */
+export function cookieFetch(baseFetch: FetchLike = (i, o) => globalThis.fetch(i, o), initial: string | null = null): CookieFetch {
+  let jar: string | null = initial;
   const f = (async (input: string, init: RequestInit = {}) => {
     const headers = new Headers(init.headers);
     if (jar && !headers.has('cookie')) headers.set('cookie', jar);

@@ -32,6 +32,8 @@ export { splitChatId } from './messages.js';
 export { Peers } from './peers.js';
 export { RoomBook, type RoomGuard, type MemberChange } from './rooms.js';
 export { checkSessionState, SESSION_STATE_VERSION, type SessionState } from './session.js';
+export { portableSession, resumePortable, type PortableSession } from './portable.js';
+export { KeyPins, metaPins, type Pin, type PinStorage } from './pins.js';
 
 export { seal, open, importAesKey, IV_BYTES, type Sealed } from './crypto/aead.js';
 export { hkdf, sha256 } from './crypto/hkdf.js';
@@ -128,12 +130,12 @@ export {
   type Priority,
   type SendState,
 } from './conversation/model.js';
-export { MemoryStore, byTime, type ConversationStore } from './conversation/store.js';
+export { MemoryStore, byTime, type ConversationStore, type MemorySnapshot } from './conversation/store.js';
 export { ingest, applyAction, FAILURE_TEXT, UNKNOWN_TEXT, MAX_REACTIONS_PER_SENDER, type Ingested, type RuleContext } from './conversation/rules.js';
 export { WAITING_PER_SENDER_CHAT, WAITING_PER_STRANGER, WAITING_TOTAL, WAITING_TTL_MS, forTarget, type WaitContext } from './conversation/waiting.js';
 export { quotedRecord } from './conversation/quote.js';
 export { Outbox, RECEIPT_DELAY_MS, type OutboxDeps } from './conversation/outbox.js';
-export { Pacer, DEFAULT_MESSAGE_LIMIT, WINDOW_MS } from './conversation/pacer.js';
+export { Pacer, DEFAULT_MESSAGE_LIMIT, WINDOW_MS, type PacerSnapshot } from './conversation/pacer.js';
 export { SearchIndex, fold, type SearchHit } from './conversation/search.js';
 export { RoomMembers, K_ROOM_MEMBERS, WARN_AFTER_MS, type RoomMembersDeps } from './conversation/room-members.js';
 export { waitMessage, type MembershipStatus } from './conversation/membership-status.js';

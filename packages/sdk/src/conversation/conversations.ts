@@ -53,6 +53,11 @@ export interface ConversationsOptions {
   files?: AttachmentFiles;
   /** How long a room's record may be missing before the account's other devices are asked for it (record-transfer.ts). */
   askRecordsAfterMs?: number;
+  /**
+   * Whether this client reports delivery back to senders (default true). A bot or script that
+   * nobody reads through turns it off, so senders do not see "Delivered" from a machine.
+   */
+  receipts?: boolean;
 }
 
 export const newMid = (): string => b64(randomBytes(16));
@@ -78,10 +83,12 @@ export class Conversations {
   private readonly rules: RuleContext;
   private readonly sentHooks = new Set<(item: OutboxItem, ts: number) => Promise<void> | void>();
   private history: ((d: HistoryMessage) => Promise<void>) | null = null;
+  private readonly receipts: boolean;
 
   constructor(o: ConversationsOptions) {
     this.m = o.messenger;
     this.store = o.store;
+    this.receipts = o.receipts ?? true;
     this.pacer = o.pacer ?? new Pacer(undefined, () => this.m.api.now());
     this.rules = {
       store: this.store,
@@ -216,14 +223,14 @@ export class Conversations {
     }
     const r = await ingest(this.rules, d);
     const a = r.added;
-    if (a && a.from !== this.me && a.kind === 'text') {
+    if (a && a.from !== this.me && a.kind === 'text' && this.receipts) {
       a.reported = 'delivered';
       await this.store.put(a);
       this.outbox.receipt(a.chat, [a.id], 'delivered');
     }
     // A record moved to the id of its sender's renewed retry: report it again under that id, the
     // only one the sender still knows (the receipts under the old id find nothing there).
-    if (r.removed?.length)
+    if (r.removed?.length && this.receipts)
       for (const m of r.changed) if (m.from !== this.me && m.kind === 'text' && m.reported) this.outbox.receipt(m.chat, [m.id], m.reported);
     this.emit({ ...(a ? { added: a } : {}), changed: r.changed, ...(r.removed ? { removed: r.removed } : {}) });
     return r;
@@ -327,6 +334,7 @@ export class Conversations {
    * `among`: the records the caller has on screen, so the store is not read again for each message.
    */
   async markRead(chat: ChatId, among?: ChatMessage[]): Promise<void> {
+    if (!this.receipts) return;
     const candidates = among ?? (await this.store.chat(chat, { limit: 500 }));
     const unread = candidates.filter((x) => x.chat === chat && x.from !== this.me && x.kind === 'text' && !x.deleted && x.reported !== 'read');
     if (unread.length === 0) return;

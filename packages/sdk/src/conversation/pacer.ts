@@ -82,4 +82,25 @@ export class Pacer {
     this.prune();
     return this.sent.length;
   }
+
+  /** What the pacer knows, as plain data, for a program that runs once per message and keeps it between runs. */
+  snapshot(): PacerSnapshot {
+    this.prune();
+    return { sent: [...this.sent], blockedUntil: this.blockedUntil };
+  }
+
+  /** Takes back what snapshot() gave (another run's sends count against the same budget); times out of the window drop. */
+  restore(s: PacerSnapshot): void {
+    const times = s.sent.filter((t) => Number.isFinite(t)).sort((a, b) => a - b);
+    this.sent = [...this.sent, ...times].sort((a, b) => a - b);
+    this.blockedUntil = Math.max(this.blockedUntil, Number.isFinite(s.blockedUntil) ? s.blockedUntil : 0);
+    this.prune();
+  }
+}
+
+export interface PacerSnapshot {
+  /** Times (ms) of the sends still inside the window. */
+  sent: number[];
+  /** Nothing goes before this time (ms), after a 429. */
+  blockedUntil: number;
 }

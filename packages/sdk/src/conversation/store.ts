@@ -49,6 +49,15 @@ export interface ConversationStore {
 export const byTime = (a: { ts: number; id: string }, b: { ts: number; id: string }): number =>
   a.ts - b.ts || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 
+/** Everything a MemoryStore holds, as plain data (a Node program keeps it in a file between runs). */
+export interface MemorySnapshot {
+  messages: ChatMessage[];
+  pending: PendingAction[];
+  outbox: OutboxItem[];
+  /** Pairs rather than an object, so no key can be mistaken for a property of Object. */
+  meta: [string, unknown][];
+}
+
 /** A ConversationStore in memory (Node programs, tests); structured copies keep callers from sharing objects. */
 export class MemoryStore implements ConversationStore {
   private readonly messages = new Map<string, ChatMessage>();
@@ -152,5 +161,31 @@ export class MemoryStore implements ConversationStore {
 
   async removeMeta(key: string): Promise<void> {
     this.meta.delete(key);
+  }
+
+  /** A copy of everything held, to keep and give to MemoryStore.from later. */
+  snapshot(): MemorySnapshot {
+    return structuredClone({
+      messages: [...this.messages.values()],
+      pending: [...this.pending.values()].flat(),
+      outbox: [...this.outbox.values()],
+      meta: [...this.meta.entries()],
+    });
+  }
+
+  /** A store holding what `s` holds (a snapshot() of another one). */
+  static from(s: MemorySnapshot): MemoryStore {
+    const store = new MemoryStore();
+    for (const m of s.messages) store.messages.set(m.id, structuredClone(m));
+    // The duplicate check's index follows the records, as put() keeps it.
+    for (const m of store.messages.values()) if (m.mid) store.mids.set(`${m.from} ${m.mid}`, m.id);
+    for (const p of s.pending) {
+      const list = store.pending.get(p.target) ?? [];
+      list.push(structuredClone(p));
+      store.pending.set(p.target, list);
+    }
+    for (const i of s.outbox) store.outbox.set(i.id, structuredClone(i));
+    for (const [k, v] of s.meta) store.meta.set(k, structuredClone(v));
+    return store;
   }
 }
