@@ -8,6 +8,7 @@
  * `queue`, not another command.
  */
 import { isSdkError, type ChatId, type ChatMessage } from '@svc/sdk';
+import { takeRoomAnnouncements } from '../catch-up.js';
 import { openDevice, resolveChat, type Device } from '../device.js';
 import { CliError, EXIT, explain } from '../errors.js';
 import type { Out } from './out.js';
@@ -92,6 +93,7 @@ export async function send(env: NodeJS.ProcessEnv, out: Out, o: SendOptions): Pr
     await dev.m.api.me();
     if (chat.startsWith('dm:')) await dev.m.peerKey(o.to, 'send');
     await dev.conv.load();
+    await takeRoomAnnouncements(dev, chat);
     msg = await queue(dev, chat, o.payload);
     await accepted(dev, out, msg, o.timeoutMs);
   } catch (e) {
