@@ -9,6 +9,7 @@ import {
   Conversations,
   cookieFetch,
   KeyPins,
+  MemoryFiles,
   metaPins,
   Pacer,
   resumePortable,
@@ -56,7 +57,8 @@ export async function openDevice(env: NodeJS.ProcessEnv, o: { receipts?: boolean
   const pacer = new Pacer(undefined, () => api.now());
   const kept = (await store.getMeta(PACER_KEY)) as PacerSnapshot | undefined;
   if (kept && Array.isArray(kept.sent)) pacer.restore(kept);
-  const conv = new Conversations({ messenger: m, store, pacer, receipts: o.receipts ?? false });
+  // A file waits in memory for its upload: a send that does not finish leaves the outbox (send.ts).
+  const conv = new Conversations({ messenger: m, store, pacer, receipts: o.receipts ?? false, files: new MemoryFiles() });
   const keepPacer = () => store.putMeta(PACER_KEY, pacer.snapshot());
   conv.onSent(keepPacer);
   return {

@@ -8,7 +8,7 @@ import { login, logout, devices, signup } from './commands/account.js';
 import { chats, history } from './commands/chats.js';
 import { listen } from './commands/listen.js';
 import { processOut, type Out } from './commands/out.js';
-import { send } from './commands/send.js';
+import { send, type Payload } from './commands/send.js';
 import { safetyNumber, trust } from './commands/trust.js';
 import { CliError, EXIT, explain } from './errors.js';
 
@@ -17,6 +17,7 @@ export const USAGE = `usage: svc COMMAND [options]
   signup --server URL --nick NICK [--invite CODE]   create the account; this machine is its first device
   login --server URL --nick NICK                    add this machine as a device of the account
   send NICK TEXT | send --room NAME TEXT            send a message; TEXT - reads it from standard input
+  send NICK --file PATH [TEXT]                      send a file (with --room NAME too); TEXT is its caption
   listen [--json] [--once] [--receipts]             print messages as they arrive
   chats [--json]                                    the chats this device holds
   history CHAT [--limit N] [--json]                 a chat's messages on this device (--room NAME for a room)
@@ -81,13 +82,20 @@ async function dispatch(argv: string[], env: NodeJS.ProcessEnv, out: Out): Promi
       return command === 'signup' ? signup(env, out, o) : login(env, out, o);
     }
     case 'send': {
-      const { values: v, positionals: p } = args(rest, { room: { type: 'string' }, timeout: { type: 'string' } }, [1, 2]);
+      const { values: v, positionals: p } = args(rest, { room: { type: 'string' }, timeout: { type: 'string' }, file: { type: 'string' } }, [0, 2]);
       const room = v.room !== undefined;
-      if (p.length !== (room ? 1 : 2)) throw new CliError(room ? 'svc send --room NAME TEXT' : 'svc send NICK TEXT', EXIT.usage);
+      const file = v.file !== undefined ? need(v.file, 'file') : undefined;
+      // The text is needed, or with a file it is its caption and may be left out.
+      const texts = p.length - (room ? 0 : 1);
+      if (texts < (file ? 0 : 1) || texts > 1)
+        throw new CliError(room ? 'svc send --room NAME TEXT, or --file PATH [TEXT]' : 'svc send NICK TEXT, or NICK --file PATH [TEXT]', EXIT.usage);
       const timeout = v.timeout === undefined ? 300 : Number(v.timeout);
       if (!(timeout > 0)) throw new CliError('--timeout: seconds, more than 0', EXIT.usage);
       const to = room ? need(v.room, 'room') : p[0]!;
-      return send(env, out, { to, room, payload: { kind: 'text', text: text(p.at(-1)!) }, timeoutMs: timeout * 1000 });
+      const payload: Payload = file
+        ? { kind: 'file', path: file, ...(texts === 1 ? { caption: text(p.at(-1)!) } : {}) }
+        : { kind: 'text', text: text(p.at(-1)!) };
+      return send(env, out, { to, room, payload, timeoutMs: timeout * 1000 });
     }
     case 'listen': {
       const { values: v } = args(rest, { once: { type: 'boolean' }, receipts: { type: 'boolean' } }, [0, 0]);

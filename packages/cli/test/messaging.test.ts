@@ -5,9 +5,12 @@
  * `svc trust`, and a listener and a sender share one machine's state without losing either's records.
  */
 import assert from 'node:assert/strict';
-import { generateKeyPairSync } from 'node:crypto';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { ApiClient, Conversations, cookieFetch, KDF_MIN, MemoryStore, Messenger } from '@svc/sdk';
+import { ApiClient, Conversations, cookieFetch, downloadBytes, KDF_MIN, MemoryStore, Messenger, type ChatMessage } from '@svc/sdk';
 import { writeBehindService } from '@svc/testkit/harness';
 import { nodeArgon2 } from '../src/argon2.js';
 import { Machine, nick, signedUp, startService, type Service } from './harness.js';
@@ -116,6 +119,51 @@ test('send --room reaches a member of the room, who reads it on the SDK', async 
   } finally {
     await stream.close();
     conv.stop();
+  }
+});
+
+test('send --file reaches a person, who downloads the same bytes, and listen prints it as a file with its caption', async () => {
+  const ann = await signedUp(service, 'ann');
+  machines.push(ann);
+  const api = new ApiClient({ baseUrl: service.url, origin: service.url, fetch: cookieFetch() });
+  const peer = new Messenger({ api, argon2: nodeArgon2, kdfFloor: KDF_MIN });
+  await peer.register({ nick: nick('peer'), password: 'peer password', kdf: KDF_MIN });
+  await peer.ensureDevice(`dev-${peer.nick}`);
+  const conv = new Conversations({ messenger: peer, store: new MemoryStore(), receipts: false });
+  const got: ChatMessage[] = [];
+  const stream = peer.events({
+    onMsg: async (env) => {
+      const r = await conv.receive(env);
+      if (r.added) got.push(r.added);
+    },
+  });
+  stream.start();
+  const dir = mkdtempSync(join(tmpdir(), 'svc-cli-file-'));
+  try {
+    const bytes = randomBytes(60_000);
+    const path = join(dir, 'nightly-report.csv');
+    writeFileSync(path, bytes);
+    const r = await ann.run(['send', peer.nick, '--file', path, 'the nightly report']);
+    assert.equal(r.code, 0, r.stderr);
+    for (let i = 0; i < 100 && got.length === 0; i++) await new Promise((res) => setTimeout(res, 50));
+    const m = got[0]!;
+    assert.deepEqual(
+      [m.attachment?.type, m.attachment?.name, m.attachment?.mime, m.attachment?.plainSize, m.body],
+      ['file', 'nightly-report.csv', 'text/csv', 60_000, 'the nightly report'],
+    );
+    assert.ok(Buffer.from(await downloadBytes(api, m.attachment!)).equals(bytes), 'the same bytes');
+    const history = await ann.run(['history', peer.nick, '--json']);
+    const line = JSON.parse(history.stdout.trim().split('\n').at(-1)!) as Line & { file?: unknown };
+    assert.deepEqual(
+      [line.type, line.text, line.file],
+      ['file', 'the nightly report', { name: 'nightly-report.csv', mime: 'text/csv', size: 60_000 }],
+    );
+    const missing = await ann.run(['send', peer.nick, '--file', join(dir, 'nope.txt')]);
+    assert.deepEqual([missing.code, missing.stderr], [2, `svc: cannot read ${join(dir, 'nope.txt')}\n`]);
+  } finally {
+    await stream.close();
+    conv.stop();
+    rmSync(dir, { recursive: true, force: true });
   }
 });
 

@@ -7,13 +7,15 @@
  * What is sent is a Payload, so another kind (an attachment) is one more case of it and of
  * `queue`, not another command.
  */
+import { openAsBlob } from 'node:fs';
+import { basename, extname } from 'node:path';
 import { isSdkError, type ChatId, type ChatMessage } from '@svc/sdk';
 import { takeRoomAnnouncements } from '../catch-up.js';
 import { openDevice, resolveChat, type Device } from '../device.js';
 import { CliError, EXIT, explain } from '../errors.js';
 import type { Out } from './out.js';
 
-export type Payload = { kind: 'text'; text: string };
+export type Payload = { kind: 'text'; text: string } | { kind: 'file'; path: string; caption?: string };
 
 export interface SendOptions {
   to: string;
@@ -24,11 +26,38 @@ export interface SendOptions {
 }
 
 /** Puts the payload into the outbox; resolves with the record that tracks it. */
-function queue(dev: Device, chat: ChatId, p: Payload): Promise<ChatMessage> {
+async function queue(dev: Device, chat: ChatId, p: Payload): Promise<ChatMessage> {
   switch (p.kind) {
     case 'text':
       return dev.conv.sendText(chat, p.text);
+    case 'file': {
+      // A Blob over the file on disk: read a part at a time as the upload goes, never whole.
+      let file: Blob;
+      try {
+        file = await openAsBlob(p.path);
+      } catch {
+        throw new CliError(`cannot read ${p.path}`, EXIT.usage);
+      }
+      return dev.conv.sendFile(chat, { file, name: basename(p.path), mime: mimeOf(p.path), ...(p.caption ? { caption: p.caption } : {}) });
+    }
   }
+}
+
+/** The MIME type of a few common kinds of file, by name; any other is application/octet-stream. */
+function mimeOf(path: string): string {
+  const types: Record<string, string> = {
+    txt: 'text/plain',
+    log: 'text/plain',
+    csv: 'text/csv',
+    json: 'application/json',
+    pdf: 'application/pdf',
+    zip: 'application/zip',
+    gz: 'application/gzip',
+    png: 'image/png',
+    jpg: 'image/jpeg',
+    jpeg: 'image/jpeg',
+  };
+  return types[extname(path).slice(1).toLowerCase()] ?? 'application/octet-stream';
 }
 
 /** Resolves once the service accepted record `id`, rejects when it was refused or held; tells of waits. */
@@ -75,7 +104,7 @@ function accepted(dev: Device, out: Out, first: ChatMessage, timeoutMs: number):
 
 /** Takes a message that did not go out of the outbox; its record says "Not sent" and why. */
 async function unsent(dev: Device, msg: ChatMessage, why: string): Promise<void> {
-  const ids = [msg.id, ...dev.conv.outbox.pending.filter((i) => i.plain.type === 'text' && i.plain.mid === msg.mid).map((i) => i.id)];
+  const ids = [msg.id, ...dev.conv.outbox.pending.filter((i) => 'mid' in i.plain && i.plain.mid === msg.mid).map((i) => i.id)];
   for (const id of ids) await dev.conv.outbox.drop(id);
   for (const id of ids) {
     const cur = await dev.store.get(id);
