@@ -4,6 +4,7 @@
  * and the event stream. Views hold one Session and listen to it.
  */
 import {
+  MemoryFiles,
   Conversations,
   SearchIndex,
   attachTransfer,
@@ -83,7 +84,13 @@ export class Session extends Emitter<SessionEvents> {
     this.nick = m.nick;
     const tags = new Tags(m.indexKey);
     this.store = new IdbConversationStore(db, m.historyKey, tags);
-    this.conv = new Conversations({ messenger: m, store: this.store, onError: (e) => console.warn('membership record:', e) });
+    this.conv = new Conversations({
+      messenger: m,
+      store: this.store,
+      // Files wait here for their upload; a reload before it finished shows them as not sent.
+      files: new MemoryFiles(),
+      onError: (e) => console.warn('membership record or attachment:', e),
+    });
     this.conv.membership.on((roomId) => this.emit('membership', roomId));
     this.trust = new Trust(db, m.historyKey, tags, { nick: m.nick, publicKey: m.publicKey });
     this.trust.onChange = () => {
@@ -100,6 +107,25 @@ export class Session extends Emitter<SessionEvents> {
       this.emit('change', c);
       void this.book(c).catch((e: unknown) => console.warn('chat list:', e));
     });
+  }
+
+  /** An attachment's bytes, downloaded and checked by the SDK; `onProgress` as a fraction. */
+  async fetchFile(msg: ChatMessage, onProgress: (f: number) => void = () => undefined): Promise<Uint8Array> {
+    const ref = msg.attachment;
+    if (!ref) throw new Error('This message has no file.');
+    const pieces: Uint8Array[] = [];
+    let got = 0;
+    for await (const p of this.conv.attachments.download(ref, { onProgress: (d, t) => onProgress(t > 0 ? d / t : 0) })) {
+      pieces.push(p);
+      got += p.length;
+    }
+    const out = new Uint8Array(got);
+    let at = 0;
+    for (const p of pieces) {
+      out.set(p, at);
+      at += p.length;
+    }
+    return out;
   }
 
   /** Keeps the chat list's order, unread counts and last-message lines in step with the records. */
