@@ -11,6 +11,7 @@ import type { Device } from './harness/browser.js';
 import { missingBrowser } from './harness/browser.js';
 import { attachmentCount } from './harness/db.js';
 import { attachInput, download, dropFiles, pasteFiles, sendFiles } from './harness/files.js';
+import { dropAttachmentsBehindClients } from './harness/tamper.js';
 import { nick, openScene, type Scene } from './harness/scene.js';
 import { button, messageLog, openChat, seeMessage, signUp, startChat, statusShows } from './harness/ui.js';
 
@@ -121,6 +122,41 @@ describe('web client: files', { skip: missingBrowser() }, () => {
           .textContent()) ?? '';
       assert.ok((await download(bob.page, pastedName)).equals(png));
       assert.ok((await download(bob.page, 'dropped.dat')).equals(dropped));
+    })();
+  });
+
+  test('an upload cut by going offline finishes once the network is back, with a progress bar meanwhile', async () => {
+    await scene.step(async () => {
+      const bytes = randomBytes(1_200_000);
+      const caption = scene.text('sent across a cut');
+      await sendFiles(alice.page, [{ name: 'across.bin', mimeType: 'application/octet-stream', buffer: bytes }], caption);
+      await alice.page.getByRole('progressbar', { name: 'Uploading across.bin', exact: true }).waitFor();
+      await alice.context.setOffline(true);
+      await new Promise((r) => setTimeout(r, 2_000));
+      await statusShows(alice.page, caption, /Sending|Waiting to send/);
+      await alice.context.setOffline(false);
+      await statusShows(alice.page, caption, /Sent|Delivered|Read/, 60_000);
+      await alice.page.getByRole('progressbar', { name: 'Uploading across.bin', exact: true }).waitFor({ state: 'detached' });
+      await seeMessage(bob.page, caption);
+      assert.ok((await download(bob.page, 'across.bin')).equals(bytes));
+      // What failed while offline is the cut itself.
+      alice.forgiveErrors(/ERR_INTERNET_DISCONNECTED/);
+    })();
+  });
+
+  test('a file the service no longer has says "File no longer available"', async () => {
+    await scene.step(async () => {
+      await sendFiles(alice.page, [{ name: 'old.txt', mimeType: 'text/plain', buffer: Buffer.from('kept too long') }]);
+      const btn = messageLog(bob.page).getByRole('button', { name: 'Download old.txt', exact: true });
+      await btn.waitFor({ timeout: 60_000 });
+      await dropAttachmentsBehindClients(scene.server.dbPath);
+      await btn.click();
+      await messageLog(bob.page)
+        .getByRole('listitem')
+        .filter({ hasText: 'old.txt' })
+        .getByText('File no longer available', { exact: true })
+        .waitFor();
+      assert.equal(bob.forgiveErrors(/HTTP 404 GET \/api\/attachments\//), 1, 'the one refused download is the only error');
     })();
   });
 });

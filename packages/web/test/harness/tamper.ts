@@ -8,3 +8,9 @@ import { writeBehindService } from '@svc/testkit/harness';
 export function addMemberBehindClients(dbPath: string, roomId: string, nick: string): Promise<void> {
   return writeBehindService(dbPath, 'INSERT INTO room_members (room_id, nick) VALUES (?, ?)', [roomId, nick]);
 }
+
+/** Drops every stored attachment, as the service does once their time to live is over. */
+export async function dropAttachmentsBehindClients(dbPath: string): Promise<void> {
+  await writeBehindService(dbPath, 'DELETE FROM attachment_parts', []);
+  await writeBehindService(dbPath, 'DELETE FROM attachments', []);
+}
