@@ -66,6 +66,7 @@ export class Session extends Emitter<SessionEvents> {
   /** The search index, in memory only; filled from the store the first time a search runs. */
   readonly search = new SearchIndex();
   private searchLoaded: Promise<void> | null = null;
+  private readonly urls = new Map<string, Promise<string>>();
   conn: ConnectionState = 'connecting';
   /** The chat on screen, so arriving messages there do not count as unread. */
   openChat: string | null = null;
@@ -126,6 +127,28 @@ export class Session extends Emitter<SessionEvents> {
       at += p.length;
     }
     return out;
+  }
+
+  /** A file as a data: URL (what the CSP lets an image show), downloaded once per attachment. */
+  fileUrl(msg: ChatMessage): Promise<string> {
+    const ref = msg.attachment;
+    if (!ref) return Promise.reject(new Error('This message has no file.'));
+    let url = this.urls.get(ref.id);
+    if (!url) {
+      url = this.fetchFile(msg).then(
+        (bytes) =>
+          new Promise<string>((resolve, reject) => {
+            const r = new FileReader();
+            r.onload = () => resolve(r.result as string);
+            r.onerror = () => reject(r.error ?? new Error('The file could not be read.'));
+            r.readAsDataURL(new Blob([bytes as BlobPart], { type: ref.mime }));
+          }),
+      );
+      this.urls.set(ref.id, url);
+      // A failure is not kept: the next look tries again.
+      url.catch(() => this.urls.delete(ref.id));
+    }
+    return url;
   }
 
   /** Keeps the chat list's order, unread counts and last-message lines in step with the records. */

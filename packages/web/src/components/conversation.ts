@@ -97,6 +97,7 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
         },
         watchUpload: (mid, bar) => uploads.watch(mid, bar),
         fetch: (m, onProgress) => s.fetchFile(m, onProgress),
+        dataUrl: (m) => s.fileUrl(m),
       },
     },
   });

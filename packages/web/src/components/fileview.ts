@@ -18,6 +18,8 @@ export interface FileContext {
   watchUpload(messageId: string, bar: HTMLProgressElement): void;
   /** The file's bytes, checked; `onProgress` as a fraction. */
   fetch(m: ChatMessage, onProgress: (f: number) => void): Promise<Uint8Array>;
+  /** The file as a data: URL, downloaded once and kept. */
+  dataUrl(m: ChatMessage): Promise<string>;
 }
 
 const SHOW_DOWNLOAD_BAR = 1_000_000;

@@ -10,6 +10,7 @@ import { h } from './dom.js';
 import { fileView, type FileContext } from './fileview.js';
 import { clockTime, fullTime } from './format.js';
 import { linkify } from './linkify.js';
+import { photoView } from './photoview.js';
 
 export interface ItemContext {
   me: string;
@@ -92,7 +93,7 @@ export function messageItem(c: ItemContext, m: ChatMessage): HTMLLIElement {
     return li;
   }
   if (m.replyTo) li.append(quoteOf(c, m.replyTo));
-  if (m.attachment) li.append(fileView(c.file, m, m.attachment));
+  if (m.attachment) li.append(m.attachment.type === 'photo' ? photoView(c.file, m, m.attachment) : fileView(c.file, m, m.attachment));
   if (!m.attachment || m.body) li.append(h('p', { class: 'text' }, ...linkify(m.body ?? '')));
   if (m.editedAt !== undefined) meta.append(h('span', { class: 'edited' }, '(edited)'));
   const reactions = reactionsOf(c, m);

@@ -1,9 +1,10 @@
 /**
  * Files from the composer to the SDK, and what the chat shows while they go: each file is queued
  * with `Conversations.sendFile` (which refuses one over the service's limit before anything is
- * sent), and the upload's progress reaches the bar of its message.
+ * sent), a photo once re-encoded without its metadata (app/photo.ts), and the upload's progress reaches the bar of its message.
  */
 import type { ChatId } from '@svc/sdk';
+import { preparePhoto } from '../app/photo.js';
 import type { Session } from '../app/session.js';
 
 export async function sendFiles(s: Session, chat: ChatId, files: File[], caption: string): Promise<void> {
@@ -11,7 +12,10 @@ export async function sendFiles(s: Session, chat: ChatId, files: File[], caption
   // One after another, in the order chosen; the caption goes with the first only, so it is read once.
   for (const [i, f] of files.entries()) {
     try {
-      await s.conv.sendFile(chat, { file: f, name: f.name, mime: f.type, ...(i === 0 && caption.trim() ? { caption } : {}) });
+      const text = i === 0 && caption.trim() ? { caption } : {};
+      const photo = await preparePhoto(f);
+      if (photo) await s.conv.sendFile(chat, { file: photo.file, name: f.name, mime: photo.mime, photo: photo.photo, ...text });
+      else await s.conv.sendFile(chat, { file: f, name: f.name, mime: f.type, ...text });
     } catch (e) {
       errors.push(e);
     }
