@@ -9,6 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import type { Device } from './harness/browser.js';
 import { missingBrowser } from './harness/browser.js';
+import { allViolations } from './harness/axe.js';
 import { sendFiles } from './harness/files.js';
 import { drawnJpeg, GPS_SECRET, jpegSegments, withGpsExif } from './harness/jpeg.js';
 import { nick, openScene, type Scene } from './harness/scene.js';
@@ -110,6 +111,28 @@ describe('web client: photos', { skip: missingBrowser() }, () => {
       const seg = jpegSegments(got);
       assert.deepEqual([seg.width, seg.height], [640, 480]);
       assert.ok(!seg.markers.includes(0xe1), 'no APP1 segment');
+    })();
+  });
+
+  test('a chat with a file and a photo, its composer with an attachment and the photo dialog have no accessibility violations', async () => {
+    await scene.step(async () => {
+      await sendFiles(alice.page, [{ name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('some notes') }]);
+      await messageLog(bob.page).getByRole('button', { name: 'Download notes.txt', exact: true }).waitFor({ timeout: 30_000 });
+      await bob.page
+        .getByLabel('Attach file', { exact: true })
+        .setInputFiles({ name: 'draft.txt', mimeType: 'text/plain', buffer: Buffer.from('draft') });
+      await bob.page.getByRole('button', { name: 'Remove attachment', exact: true }).waitFor();
+      assert.deepEqual(await allViolations(bob.page), []);
+      // The keyboard reaches the file input: Shift+Tab from the textbox lands on it.
+      await bob.page.getByRole('textbox', { name: 'Message', exact: true }).focus();
+      await bob.page.keyboard.press('Shift+Tab');
+      assert.equal(await bob.page.evaluate(() => document.activeElement?.getAttribute('aria-label')), 'Attach file');
+      await bob.page.getByRole('button', { name: 'Remove attachment', exact: true }).click();
+      await photo(bob.page, 'room.jpg').click();
+      await bob.page.getByRole('dialog', { name: 'Photo', exact: true }).waitFor();
+      assert.deepEqual(await allViolations(bob.page), []);
+      await bob.page.keyboard.press('Escape');
+      await bob.page.getByRole('dialog', { name: 'Photo', exact: true }).waitFor({ state: 'detached' });
     })();
   });
 });
