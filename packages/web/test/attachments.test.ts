@@ -11,6 +11,7 @@ import type { Device } from './harness/browser.js';
 import { missingBrowser } from './harness/browser.js';
 import { attachmentCount } from './harness/db.js';
 import { attachInput, download, dropFiles, pasteFiles, sendFiles } from './harness/files.js';
+import { dumpStorage } from './harness/storage.js';
 import { dropAttachmentsBehindClients } from './harness/tamper.js';
 import { nick, openScene, type Scene } from './harness/scene.js';
 import { button, messageLog, openChat, seeMessage, signUp, startChat, statusShows } from './harness/ui.js';
@@ -141,6 +142,35 @@ describe('web client: files', { skip: missingBrowser() }, () => {
       assert.ok((await download(bob.page, 'across.bin')).equals(bytes));
       // What failed while offline is the cut itself.
       alice.forgiveErrors(/ERR_INTERNET_DISCONNECTED/);
+    })();
+  });
+
+  test('a file downloaded once stays in the history after the service dropped it, across a reload', async () => {
+    await scene.step(async () => {
+      const text = 'a kept file, readable on this device only. '.repeat(200);
+      const bytes = Buffer.from(text);
+      await sendFiles(alice.page, [{ name: 'keep.bin', mimeType: 'application/octet-stream', buffer: bytes }]);
+      await messageLog(bob.page).getByRole('button', { name: 'Download keep.bin', exact: true }).waitFor({ timeout: 60_000 });
+      assert.ok((await download(bob.page, 'keep.bin')).equals(bytes));
+      await dropAttachmentsBehindClients(scene.server.dbPath);
+      await bob.page.reload();
+      await openChat(bob.page, aliceNick);
+      assert.ok((await download(bob.page, 'keep.bin')).equals(bytes), 'the kept copy, byte for byte');
+      // Sealed: neither the text nor its base64 at any alignment is in the browser's store.
+      const needles = [text.slice(0, 40)];
+      for (const o of [0, 1, 2])
+        for (const enc of ['base64', 'base64url'] as const)
+          needles.push(
+            Buffer.from(text.slice(o, o + 60))
+              .toString(enc)
+              .slice(4, 40),
+          );
+      const dump = JSON.stringify(await dumpStorage(bob.page));
+      assert.deepEqual(
+        needles.filter((n) => dump.includes(n)),
+        [],
+        'the kept file is sealed',
+      );
     })();
   });
 

@@ -24,6 +24,7 @@ import { Emitter } from './emitter.js';
 import { Db } from './idb.js';
 import { Membership } from './membership.js';
 import { notifyHidden } from './notify.js';
+import { KeptFiles } from './keptfiles.js';
 import { IdbConversationStore } from './store.js';
 import { Tags } from './tags.js';
 import { Trust } from './trust.js';
@@ -67,6 +68,8 @@ export class Session extends Emitter<SessionEvents> {
   readonly search = new SearchIndex();
   private searchLoaded: Promise<void> | null = null;
   private readonly urls = new Map<string, Promise<string>>();
+  /** Received files, sealed in this device's store. */
+  readonly files: KeptFiles;
   conn: ConnectionState = 'connecting';
   /** The chat on screen, so arriving messages there do not count as unread. */
   openChat: string | null = null;
@@ -85,6 +88,7 @@ export class Session extends Emitter<SessionEvents> {
     this.nick = m.nick;
     const tags = new Tags(m.indexKey);
     this.store = new IdbConversationStore(db, m.historyKey, tags);
+    this.files = new KeptFiles(db, m.historyKey, tags);
     this.conv = new Conversations({
       messenger: m,
       store: this.store,
@@ -110,10 +114,12 @@ export class Session extends Emitter<SessionEvents> {
     });
   }
 
-  /** An attachment's bytes, downloaded and checked by the SDK; `onProgress` as a fraction. */
+  /** An attachment's bytes: kept on this device, or downloaded and checked by the SDK (then kept); `onProgress` as a fraction. */
   async fetchFile(msg: ChatMessage, onProgress: (f: number) => void = () => undefined): Promise<Uint8Array> {
     const ref = msg.attachment;
     if (!ref) throw new Error('This message has no file.');
+    const kept = await this.files.get(ref.id).catch(() => undefined);
+    if (kept) return kept;
     const pieces: Uint8Array[] = [];
     let got = 0;
     for await (const p of this.conv.attachments.download(ref, { onProgress: (d, t) => onProgress(t > 0 ? d / t : 0) })) {
@@ -126,6 +132,8 @@ export class Session extends Emitter<SessionEvents> {
       out.set(p, at);
       at += p.length;
     }
+    // Kept for the history: a failure to keep it does not take the file from the person.
+    await this.files.put(ref.id, out).catch((e: unknown) => console.warn('keeping a file:', e));
     return out;
   }
 
