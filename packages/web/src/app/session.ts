@@ -53,6 +53,8 @@ export interface SessionEvents extends Record<string, unknown> {
 export function previewOf(m: ChatMessage, me: string): string {
   const who = m.from === me ? 'You' : m.from;
   if (m.deleted) return `${who}: Message deleted`;
+  if (m.kind === 'text' && m.attachment && !m.body)
+    return `${who}: ${m.attachment.type === 'photo' ? 'Photo' : m.attachment.type === 'voice' ? 'Voice message' : m.attachment.name}`;
   if (m.kind === 'text') return `${who}: ${(m.body ?? '').replace(/\s+/g, ' ').slice(0, 80)}`;
   return `${who}: ${m.kind === 'unknown' ? 'Message for a newer version of the app' : 'Message that could not be decrypted'}`;
 }

@@ -20,12 +20,7 @@ export interface AttachTray {
 export function attachTray(onChange: () => void): AttachTray {
   const id = uid('attach');
   const input = h('input', { type: 'file', id, multiple: true, class: 'sr-only attach-input', 'aria-label': 'Attach file' });
-  const label = h(
-    'label',
-    { for: id, class: 'attach-button', title: 'Attach file' },
-    h('span', { 'aria-hidden': 'true' }, '📎'),
-    h('span', { class: 'sr-only' }, 'Attach file'),
-  );
+  const label = h('label', { for: id, class: 'attach-button', title: 'Attach file' }, paperclip(), h('span', { class: 'sr-only' }, 'Attach file'));
   const list = h('ul', { class: 'attach-list', 'aria-label': 'Attachments' });
   list.hidden = true;
   let chosen: File[] = [];
@@ -71,6 +66,25 @@ export function attachTray(onChange: () => void): AttachTray {
     input.value = '';
   });
   return tray;
+}
+
+/** The paperclip drawn as SVG: no emoji font needed, and no markup from a string. */
+function paperclip(): SVGSVGElement {
+  const ns = 'http://www.w3.org/2000/svg';
+  const svg = document.createElementNS(ns, 'svg');
+  svg.setAttribute('viewBox', '0 0 24 24');
+  svg.setAttribute('width', '20');
+  svg.setAttribute('height', '20');
+  svg.setAttribute('aria-hidden', 'true');
+  svg.setAttribute('focusable', 'false');
+  const path = document.createElementNS(ns, 'path');
+  path.setAttribute('d', 'M21 11.5l-8.5 8.5a5 5 0 01-7-7L14 4.5a3.5 3.5 0 015 5L10.5 18a2 2 0 01-3-3L15 7.5');
+  path.setAttribute('fill', 'none');
+  path.setAttribute('stroke', 'currentColor');
+  path.setAttribute('stroke-width', '2');
+  path.setAttribute('stroke-linecap', 'round');
+  svg.append(path);
+  return svg;
 }
 
 /** A pasted image has no real name; it gets one from the time and its type. */

@@ -46,7 +46,6 @@ export function fileView(c: FileContext, m: ChatMessage, ref: Ref): HTMLElement 
   const box = h(
     'div',
     { class: 'file' },
-    h('span', { class: 'file-icon', 'aria-hidden': 'true' }, '📄'),
     h('span', { class: 'file-name' }, ref.name),
     h('span', { class: 'hint file-size' }, fileSize(ref.plainSize)),
     download,
