@@ -1,6 +1,6 @@
 /**
  * Screenshots of the main screens, as the README shows them: sign-in, chat list, conversation,
- * room settings, a phone-width view and dark mode. They go to docs/screenshots/ when
+ * room settings, a phone-width view, dark mode, and a chat with a photo and a file. They go to docs/screenshots/ when
  * UPDATE_SCREENSHOTS=1, else to a temporary folder, so an ordinary test run leaves the tree clean.
  */
 import assert from 'node:assert/strict';
@@ -8,6 +8,8 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { missingBrowser, type Device } from './harness/browser.js';
+import { sendFiles } from './harness/files.js';
+import { drawnJpeg } from './harness/jpeg.js';
 import { openScene, type Scene } from './harness/scene.js';
 import { repoRoot } from './harness/server.js';
 import {
@@ -135,6 +137,21 @@ describe('web client: screenshots of the main screens', { skip: missingBrowser()
       await alice.page.getByRole('dialog').waitFor();
       await shot(alice, 'confirm-sign-out');
       await alice.page.keyboard.press('Escape');
+
+      // A photo and a file in a chat, at desktop and phone width.
+      await openChat(alice.page, 'bob');
+      const picture = await drawnJpeg(alice.page, 1200, 800);
+      await sendFiles(alice.page, [{ name: 'beach.jpg', mimeType: 'image/jpeg', buffer: picture }], 'The beach this morning');
+      await sendFiles(alice.page, [{ name: 'tickets.pdf', mimeType: 'application/pdf', buffer: Buffer.alloc(182_000, 37) }]);
+      await openChat(bob.page, 'alice');
+      await bob.page.getByRole('button', { name: 'Download tickets.pdf', exact: true }).waitFor({ timeout: 30_000 });
+      await bob.page.waitForFunction(() =>
+        Array.from(document.querySelectorAll('img')).some((i) => i.alt === 'beach.jpg' && i.naturalWidth === 1200),
+      );
+      await shot(bob, 'attachments');
+      await bob.page.setViewportSize(PHONE);
+      await shot(bob, 'attachments-phone');
+      await bob.page.setViewportSize(DESKTOP);
     })();
   });
 });

@@ -4,6 +4,7 @@
  * and the event stream. Views hold one Session and listen to it.
  */
 import {
+  MemoryFiles,
   Conversations,
   SearchIndex,
   attachTransfer,
@@ -23,6 +24,7 @@ import { Emitter } from './emitter.js';
 import { Db } from './idb.js';
 import { Membership } from './membership.js';
 import { notifyHidden } from './notify.js';
+import { KeptFiles } from './keptfiles.js';
 import { IdbConversationStore } from './store.js';
 import { Tags } from './tags.js';
 import { Trust } from './trust.js';
@@ -51,6 +53,8 @@ export interface SessionEvents extends Record<string, unknown> {
 export function previewOf(m: ChatMessage, me: string): string {
   const who = m.from === me ? 'You' : m.from;
   if (m.deleted) return `${who}: Message deleted`;
+  if (m.kind === 'text' && m.attachment && !m.body)
+    return `${who}: ${m.attachment.type === 'photo' ? 'Photo' : m.attachment.type === 'voice' ? 'Voice message' : m.attachment.name}`;
   if (m.kind === 'text') return `${who}: ${(m.body ?? '').replace(/\s+/g, ' ').slice(0, 80)}`;
   return `${who}: ${m.kind === 'unknown' ? 'Message for a newer version of the app' : 'Message that could not be decrypted'}`;
 }
@@ -65,6 +69,9 @@ export class Session extends Emitter<SessionEvents> {
   /** The search index, in memory only; filled from the store the first time a search runs. */
   readonly search = new SearchIndex();
   private searchLoaded: Promise<void> | null = null;
+  private readonly urls = new Map<string, Promise<string>>();
+  /** Received files, sealed in this device's store. */
+  readonly files: KeptFiles;
   conn: ConnectionState = 'connecting';
   /** The chat on screen, so arriving messages there do not count as unread. */
   openChat: string | null = null;
@@ -83,7 +90,14 @@ export class Session extends Emitter<SessionEvents> {
     this.nick = m.nick;
     const tags = new Tags(m.indexKey);
     this.store = new IdbConversationStore(db, m.historyKey, tags);
-    this.conv = new Conversations({ messenger: m, store: this.store, onError: (e) => console.warn('membership record:', e) });
+    this.files = new KeptFiles(db, m.historyKey, tags);
+    this.conv = new Conversations({
+      messenger: m,
+      store: this.store,
+      // Files wait here for their upload; a reload before it finished shows them as not sent.
+      files: new MemoryFiles(),
+      onError: (e) => console.warn('membership record or attachment:', e),
+    });
     this.conv.membership.on((roomId) => {
       this.emit('membership', roomId);
       // A room's log tells of members joining and leaving as its record changes.
@@ -104,6 +118,51 @@ export class Session extends Emitter<SessionEvents> {
       this.emit('change', c);
       void this.book(c).catch((e: unknown) => console.warn('chat list:', e));
     });
+  }
+
+  /** An attachment's bytes: kept on this device, or downloaded and checked by the SDK (then kept); `onProgress` as a fraction. */
+  async fetchFile(msg: ChatMessage, onProgress: (f: number) => void = () => undefined): Promise<Uint8Array> {
+    const ref = msg.attachment;
+    if (!ref) throw new Error('This message has no file.');
+    const kept = await this.files.get(ref.id).catch(() => undefined);
+    if (kept) return kept;
+    const pieces: Uint8Array[] = [];
+    let got = 0;
+    for await (const p of this.conv.attachments.download(ref, { onProgress: (d, t) => onProgress(t > 0 ? d / t : 0) })) {
+      pieces.push(p);
+      got += p.length;
+    }
+    const out = new Uint8Array(got);
+    let at = 0;
+    for (const p of pieces) {
+      out.set(p, at);
+      at += p.length;
+    }
+    // Kept for the history: a failure to keep it does not take the file from the person.
+    await this.files.put(ref.id, out).catch((e: unknown) => console.warn('keeping a file:', e));
+    return out;
+  }
+
+  /** A file as a data: URL (what the CSP lets an image show), downloaded once per attachment. */
+  fileUrl(msg: ChatMessage): Promise<string> {
+    const ref = msg.attachment;
+    if (!ref) return Promise.reject(new Error('This message has no file.'));
+    let url = this.urls.get(ref.id);
+    if (!url) {
+      url = this.fetchFile(msg).then(
+        (bytes) =>
+          new Promise<string>((resolve, reject) => {
+            const r = new FileReader();
+            r.onload = () => resolve(r.result as string);
+            r.onerror = () => reject(r.error ?? new Error('The file could not be read.'));
+            r.readAsDataURL(new Blob([bytes as BlobPart], { type: ref.mime }));
+          }),
+      );
+      this.urls.set(ref.id, url);
+      // A failure is not kept: the next look tries again.
+      url.catch(() => this.urls.delete(ref.id));
+    }
+    return url;
   }
 
   /** Keeps the chat list's order, unread counts and last-message lines in step with the records. */

@@ -3,9 +3,11 @@
  * while replying, "Replying to <nick>" with "Cancel reply", or while editing, "Editing your
  * message" with "Cancel edit". Past 90 % of what one message can hold after encryption and
  * padding it says how much room is left, and past 100 % it disables Send and says why; the count
- * runs once per frame, so pasting a megabyte does not freeze the page.
+ * runs once per frame, so pasting a megabyte does not freeze the page. Files attached (the
+ * paperclip, a drop onto the chat, a pasted image) go with the text as their caption.
  */
 import { textRoom, type ChatMessage } from '@svc/sdk';
+import { attachTray, pastedName } from './attach.js';
 import { h } from './dom.js';
 
 export interface Composer {
@@ -15,11 +17,15 @@ export interface Composer {
   edit(m: ChatMessage): void;
   /** Disables Send (and with `whole` the textbox too) and says why; null enables it again. */
   block(reason: string | null, whole?: boolean): void;
+  /** Attaches files (dropped onto the chat). */
+  attach(files: Iterable<File>): void;
 }
 
 export interface ComposerActions {
   send(body: string, replyTo: string | undefined): void;
   saveEdit(m: ChatMessage, body: string): void;
+  /** Sends files, the text as the caption of each. */
+  sendFiles(files: File[], caption: string): void;
 }
 
 export function composerView(a: ComposerActions): Composer {
@@ -33,11 +39,13 @@ export function composerView(a: ComposerActions): Composer {
   room.hidden = true;
   const note = h('p', { class: 'composer-note hint', role: 'status' });
   note.hidden = true;
+  const tray = attachTray(() => measure());
   const form = h(
     'form',
     { class: 'composer', 'aria-label': 'Write a message' },
     mode,
-    h('div', { class: 'composer-row' }, h('label', { for: 'composer-text', class: 'sr-only' }, 'Message'), text, sendBtn),
+    tray.list,
+    h('div', { class: 'composer-row' }, tray.control, h('label', { for: 'composer-text', class: 'sr-only' }, 'Message'), text, sendBtn),
     room,
   );
   text.setAttribute('aria-describedby', 'composer-room');
@@ -91,9 +99,13 @@ export function composerView(a: ComposerActions): Composer {
   function submit(): void {
     measure();
     const body = text.value;
-    if (body.trim() === '' || sendBtn.disabled) return;
+    const files = editing ? [] : tray.files();
+    if ((body.trim() === '' && files.length === 0) || sendBtn.disabled) return;
     text.value = '';
-    if (editing) a.saveEdit(editing, body);
+    if (files.length > 0) {
+      tray.clear();
+      a.sendFiles(files, body);
+    } else if (editing) a.saveEdit(editing, body);
     else a.send(body, replying?.id);
     reset();
     measure();
@@ -102,6 +114,12 @@ export function composerView(a: ComposerActions): Composer {
     e.preventDefault();
     submit();
     text.focus();
+  });
+  text.addEventListener('paste', (e) => {
+    const files = [...(e.clipboardData?.files ?? [])];
+    if (files.length === 0 || editing) return;
+    e.preventDefault();
+    tray.add(files.map((f) => new File([f], pastedName(f), { type: f.type })));
   });
   text.addEventListener('keydown', (e) => {
     if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
@@ -131,6 +149,7 @@ export function composerView(a: ComposerActions): Composer {
       measure();
       text.focus();
     },
+    attach: (files) => tray.add(files),
     block(reason, whole = false) {
       blocked = reason;
       text.disabled = reason !== null && whole;

@@ -12,6 +12,7 @@ import { go, splitChat } from '../app/route.js';
 import type { Session } from '../app/session.js';
 import { closePopups, openActionMenu, openEmojiPicker, type MenuItem } from './actionmenu.js';
 import { composerView } from './composer.js';
+import { dropTarget, sendFiles, uploadWatch } from './sendfiles.js';
 import { clear, h } from './dom.js';
 import { membershipAlert } from './membershipalert.js';
 import { messageLog, PAGE } from './messagelog.js';
@@ -58,7 +59,12 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
       s.conv.sendText(chat, body, replyTo ? { replyTo } : {}).catch(fail);
     },
     saveEdit: (m, body) => void s.conv.edit(m, body).catch(fail),
+    sendFiles: (files, caption) => {
+      problem.textContent = '';
+      void sendFiles(s, chat, files, caption).catch(fail);
+    },
   });
+  const uploads = uploadWatch(s);
 
   /** Own records in the outbox, whose status counts down. */
   const waiting = new Set<string>();
@@ -84,6 +90,15 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
       onReact: (m, emoji) => void s.conv.react(m, emoji).catch(fail),
       onRetry: (m) => void s.conv.retry(m.id).catch(fail),
       onQuote: (target) => void log.reveal(target),
+      file: {
+        uploaded: (mid) => {
+          const m = log.get(mid);
+          return m && m.from === s.nick && (m.state === 'queued' || m.state === 'sending') ? uploads.fraction(mid) : null;
+        },
+        watchUpload: (mid, bar) => uploads.watch(mid, bar),
+        fetch: (m, onProgress) => s.fetchFile(m, onProgress),
+        dataUrl: (m) => s.fileUrl(m),
+      },
     },
   });
 
@@ -219,6 +234,7 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
   }
 
   const el = h('section', { class: 'main', 'aria-labelledby': 'conv-title' }, head, alertSlot, memberSlot, panelSlot, problem, log.el, composer.el);
+  dropTarget(el, (files) => composer.attach(files));
   return {
     el,
     reveal: (mid) => void log.reveal(mid),
@@ -226,6 +242,7 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
       closePopups();
       log.destroy();
       clearInterval(tick);
+      uploads.stop();
       for (const off of offs) off();
       document.removeEventListener('visibilitychange', onVisible);
     },

@@ -30,3 +30,10 @@ export function dayKey(ms: number): string {
   const d = new Date(ms);
   return `${d.getFullYear()}-${d.getMonth()}-${d.getDate()}`;
 }
+
+/** A file's size as people read it: "980 bytes", "12.4 KB", "3.1 MB" (powers of 1,000, like the limit). */
+export function fileSize(bytes: number): string {
+  if (bytes < 1_000) return `${bytes} ${bytes === 1 ? 'byte' : 'bytes'}`;
+  if (bytes < 1_000_000) return `${(bytes / 1_000).toFixed(1)} KB`;
+  return `${(bytes / 1_000_000).toFixed(1)} MB`;
+}

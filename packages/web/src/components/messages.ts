@@ -7,8 +7,10 @@
  */
 import type { ChatMessage } from '@svc/sdk';
 import { h } from './dom.js';
+import { fileView, type FileContext } from './fileview.js';
 import { clockTime, fullTime } from './format.js';
 import { linkify } from './linkify.js';
+import { photoView } from './photoview.js';
 
 export interface ItemContext {
   me: string;
@@ -20,6 +22,7 @@ export interface ItemContext {
   onReact(m: ChatMessage, emoji: string): void;
   onRetry(m: ChatMessage): void;
   onQuote(id: string): void;
+  file: FileContext;
 }
 
 export const DELETED_TEXT = 'Message deleted';
@@ -90,7 +93,8 @@ export function messageItem(c: ItemContext, m: ChatMessage): HTMLLIElement {
     return li;
   }
   if (m.replyTo) li.append(quoteOf(c, m.replyTo));
-  li.append(h('p', { class: 'text' }, ...linkify(m.body ?? '')));
+  if (m.attachment) li.append(m.attachment.type === 'photo' ? photoView(c.file, m, m.attachment) : fileView(c.file, m, m.attachment));
+  if (!m.attachment || m.body) li.append(h('p', { class: 'text' }, ...linkify(m.body ?? '')));
   if (m.editedAt !== undefined) meta.append(h('span', { class: 'edited' }, '(edited)'));
   const reactions = reactionsOf(c, m);
   if (reactions) li.append(reactions);

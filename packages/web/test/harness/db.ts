@@ -91,3 +91,8 @@ export function ownRoomEnvelopes(dbPath: string, owner: string, name: string, si
     return rows.filter((r) => ids.has((JSON.parse(r.json) as { to: { room?: string } }).to.room ?? '')).length;
   });
 }
+
+/** Attachments the service holds, finished or not. */
+export function attachmentCount(dbPath: string): number {
+  return withDb(dbPath, (db) => (db.prepare('SELECT count(*) AS n FROM attachments').get() as { n: number }).n);
+}

@@ -13,3 +13,9 @@ export function addMemberBehindClients(dbPath: string, roomId: string, nick: str
 export function hideMemberBehindClients(dbPath: string, roomId: string, nick: string): Promise<void> {
   return writeBehindService(dbPath, 'DELETE FROM room_members WHERE room_id = ? AND nick = ?', [roomId, nick]);
 }
+
+/** Drops every stored attachment, as the service does once their time to live is over. */
+export async function dropAttachmentsBehindClients(dbPath: string): Promise<void> {
+  await writeBehindService(dbPath, 'DELETE FROM attachment_parts', []);
+  await writeBehindService(dbPath, 'DELETE FROM attachments', []);
+}
