@@ -42,9 +42,17 @@ export interface App {
   close(): Promise<void>;
 }
 
-/** A device as an app runs it; warnings show at once (no grace), and a missing record is asked for after 300 ms. */
-export async function run(d: Device, store = new MemoryStore()): Promise<App> {
-  const conv = new Conversations({ messenger: d.m, store, warnAfterMs: 0, askRecordsAfterMs: 300 });
+/**
+ * A device as an app runs it; warnings show at once (no grace), and a missing record is asked for
+ * after `askRecordsAfterMs` (300 ms; undefined: the app's own delay).
+ */
+export async function run(d: Device, store = new MemoryStore(), o: { askRecordsAfterMs?: number } = { askRecordsAfterMs: 300 }): Promise<App> {
+  const conv = new Conversations({
+    messenger: d.m,
+    store,
+    warnAfterMs: 0,
+    ...(o.askRecordsAfterMs !== undefined ? { askRecordsAfterMs: o.askRecordsAfterMs } : {}),
+  });
   const envs: Envelope[] = [];
   let ready = 0;
   const stream = d.m.events({

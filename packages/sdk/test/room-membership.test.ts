@@ -8,10 +8,19 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { writeBehindService } from '@svc/testkit/harness';
-import type { Envelope } from '@svc/protocol';
-import { Conversations, MemoryStore, newMid, type PlainInput } from '../src/index.js';
+import { MemoryStore, newMid, type PlainInput } from '../src/index.js';
 import { register, reload, sleep, startServer, type Device, type TestServer } from './server.js';
+import {
+  keyHolders as keyHoldersOf,
+  keyRows as keyRowsOf,
+  membersCalls,
+  recorded,
+  roomOf,
+  run as runApp,
+  status,
+  tamper as tamperWith,
+  until,
+} from './room-apps.js';
 import type { FetchLike } from '../src/cookies.js';
 
 let server: TestServer;
@@ -23,85 +32,12 @@ after(async () => {
   await server.close();
 });
 
-async function until(pred: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await pred())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
-
 /** What a hostile service does to its own database: the clients only see the result. */
-function tamper(sql: string, ...args: unknown[]): Promise<void> {
-  return writeBehindService(server.dbPath, sql, args);
-}
-
-/** Who holds a wrapped copy of room key `keyId`, from the server's own table. */
-async function keyHolders(roomId: string, keyId: string): Promise<string[]> {
-  const rows = await server.query(`SELECT member FROM room_keys WHERE room_id = '${roomId}' AND key_id = '${keyId}' ORDER BY member`);
-  return rows.map((r) => String(r.member));
-}
-
-async function keyRows(roomId: string, member: string): Promise<number> {
-  return (await server.query(`SELECT member FROM room_keys WHERE room_id = '${roomId}' AND member = '${member}'`)).length;
-}
-
-interface App {
-  d: Device;
-  nick: string;
-  conv: Conversations;
-  store: MemoryStore;
-  /** Every envelope the stream delivered. */
-  envs: Envelope[];
-  close(): Promise<void>;
-}
-
-/** A device as an app runs it; warnings show at once (no grace). */
-async function run(d: Device, store = new MemoryStore()): Promise<App> {
-  const conv = new Conversations({ messenger: d.m, store, warnAfterMs: 0 });
-  const envs: Envelope[] = [];
-  let ready = 0;
-  const stream = d.m.events({
-    onMsg: async (env) => {
-      envs.push(env);
-      await conv.receive(env);
-    },
-    onReady: () => void ready++,
-    backoffMs: { initial: 50, max: 200 },
-  });
-  stream.start();
-  await until(() => ready > 0, 'ready');
-  await conv.load();
-  return {
-    d,
-    nick: d.m.nick,
-    conv,
-    store,
-    envs,
-    async close() {
-      conv.stop();
-      await stream.close();
-    },
-  };
-}
-
-const status = (a: App, roomId: string) => a.conv.membership.status(roomId);
-const recorded = (a: App, roomId: string, owner: string, members: string[]) => () => {
-  const s = status(a, roomId);
-  return s.recorded && s.owner === owner && s.members.join() === members.join();
-};
-const membersCalls = (d: Device, roomId: string): string[] => d.requests.filter((r) => r === `POST /api/rooms/${roomId}/members`);
-
-/** A room made by `owner`'s app with `others` in it, once every one of them holds the announced membership. */
-async function roomOf(owner: App, others: App[], name = 'Club'): Promise<string> {
-  const room = await owner.d.m.createRoom(
-    name,
-    others.map((o) => o.nick),
-  );
-  const all = [owner.nick, ...others.map((o) => o.nick)];
-  for (const a of [owner, ...others]) await until(recorded(a, room.id, owner.nick, all), `${a.nick}'s record of the room`);
-  return room.id;
-}
+const tamper = (sql: string, ...args: unknown[]) => tamperWith(server, sql, ...args);
+const keyHolders = (roomId: string, keyId: string) => keyHoldersOf(server, roomId, keyId);
+const keyRows = (roomId: string, member: string) => keyRowsOf(server, roomId, member);
+/** As an app runs it, asking the account's other devices for a missing record after the app's own delay. */
+const run = (d: Device, store = new MemoryStore()) => runApp(d, store, {});
 
 test('a member the server adds on its own gets no room key: the owner refuses to rotate or add, every client warns, and removing it is the way on', async () => {
   const [alice, bob, eve, carol] = await Promise.all([register(server), register(server), register(server), register(server)]);
