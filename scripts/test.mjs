@@ -54,11 +54,14 @@ function runOne(run, index) {
   return new Promise((resolve) => {
     const t0 = Date.now();
     console.log(`--- started ${run.name}: ${run.batch.length} files ${run.flags.join(' ')}`);
-    const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawnMeasured(process.execPath, args, env);
     const out = [];
+    const times = [];
     child.stdout.on('data', (b) => out.push(b));
     child.stderr.on('data', (b) => out.push(b));
+    child.stdio[3]?.on('data', (b) => times.push(b));
     child.on('close', (code) => {
+      const cpu = cpuSeconds(Buffer.concat(times).toString('utf8'));
       const text = Buffer.concat(out).toString('utf8');
       const seconds = Math.round((Date.now() - t0) / 1000);
       console.log(`\n=== ${run.name}: ${run.batch.length} files ${run.flags.join(' ')} (${seconds} s) ===\n`);
@@ -75,9 +78,30 @@ function runOne(run, index) {
         : 0;
       // The runner's own list of failures, with their messages, for the end of the log.
       const failing = text.includes('\n✖ failing tests:') ? text.slice(text.lastIndexOf('\n✖ failing tests:') + 1) : '';
-      resolve({ run, ok: code === 0, tests, passed, skipped, asserts, seconds, failing });
+      resolve({ run, ok: code === 0, tests, passed, skipped, asserts, seconds, cpu, failing });
     });
   });
+}
+
+/**
+ * The run's test runner, started under bash when there is one so that bash's `times` can report
+ * the CPU time of the whole tree it waited for (the runner, the servers and browsers the tests
+ * start) on a fourth pipe; without bash the run goes as it is and its CPU time is not known.
+ */
+function spawnMeasured(cmd, args, env) {
+  if (!process.env.TEST_NO_CPU && existsSync('/bin/bash')) {
+    const script = '"$@"; code=$?; times >&3; exit $code';
+    return spawn('/bin/bash', ['-c', script, 'bash', cmd, ...args], { env, stdio: ['ignore', 'pipe', 'pipe', 'pipe'] });
+  }
+  return spawn(cmd, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+/** User + system seconds of the children from `times` output (its second line: `0m1.5s 0m0.2s`), or undefined. */
+function cpuSeconds(text) {
+  const line = text.trim().split('\n')[1];
+  const parts = line ? [...line.matchAll(/(\d+)m([\d.]+)s/g)] : [];
+  if (parts.length !== 2) return undefined;
+  return parts.reduce((n, m) => n + Number(m[1]) * 60 + Number(m[2]), 0);
 }
 
 /** The files of a run with a failing test, from the runner's `test at <source file>:<line>:<column>` lines. */
@@ -105,7 +129,8 @@ async function runWithSecondChance(run, index) {
   if (files.length === 0) return first;
   const second = await runOne({ ...run, name: `${run.name} (second run of the failed files)`, batch: files }, `${index}-again`);
   if (!second.ok) return first;
-  return { ...first, ok: true, flaky: { files, failing: first.failing } };
+  const cpu = first.cpu !== undefined && second.cpu !== undefined ? first.cpu + second.cpu : undefined;
+  return { ...first, ok: true, seconds: first.seconds + second.seconds, cpu, flaky: { files, failing: first.failing } };
 }
 
 const results = [];
@@ -139,6 +164,18 @@ for (const r of results) {
     `${r.ok ? 'ok  ' : 'FAIL'} ${r.run.name}: ${r.passed}/${r.tests} tests passed${skipped}${again}, ${r.asserts} assertions, ${r.seconds} s`,
   );
 }
+// What the run cost, per backend mode: wall seconds of its runs added up (runs of different modes
+// overlap in lanes) and the CPU seconds of everything they started, servers and browsers included.
+const cost = modes
+  .map((mode) => results.filter((r) => r.run.mode === mode))
+  .filter((of) => of.length > 0)
+  .map((of) => {
+    const mode = of[0].run.mode;
+    const cpu = of.every((r) => r.cpu !== undefined) ? `${Math.round(of.reduce((n, r) => n + r.cpu, 0))} s CPU` : 'CPU not measured';
+    return `${mode} ${of.reduce((n, r) => n + r.seconds, 0)} s wall, ${cpu}`;
+  });
+const allCpu = results.every((r) => r.cpu !== undefined) ? `, ${Math.round(results.reduce((n, r) => n + r.cpu, 0))} s CPU in all` : '';
+console.log(`cost: ${cost.join('; ')}${allCpu}`);
 const total = (k) => results.reduce((n, r) => n + r[k], 0);
 console.log(
   `all: ${total('passed')}/${total('tests')} tests passed${total('skipped') ? `, ${total('skipped')} skipped` : ''}, ${total('asserts')} assertions, ${Math.round((Date.now() - started) / 1000)} s`,
