@@ -4,7 +4,7 @@
  * holds live events until the replay is done, and a stream whose reader stops reading is dropped
  * once its write buffer passes a bound, never waited for.
  */
-import type { CloseSelector, Delivery, StreamEvent } from './types.js';
+import type { CloseSelector, Delivery, StreamEvent } from './events.js';
 
 /** What a stream writes to: the HTTP response, seen through the little it needs. */
 export interface StreamSink {

@@ -1,9 +1,9 @@
 /** Messages: the send path from the target rights on (docs/API.md), and acknowledgements. */
 import { ApiError, LIMITS, ulidTime, type SendMessageRequest, type SendMessageResponse, type PushPayload } from '@svc/protocol';
-import type { CallerFacts, SendTarget } from '../store/types.js';
+import type { CallerFacts, SendTarget, TargetFacts } from '../store/types.js';
 import type { Caller, Deps } from './deps.js';
 import { requireOwnDevice, wellFormedDevice } from './devices.js';
-import { sendRefusal, type TargetFacts } from '../rules/send.js';
+import { sendRefusal } from '../rules/send.js';
 
 export const PUSH_BODY = 'New message';
 

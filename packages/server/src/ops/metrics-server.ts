@@ -6,14 +6,19 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
-import type { Metrics } from './metrics.js';
+
+/** What the endpoint serves: the metrics' text and its content type. */
+export interface MetricsSource {
+  render(): Promise<string>;
+  readonly registry: { readonly contentType: string };
+}
 
 export interface MetricsServer {
   url: string;
   close(): Promise<void>;
 }
 
-export async function startMetricsServer(metrics: Metrics, port: number, log: FastifyBaseLogger): Promise<MetricsServer> {
+export async function startMetricsServer(metrics: MetricsSource, port: number, log: FastifyBaseLogger): Promise<MetricsServer> {
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? '').split('?')[0];
     if ((req.method !== 'GET' && req.method !== 'HEAD') || path !== '/metrics') {

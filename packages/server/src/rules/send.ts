@@ -11,16 +11,9 @@
  * on neither.
  */
 import { LIMITS, type Target } from '@svc/protocol';
-import type { Refusal, SendInput, SendResult, SendTarget } from '../store/types.js';
+import type { Refusal, SendInput, SendResult, SendTarget, TargetFacts } from '../store/types.js';
 
 export type SendRefusal = Refusal<'not_member' | 'unknown_key' | 'unknown_user' | 'self'>;
-
-/** What a store knows about a send's target: the facts its rights depend on. */
-export type TargetFacts =
-  /** A room that does not exist has no members. */
-  | { room: true; senderIsMember: boolean; keyIsKnown: boolean }
-  /** A deleted account is not live. */
-  | { room: false; recipientIsLive: boolean };
 
 /** An envelope already stored under the id a send asks for. */
 export interface PriorSend {

@@ -7,7 +7,6 @@
  * exceptions, in the order docs/API.md lists them, so the domain layer decides how to answer.
  */
 import type { Envelope, EnvelopeJson, Kdf, EncryptedKey, Room, Target, WrappedKey, Contact, ErrorCode } from '@svc/protocol';
-import type { TargetFacts } from '../rules/send.js';
 
 export type Refusal<C extends ErrorCode = ErrorCode> = { error: C; field?: string };
 
@@ -98,6 +97,13 @@ export interface CallerFacts {
   /** The owner of the send's device, null when no device has that id. */
   deviceOwner: string | null;
 }
+
+/** What a store knows about a send's target: the facts its rights depend on. */
+export type TargetFacts =
+  /** A room that does not exist has no members. */
+  | { room: true; senderIsMember: boolean; keyIsKnown: boolean }
+  /** A deleted account is not live. */
+  | { room: false; recipientIsLive: boolean };
 
 /**
  * The caller's checks before a send is stored (Store.sendMessage): throws to refuse it. `caller`

@@ -10,13 +10,9 @@
  */
 import { scriptUrl } from './script-urls.js';
 import strengthWorker from './strength.worker.ts?worker&url';
+import type { Strength } from './strength-rating.js';
 
-export interface Strength {
-  /** zxcvbn's score: 0 (too guessable) to 4 (very unguessable). */
-  score: number;
-  warning: string | null;
-  suggestions: string[];
-}
+export type { Strength } from './strength-rating.js';
 
 export const MIN_LENGTH = 8;
 export const MIN_SCORE = 2;

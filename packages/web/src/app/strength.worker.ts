@@ -3,7 +3,7 @@
  * about a second of CPU and each rating a tenth of one, which would stall typing and clicks.
  * Messages in: {id, password, related}; out: {id, strength} or {id, error}, in order.
  */
-import type { Strength } from './strength.js';
+import type { Strength } from './strength-rating.js';
 
 interface Job {
   id: number;

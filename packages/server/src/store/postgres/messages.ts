@@ -8,7 +8,7 @@
  * Every other change to a queue (ack, trim, purge, device deletion) locks the device's row.
  */
 import { LIMITS, envelopeJson, type Envelope } from '@svc/protocol';
-import type { Admit, CallerFacts, QueuedEntry, SendInput, SendResult } from '../types.js';
+import type { Admit, CallerFacts, QueuedEntry, SendInput, SendResult, TargetFacts } from '../types.js';
 import {
   decideSend,
   dmTargets,
@@ -18,7 +18,6 @@ import {
   type ContactFacts,
   type MemberDevice,
   type PriorSend,
-  type TargetFacts,
 } from '../../rules/send.js';
 import type { Sql } from './db.js';
 import { LOCK } from './locks.js';

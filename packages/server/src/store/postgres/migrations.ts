@@ -18,11 +18,9 @@ import { LEAN_SEND_FACTS } from './migrations/008-lean-send-facts.js';
 import { SEND_FACTS_CALLER } from './migrations/009-send-facts-caller.js';
 import { ATTACHMENTS } from './migrations/010-attachments.js';
 
-export interface PgMigration {
-  version: number;
-  name: string;
-  sql: string;
-}
+import type { PgMigration } from './migrations/migration.js';
+
+export type { PgMigration } from './migrations/migration.js';
 
 /** In version order; a migration, once released, never changes: a later one replaces what it made. */
 export const PG_MIGRATIONS: PgMigration[] = [

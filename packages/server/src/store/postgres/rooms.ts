@@ -8,7 +8,7 @@
  */
 import { LIMITS, type Room, type RoomKey, type WrappedKey } from '@svc/protocol';
 import type { LeaveResult, Refusal, RoomFanout } from '../types.js';
-import { leave, leaveResult } from '../../domain/room-leave.js';
+import { leave, leaveResult } from '../../rules/room-leave.js';
 import type { Sql } from './db.js';
 import { LOCK, liveAccounts, lockNicks } from './locks.js';
 

@@ -1,6 +1,6 @@
 /** Message operations of the SQLite store: the send fan-out, acks, replay and retention. */
 import { LIMITS, envelopeJson, type Envelope, type Target } from '@svc/protocol';
-import type { QueuedEntry, SendInput, SendResult, SendTarget } from '../types.js';
+import type { QueuedEntry, SendInput, SendResult, SendTarget, TargetFacts } from '../types.js';
 import {
   decideSend,
   dmTargets,
@@ -11,7 +11,6 @@ import {
   type CandidateDevice,
   type ContactFacts,
   type PriorSend,
-  type TargetFacts,
 } from '../../rules/send.js';
 import { isMember } from './rooms.js';
 import { placeholders, type Statements } from './statements.js';

@@ -1,7 +1,7 @@
 /** Room operations of the SQLite store. Each function runs inside the caller's transaction. */
 import { LIMITS, type Room, type RoomKey, type WrappedKey } from '@svc/protocol';
 import type { LeaveResult, Refusal, RoomFanout } from '../types.js';
-import { leave, leaveResult } from '../../domain/room-leave.js';
+import { leave, leaveResult } from '../../rules/room-leave.js';
 import type { Statements } from './statements.js';
 
 interface RoomRow {

@@ -1,5 +1,5 @@
 /** PostgreSQL migration 1: the tables, the same as the SQLite schema's (see ../migrations.ts for the dialect's choices). */
-import type { PgMigration } from '../migrations.js';
+import type { PgMigration } from './migration.js';
 
 export const INITIAL_SCHEMA: PgMigration = {
   version: 1,

@@ -1,5 +1,5 @@
 /** PostgreSQL migration 2: the send and the ack as one statement each (docs/POSTGRES.md). */
-import type { PgMigration } from '../migrations.js';
+import type { PgMigration } from './migration.js';
 
 export const SEND_AND_ACK: PgMigration = {
   version: 2,

@@ -12,7 +12,7 @@
  * - The cap is looked at per target only when the longest target queue is at the cap, and its
  *   DELETE names the device, as the new primary key needs.
  */
-import type { PgMigration } from '../migrations.js';
+import type { PgMigration } from './migration.js';
 
 export const CHEAPER_SEND: PgMigration = {
   version: 3,

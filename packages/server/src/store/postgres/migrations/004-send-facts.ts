@@ -5,7 +5,7 @@
  * the rules of rules/send.ts decide on; the store then writes what they decided with one call of
  * `send_write` (messages.ts, sendMessages). Measured in docs/POSTGRES.md ("What a send costs inside PostgreSQL").
  */
-import type { PgMigration } from '../migrations.js';
+import type { PgMigration } from './migration.js';
 
 export const SEND_FACTS: PgMigration = {
   version: 4,

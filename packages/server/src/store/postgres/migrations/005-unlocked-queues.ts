@@ -24,7 +24,7 @@
  *   so an entry committed after that is delivered live (domain/streams.ts).
  * - ack_envelopes, claimPush and the purge lock FOR NO KEY UPDATE, which does not wait for sends.
  */
-import type { PgMigration } from '../migrations.js';
+import type { PgMigration } from './migration.js';
 
 export const UNLOCKED_QUEUES: PgMigration = {
   version: 5,

@@ -6,7 +6,7 @@
  * literals per message for the service to escape and PostgreSQL to parse, against 2.5 KB now
  * (docs/BENCHMARKS.md). The entries and their order are the same.
  */
-import type { PgMigration } from '../migrations.js';
+import type { PgMigration } from './migration.js';
 
 export const COMPACT_SEND_WRITE: PgMigration = {
   version: 6,

@@ -13,7 +13,7 @@
  * its first row fails the counts' transaction, counts lost as in a crash (each device's trim at
  * its next stream open counts again).
  */
-import type { PgMigration } from '../migrations.js';
+import type { PgMigration } from './migration.js';
 
 export const QUEUE_LENGTHS: PgMigration = {
   version: 7,

@@ -9,7 +9,7 @@
  * locks it takes and their order are those of migration 5; the statements that run are the same
  * statements (docs/BENCHMARKS.md).
  */
-import type { PgMigration } from '../migrations.js';
+import type { PgMigration } from './migration.js';
 
 export const LEAN_SEND_FACTS: PgMigration = {
   version: 8,

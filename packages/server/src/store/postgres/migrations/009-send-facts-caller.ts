@@ -15,7 +15,7 @@
  * the caller's checks compare its nick with the send's sender, and the session's idle expiry is
  * theirs to judge, as with the per-request lookup.
  */
-import type { PgMigration } from '../migrations.js';
+import type { PgMigration } from './migration.js';
 
 export const SEND_FACTS_CALLER: PgMigration = {
   version: 9,

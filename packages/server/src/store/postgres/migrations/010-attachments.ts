@@ -9,7 +9,7 @@
  * It takes the uploader's advisory lock (namespace 4 of locks.ts), so parts sent at once by
  * several instances cannot together pass the quota, and answers 'ok' or the refusal's code.
  */
-import type { PgMigration } from '../migrations.js';
+import type { PgMigration } from './migration.js';
 
 export const ATTACHMENTS: PgMigration = {
   version: 10,
