@@ -29,10 +29,16 @@ function find(dir, out) {
   return out;
 }
 
-/** Every packages/*\/dist/test/**\/*.test.js, sorted; with `only`, those whose path contains one of its strings. */
+/**
+ * Every packages/*\/dist/test/**\/*.test.js and packages/*\/dist/node/**\/*.test.js (the web app's
+ * unit tests in Node), sorted; with `only`, those whose path contains one of its strings.
+ */
 export function testFiles(only = []) {
   const files = [];
-  for (const pkg of readdirSync('packages')) find(join('packages', pkg, 'dist', 'test'), files);
+  for (const pkg of readdirSync('packages')) {
+    find(join('packages', pkg, 'dist', 'test'), files);
+    find(join('packages', pkg, 'dist', 'node'), files);
+  }
   return (only.length ? files.filter((f) => only.some((o) => f.includes(o))) : files).sort();
 }
 
