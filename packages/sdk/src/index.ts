@@ -111,7 +111,7 @@ export {
   type HistoryDonePlain,
 } from './conversation/plaintext.js';
 export { newRoomKey, importRoomKey, wrapRoomKey, unwrapRoomKey, roomKeyAad, type NewRoomKey } from './crypto/roomkey.js';
-export { safetyNumber } from './crypto/safety.js';
+export { safetyNumber, compareScannedSafetyNumber, type ScanVerdict } from './crypto/safety.js';
 export { sealAtRest, openAtRest, deriveHistoryKey, historyKeyBytes, atRestAad, INFO_HISTORY } from './crypto/atrest.js';
 export { atRestTag, deriveIndexKey, indexKeyBytes, INFO_INDEX, TAG_BYTES } from './crypto/atrest-index.js';
 export { deriveOwnKey, ownKeyBytes, INFO_TRANSFER, INFO_EXPORT } from './crypto/ownkeys.js';

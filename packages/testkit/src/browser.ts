@@ -13,7 +13,19 @@ export function missingBrowser(): string | undefined {
   return `${CHROMIUM} is not installed (apt-get install chromium)`;
 }
 
-export function launchBrowser(executablePath = CHROMIUM): Promise<Browser> {
+export interface LaunchOptions {
+  /**
+   * A Y4M video file Chromium's fake camera plays, in a loop, to any page that asks for the camera
+   * (the safety-number scanner). It is opened each time a page starts the camera, so a test may
+   * write it after the launch.
+   */
+  fakeVideo?: string;
+}
+
+export function launchBrowser(executablePath = CHROMIUM, o: LaunchOptions = {}): Promise<Browser> {
+  const camera = o.fakeVideo
+    ? ['--use-fake-device-for-media-stream', '--use-fake-ui-for-media-stream', `--use-file-for-fake-video-capture=${o.fakeVideo}`]
+    : [];
   return chromium.launch({
     executablePath,
     args: [
@@ -25,6 +37,7 @@ export function launchBrowser(executablePath = CHROMIUM): Promise<Browser> {
       '--disable-background-networking',
       '--disable-component-update',
       '--disable-sync',
+      ...camera,
     ],
   });
 }

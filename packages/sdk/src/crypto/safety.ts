@@ -33,3 +33,17 @@ export async function safetyNumber(nickA: string, pubA: string, nickB: string, p
   const b = await half(second[0]!, second[1]!);
   return [...a, ...b].join(' ');
 }
+
+/** What a scanned code says of a safety number: the same, another one, or not a safety number at all. */
+export type ScanVerdict = 'match' | 'mismatch' | 'not-a-safety-number';
+
+/**
+ * Compares the text of a scanned QR code with the safety number shown here. The code holds the 60
+ * digits (the panel encodes them without spaces); spaces, line breaks and a scanner's stray
+ * whitespace are ignored, anything else that is not exactly 60 digits is no safety number.
+ */
+export function compareScannedSafetyNumber(scanned: string, shown: string): ScanVerdict {
+  const digits = scanned.replace(/\s+/g, '');
+  if (!/^\d{60}$/.test(digits)) return 'not-a-safety-number';
+  return digits === shown.replace(/\s+/g, '') ? 'match' : 'mismatch';
+}

@@ -9,6 +9,7 @@ import { toDataURL } from 'qrcode';
 import { describeError } from '../app/errors.js';
 import type { Session } from '../app/session.js';
 import { clear, h } from './dom.js';
+import { scanSafetyCode } from './scancode.js';
 
 /** The key whose safety number to show: a waiting new key first (that is what to compare), else the pin. */
 async function shownKey(s: Session, peer: string): Promise<string> {
@@ -37,6 +38,8 @@ function qrImage(digits: string): HTMLImageElement {
 export function safetyPanel(s: Session, peer: string): HTMLElement {
   const body = h('div', { class: 'safety-body' }, h('p', { class: 'safety' }, 'Computing…'));
   const state = h('p', { class: 'safety-state', role: 'status' });
+  // What the last scan said, for the key it was compared with (a new key needs a new scan).
+  const scanResult = h('p', { class: 'scan-result', role: 'status' });
   const actions = h('div', { class: 'row' });
   const problem = h('p', { class: 'status error', role: 'status' });
   const el = h(
@@ -44,17 +47,19 @@ export function safetyPanel(s: Session, peer: string): HTMLElement {
     { class: 'panel', 'aria-label': 'Safety number' },
     h('h3', {}, `Safety number with ${peer}`),
     body,
+    scanResult,
     state,
     actions,
     problem,
     h(
       'p',
       { class: 'hint' },
-      `Compare these digits with ${peer} in person or over another channel, or scan each other’s code. If they match, nobody is in the middle.`,
+      `Compare these digits with ${peer} in person or over another channel, or scan each other’s code with "Scan code". If they match, nobody is in the middle.`,
     ),
   );
 
   let shown: { key: string; digits: string } | undefined;
+  let scanned: { key: string; verdict: 'match' | 'mismatch' } | undefined;
   let busy = false;
 
   const act = (work: () => Promise<void>) => {
@@ -69,16 +74,45 @@ export function safetyPanel(s: Session, peer: string): HTMLElement {
       });
   };
 
+  const scanButton = (): HTMLButtonElement => {
+    const scan = h('button', { type: 'button', disabled: !shown }, 'Scan code');
+    scan.addEventListener('click', () => {
+      const at = shown;
+      if (!at) return;
+      problem.textContent = '';
+      void scanSafetyCode(at.digits, (text) => (problem.textContent = text), scan).then((verdict) => {
+        if (verdict === null || shown?.key !== at.key) return;
+        scanned = { key: at.key, verdict };
+        renderState();
+      });
+    });
+    return scan;
+  };
+
+  function renderScan(): void {
+    scanResult.classList.toggle('error', scanned?.verdict === 'mismatch');
+    if (!scanned || scanned.key !== shown?.key) {
+      scanResult.textContent = '';
+      return;
+    }
+    scanResult.textContent =
+      scanned.verdict === 'match'
+        ? 'Safety numbers match'
+        : `Safety numbers do not match. The code you scanned is not the one of this chat with ${peer}: someone may be in the middle. Do not mark ${peer} as verified; compare again in person.`;
+  }
+
   function renderState(): void {
     const st = s.trust.status(peer);
     clear(actions);
+    renderScan();
     if (st.changed) {
       state.textContent = `The key of ${peer} changed${st.wasVerified ? ' since you verified it' : ''}. These digits are for the new key: compare them, then accept the new key above.`;
+      actions.append(scanButton());
       return;
     }
     if (st.verified) {
       state.textContent = `You have verified ${peer}.`;
-      actions.append(h('button', { type: 'button', onclick: () => act(() => s.trust.unverify(peer)) }, 'Mark as not verified'));
+      actions.append(h('button', { type: 'button', onclick: () => act(() => s.trust.unverify(peer)) }, 'Mark as not verified'), scanButton());
       return;
     }
     state.textContent = st.wasVerified ? `Not verified: you verified an earlier key of ${peer}, not this one.` : `Not verified yet.`;
@@ -88,7 +122,7 @@ export function safetyPanel(s: Session, peer: string): HTMLElement {
         if (shown) await s.trust.verify(peer, shown.key);
       }),
     );
-    actions.append(verify);
+    actions.append(verify, scanButton());
   }
 
   function render(): void {

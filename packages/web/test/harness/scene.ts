@@ -40,14 +40,16 @@ export function nick(base: string): string {
 export interface SceneOptions extends ServerOptions {
   /** Every device of the scene runs the app's real KDF parameters (DeviceOptions.realKdf), for the files about the key derivation. */
   realKdf?: boolean;
+  /** The browser's camera plays this Y4M file (LaunchOptions.fakeVideo). */
+  fakeVideo?: string;
 }
 
 export async function openScene(options: SceneOptions = {}): Promise<Scene> {
-  const { realKdf, ...serverOptions } = options;
+  const { realKdf, fakeVideo, ...serverOptions } = options;
   const server = await startServer(serverOptions);
   let browser: Browser;
   try {
-    browser = await launchBrowser();
+    browser = await launchBrowser(undefined, fakeVideo ? { fakeVideo } : {});
   } catch (err) {
     await server.stop();
     throw err;
