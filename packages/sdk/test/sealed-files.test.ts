@@ -101,11 +101,7 @@ test('a chunk moved to another place, another file or from an older copy does no
   await files.put('b4', b);
   const corrupt = async (id: string, n: number, what: string) => {
     const f = (await files.open(id))!;
-    await assert.rejects(
-      f.slice(n * CHUNK, n * CHUNK + 1).bytes(),
-      (e: unknown) => isSdkError(e, 'attachment_corrupt'),
-      what,
-    );
+    await assert.rejects(f.slice(n * CHUNK, n * CHUNK + 1).bytes(), (e: unknown) => isSdkError(e, 'attachment_corrupt'), what);
   };
   const A = 'kept.6134';
   const B = 'kept.6234';
@@ -212,9 +208,7 @@ test('the budget drops the oldest files first, until the rest fit', async () => 
 test('as the outbox keeps a file waiting for its upload: put, get after a reload, remove', async () => {
   const { rows, historyKey } = await setup();
   const make = () =>
-    new SealedAttachmentFiles(
-      new SealedFiles({ rows, historyKey, space: 'upload', prefix: 'upload.', name: async (id) => `upload.${id}` }),
-    );
+    new SealedAttachmentFiles(new SealedFiles({ rows, historyKey, space: 'upload', prefix: 'upload.', name: async (id) => `upload.${id}` }));
   const bytes = new Uint8Array(randomBytes(2_500_000));
   await make().put('up1', new Blob([bytes]));
   const f = await make().get('up1');

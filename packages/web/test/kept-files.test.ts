@@ -52,7 +52,12 @@ function kvNames(page: Page, prefix: string): Promise<string[]> {
     for (const info of await indexedDB.databases()) {
       if (!info.name?.startsWith('svc-')) continue;
       const db = await done(indexedDB.open(info.name));
-      const keys = await done(db.transaction('kv', 'readonly').objectStore('kv').getAllKeys(IDBKeyRange.bound(p, `${p}\uffff`)));
+      const keys = await done(
+        db
+          .transaction('kv', 'readonly')
+          .objectStore('kv')
+          .getAllKeys(IDBKeyRange.bound(p, `${p}\uffff`)),
+      );
       out.push(...keys.map(String));
       db.close();
     }
@@ -84,7 +89,11 @@ async function slowParts(page: Page, ms: number): Promise<void> {
 /** Waits until the bar "Uploading <name>" is at least `fraction` along. */
 async function uploadPast(page: Page, name: string, fraction: number): Promise<void> {
   const bar = page.getByRole('progressbar', { name: `Uploading ${name}`, exact: true });
-  await holds(`${name} ${fraction * 100} % up`, async () => (await bar.evaluate((el) => (el as HTMLProgressElement).value).catch(() => 0)) >= fraction, 60_000);
+  await holds(
+    `${name} ${fraction * 100} % up`,
+    async () => (await bar.evaluate((el) => (el as HTMLProgressElement).value).catch(() => 0)) >= fraction,
+    60_000,
+  );
 }
 
 /** The rows of the open chat's log that hold `text`. */
@@ -291,7 +300,10 @@ describe('web client: the files it keeps', { skip: missingBrowser() }, () => {
       const files = ['one', 'two', 'three'].map((n) => ({ name: `${n}.bin`, mimeType: 'application/octet-stream', buffer: randomBytes(100_000) }));
       await sendFiles(alice.page, files);
       await openChat(carol.page, aliceNick);
-      for (const f of files) await messageLog(carol.page).getByRole('button', { name: `Download ${f.name}`, exact: true }).waitFor({ timeout: 60_000 });
+      for (const f of files)
+        await messageLog(carol.page)
+          .getByRole('button', { name: `Download ${f.name}`, exact: true })
+          .waitFor({ timeout: 60_000 });
       for (const f of files) assert.ok((await download(carol.page, f.name)).equals(f.buffer));
       assert.equal(headers(await kvNames(carol.page, 'kept.')).length, 2, 'the oldest of three went');
       // one.bin is not kept any more: it comes again from the service (and two.bin, now the oldest, goes).

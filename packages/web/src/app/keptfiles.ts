@@ -49,13 +49,13 @@ export const KEPT_BYTES_MAX = 2 ** 30;
 
 /**
  * The byte budget of received files: 1 GiB, or a quarter of what the browser lets this site store
- * when that is less. The browser tests set a small one (`window.__svcKeptBytes`) to see it work.
+ * when that is less. The browser tests set a smaller one (`window.__svcKeptBytes`) to see it work.
  */
 export async function keptBudget(): Promise<number> {
-  const forced = (globalThis as { __svcKeptBytes?: unknown }).__svcKeptBytes;
-  if (typeof forced === 'number' && forced >= 0) return forced;
   const quota = (await navigator.storage?.estimate?.().catch(() => undefined))?.quota;
-  return quota ? Math.min(KEPT_BYTES_MAX, Math.floor(quota / 4)) : KEPT_BYTES_MAX;
+  const budget = quota ? Math.min(KEPT_BYTES_MAX, Math.floor(quota / 4)) : KEPT_BYTES_MAX;
+  const smaller = (globalThis as { __svcKeptBytes?: unknown }).__svcKeptBytes;
+  return typeof smaller === 'number' && smaller >= 0 ? Math.min(budget, smaller) : budget;
 }
 
 export class KeptFiles {
