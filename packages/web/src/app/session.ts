@@ -7,6 +7,7 @@ import {
   Conversations,
   SearchIndex,
   attachTransfer,
+  isAttachmentPlain,
   isShown,
   isTransferRoom,
   splitChatId,
@@ -257,8 +258,18 @@ export class Session extends Emitter<SessionEvents> {
     await this.trust.load();
     await this.chats.load();
     await this.conv.load();
+    await this.dropUploadsGone();
     await this.membership.load();
     await this.membership.update();
+  }
+
+  /**
+   * Removes waiting files whose message is no longer in the outbox: the tab closed between the end
+   * of an upload (or the message's deletion) and the removal of its file.
+   */
+  private async dropUploadsGone(): Promise<void> {
+    const queued = new Set(this.conv.outbox.pending.flatMap((i) => (isAttachmentPlain(i.plain) ? [i.plain.id] : [])));
+    for (const f of await this.uploads.files.list()) if (!queued.has(f.id)) await this.uploads.remove(f.id);
   }
 
   /** Drops a chat from the list, the store and the search index (the room was left or deleted). */
