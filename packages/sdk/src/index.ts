@@ -227,5 +227,16 @@ export {
 } from './attachments/upload.js';
 export { downloadFile, downloadBytes, fileGone, type FileRef, type DownloadOptions } from './attachments/download.js';
 export { MemoryFiles, type AttachmentFiles, type KeptFile } from './attachments/files.js';
+export {
+  SealedFiles,
+  SealedFile,
+  SealedAttachmentFiles,
+  MemorySealedRows,
+  sealedFileOf,
+  KEPT_CHUNK_BYTES,
+  type SealedRows,
+  type SealedFileInfo,
+  type SealedFilesOptions,
+} from './attachments/sealed-files.js';
 export { AttachmentSender, type SendFileInput, type AttachmentSenderDeps } from './attachments/sender.js';
 export { attachmentRecord, attachmentRef } from './attachments/record.js';

@@ -116,6 +116,9 @@ function upgrade(db: IDBDatabase, tx: IDBTransaction): void {
   if (!db.objectStoreNames.contains(STORES.outbox)) db.createObjectStore(STORES.outbox, { keyPath: 'k' });
 }
 
+/** Every string key that starts with `prefix` (the app's keys are ASCII). */
+const prefixRange = (prefix: string) => IDBKeyRange.bound(prefix, `${prefix}\uffff`);
+
 /** A chat's rows: those of its tag, every week. */
 const chatRange = (c: string) => IDBKeyRange.bound([c, -Infinity], [c, Infinity]);
 
@@ -172,6 +175,16 @@ export class Db {
   count(name: StoreName, index?: { name: string; key: IDBValidKey }): Promise<number> {
     const store = this.store(name, 'readonly');
     return done(index ? store.index(index.name).count(index.key) : store.count());
+  }
+
+  /** The keys of a store that are strings starting with `prefix`. */
+  keysWithPrefix(name: StoreName, prefix: string): Promise<string[]> {
+    return done(this.store(name, 'readonly').getAllKeys(prefixRange(prefix))) as Promise<string[]>;
+  }
+
+  /** Deletes the rows of a store whose keys are strings starting with `prefix`. */
+  deletePrefix(name: StoreName, prefix: string): Promise<void> {
+    return this.delete(name, prefixRange(prefix));
   }
 
   all<T>(name: StoreName): Promise<T[]> {

@@ -4,10 +4,10 @@
  * and the event stream. Views hold one Session and listen to it.
  */
 import {
-  MemoryFiles,
   Conversations,
   SearchIndex,
   attachTransfer,
+  isAttachmentPlain,
   isShown,
   isTransferRoom,
   splitChatId,
@@ -24,7 +24,7 @@ import { Emitter } from './emitter.js';
 import { Db } from './idb.js';
 import { Membership } from './membership.js';
 import { notifyHidden } from './notify.js';
-import { KeptFiles } from './keptfiles.js';
+import { KeptFiles, uploadFiles } from './keptfiles.js';
 import { IdbConversationStore } from './store.js';
 import { Tags } from './tags.js';
 import { Trust } from './trust.js';
@@ -70,8 +70,10 @@ export class Session extends Emitter<SessionEvents> {
   readonly search = new SearchIndex();
   private searchLoaded: Promise<void> | null = null;
   private readonly urls = new Map<string, Promise<string>>();
-  /** Received files, sealed in this device's store. */
+  /** Received files, sealed in this device's store (at most a byte budget of them). */
   readonly files: KeptFiles;
+  /** Files sent from this device until their upload finished, sealed in its store. */
+  readonly uploads: ReturnType<typeof uploadFiles>;
   conn: ConnectionState = 'connecting';
   /** The chat on screen, so arriving messages there do not count as unread. */
   openChat: string | null = null;
@@ -91,11 +93,19 @@ export class Session extends Emitter<SessionEvents> {
     const tags = new Tags(m.indexKey);
     this.store = new IdbConversationStore(db, m.historyKey, tags);
     this.files = new KeptFiles(db, m.historyKey, tags);
+    this.uploads = uploadFiles(db, m.historyKey, tags);
+    // A message deleted, or its chat forgotten: its kept file goes too.
+    this.store.filesGone = async (ids) => {
+      for (const id of ids) {
+        this.urls.delete(id);
+        await this.files.remove(id);
+      }
+    };
     this.conv = new Conversations({
       messenger: m,
       store: this.store,
-      // Files wait here for their upload; a reload before it finished shows them as not sent.
-      files: new MemoryFiles(),
+      // Files wait here for their upload, so a reload or a cut network resumes it.
+      files: this.uploads,
       onError: (e) => console.warn('membership record or attachment:', e),
     });
     this.conv.membership.on((roomId) => {
@@ -124,7 +134,13 @@ export class Session extends Emitter<SessionEvents> {
   async fetchFile(msg: ChatMessage, onProgress: (f: number) => void = () => undefined): Promise<Uint8Array> {
     const ref = msg.attachment;
     if (!ref) throw new Error('This message has no file.');
-    const kept = await this.files.get(ref.id).catch(() => undefined);
+    // Kept, or one's own file still waiting for its upload.
+    const kept =
+      (await this.keptBytes(ref.id)) ??
+      (await this.uploads
+        .get(ref.id)
+        .then((f) => f?.bytes())
+        .catch(() => undefined));
     if (kept) return kept;
     const pieces: Uint8Array[] = [];
     let got = 0;
@@ -141,6 +157,17 @@ export class Session extends Emitter<SessionEvents> {
     // Kept for the history: a failure to keep it does not take the file from the person.
     await this.files.put(ref.id, out).catch((e: unknown) => console.warn('keeping a file:', e));
     return out;
+  }
+
+  /** The kept copy of a file; a damaged one is dropped (and the file downloaded again). */
+  private async keptBytes(id: string): Promise<Uint8Array | undefined> {
+    try {
+      return await this.files.get(id);
+    } catch (e) {
+      console.warn('a kept file did not open:', e);
+      await this.files.remove(id).catch(() => undefined);
+      return undefined;
+    }
   }
 
   /** A file as a data: URL (what the CSP lets an image show), downloaded once per attachment. */
@@ -226,11 +253,23 @@ export class Session extends Emitter<SessionEvents> {
   }
 
   async load(): Promise<void> {
+    await this.files.sweep();
+    await this.uploads.files.sweep();
     await this.trust.load();
     await this.chats.load();
     await this.conv.load();
+    await this.dropUploadsGone();
     await this.membership.load();
     await this.membership.update();
+  }
+
+  /**
+   * Removes waiting files whose message is no longer in the outbox: the tab closed between the end
+   * of an upload (or the message's deletion) and the removal of its file.
+   */
+  private async dropUploadsGone(): Promise<void> {
+    const queued = new Set(this.conv.outbox.pending.flatMap((i) => (isAttachmentPlain(i.plain) ? [i.plain.id] : [])));
+    for (const f of await this.uploads.files.list()) if (!queued.has(f.id)) await this.uploads.remove(f.id);
   }
 
   /** Drops a chat from the list, the store and the search index (the room was left or deleted). */

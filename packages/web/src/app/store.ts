@@ -46,6 +46,12 @@ const pendingCtx = (r: Omit<SealedRow, 'sealed'>) => `pending|${r.k}|${r.t ?? ''
 const outboxCtx = (r: Omit<SealedRow, 'sealed'>) => `outbox|${r.k}`;
 
 export class IdbConversationStore implements ConversationStore {
+  /**
+   * Told the attachment ids of records that lost their file: a message deleted (for everyone, here
+   * or by its sender) or a chat forgotten, so the copies kept on this device go with them.
+   */
+  filesGone: (attachmentIds: string[]) => Promise<void> = async () => undefined;
+
   constructor(
     private readonly db: Db,
     private readonly key: CryptoKey,
@@ -94,7 +100,10 @@ export class IdbConversationStore implements ConversationStore {
   }
 
   async put(m: ChatMessage): Promise<void> {
+    // A deletion takes the record's attachment away: the stored one still names it.
+    const was = m.deleted && !m.attachment ? (await this.get(m.id))?.attachment : undefined;
     await this.db.put(STORES.messages, await this.messageRow(m));
+    if (was) await this.filesGone([was.id]);
   }
 
   async remove(id: string): Promise<void> {
@@ -127,7 +136,10 @@ export class IdbConversationStore implements ConversationStore {
   }
 
   async forgetChat(chat: ChatId): Promise<void> {
-    await this.db.deleteChat(await this.tags.chat(chat), await this.tags.chatMeta(chat));
+    const c = await this.tags.chat(chat);
+    const files = (await this.openAll(await this.db.chatRows<MessageRow>(c))).flatMap((m) => (m.attachment ? [m.attachment.id] : []));
+    await this.db.deleteChat(c, await this.tags.chatMeta(chat));
+    if (files.length > 0) await this.filesGone(files);
     for (const [row, p] of await this.openSealed<PendingAction>(STORES.pending, pendingCtx))
       if (p.chat === chat) await this.db.delete(STORES.pending, row.k);
   }
