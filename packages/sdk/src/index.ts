@@ -165,7 +165,14 @@ export {
   type TransferRequest,
   type TransferEvent,
 } from './conversation/transfer-types.js';
-export { attachTransfer, archiveLink, messengerLink, isTransferRoom, TRANSFER_ROOM_NAME, type TransferOptions } from './conversation/transfer-link.js';
+export {
+  attachTransfer,
+  archiveLink,
+  messengerLink,
+  isTransferRoom,
+  TRANSFER_ROOM_NAME,
+  type TransferOptions,
+} from './conversation/transfer-link.js';
 export { ARCHIVE_CHUNK_BYTES } from './conversation/transfer-archive.js';
 export {
   exportHistory,
@@ -173,11 +180,15 @@ export {
   openExport,
   exportAad,
   EXPORT_VERSION,
+  EXPORT_VERSION_FILES,
+  EXPORT_PIECE_BYTES,
   EXPORT_ERRORS,
   EXPORT_INFLATE_MAX,
   type ExportAccount,
   type ExportResult,
+  type ExportOptions,
   type ImportResult,
+  type OpenedExport,
 } from './conversation/export.js';
 export { mergeRecords, mergeRecord, type MergeResult } from './conversation/merge.js';
 export { checkRecord, isSettled } from './conversation/history-codec.js';
@@ -215,7 +226,15 @@ export {
   type PhotoFields,
   type VoiceFields,
 } from './conversation/attachment-plain.js';
-export { isAttachmentPlain, type ArchivePart, type HistoryArchivePlain, type AttachmentPlain, type FilePlain, type PhotoPlain, type VoicePlain } from './conversation/plaintext.js';
+export {
+  isAttachmentPlain,
+  type ArchivePart,
+  type HistoryArchivePlain,
+  type AttachmentPlain,
+  type FilePlain,
+  type PhotoPlain,
+  type VoicePlain,
+} from './conversation/plaintext.js';
 export { plainChunks, sourceSize, type BlobLike, type FileSource } from './attachments/source.js';
 export {
   Uploader,
