@@ -160,22 +160,35 @@ export { HistoryTransfer } from './conversation/transfer.js';
 export {
   TRANSFER_KEEP_MS,
   type TransferLink,
+  type ArchiveLink,
   type TransferProgress,
   type TransferRequest,
   type TransferEvent,
 } from './conversation/transfer-types.js';
-export { attachTransfer, messengerLink, isTransferRoom, TRANSFER_ROOM_NAME } from './conversation/transfer-link.js';
+export {
+  attachTransfer,
+  archiveLink,
+  messengerLink,
+  isTransferRoom,
+  TRANSFER_ROOM_NAME,
+  type TransferOptions,
+} from './conversation/transfer-link.js';
+export { ARCHIVE_CHUNK_BYTES } from './conversation/transfer-archive.js';
 export {
   exportHistory,
   importHistory,
   openExport,
   exportAad,
   EXPORT_VERSION,
+  EXPORT_VERSION_FILES,
+  EXPORT_PIECE_BYTES,
   EXPORT_ERRORS,
   EXPORT_INFLATE_MAX,
   type ExportAccount,
   type ExportResult,
+  type ExportOptions,
   type ImportResult,
+  type OpenedExport,
 } from './conversation/export.js';
 export { mergeRecords, mergeRecord, type MergeResult } from './conversation/merge.js';
 export { checkRecord, isSettled } from './conversation/history-codec.js';
@@ -213,7 +226,15 @@ export {
   type PhotoFields,
   type VoiceFields,
 } from './conversation/attachment-plain.js';
-export { isAttachmentPlain, type AttachmentPlain, type FilePlain, type PhotoPlain, type VoicePlain } from './conversation/plaintext.js';
+export {
+  isAttachmentPlain,
+  type ArchivePart,
+  type HistoryArchivePlain,
+  type AttachmentPlain,
+  type FilePlain,
+  type PhotoPlain,
+  type VoicePlain,
+} from './conversation/plaintext.js';
 export { plainChunks, sourceSize, type BlobLike, type FileSource } from './attachments/source.js';
 export {
   Uploader,
@@ -226,7 +247,7 @@ export {
   type UploadOptions,
 } from './attachments/upload.js';
 export { downloadFile, downloadBytes, fileGone, type FileRef, type DownloadOptions } from './attachments/download.js';
-export { MemoryFiles, type AttachmentFiles, type KeptFile } from './attachments/files.js';
+export { MemoryFiles, type AttachmentFiles, type KeptFile, type KeptFilesSource } from './attachments/files.js';
 export {
   SealedFiles,
   SealedFile,

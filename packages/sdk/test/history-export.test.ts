@@ -5,6 +5,7 @@
  * refused before it is read.
  */
 import assert from 'node:assert/strict';
+import { randomBytes as nodeRandomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { Deflate } from 'fflate';
 import { b64, concat, utf8 } from '../src/bytes.js';
@@ -16,7 +17,9 @@ import {
   EXPORT_INFLATE_MAX,
   exportAad,
   exportHistory,
+  EXPORT_PIECE_BYTES,
   importHistory,
+  MemoryFiles,
   MemoryStore,
   randomBytes,
   SdkError,
@@ -88,7 +91,7 @@ test('a damaged history file is refused with a clear error and changes nothing',
       'a newer format',
       (() => {
         const f = file.slice();
-        f[7] = 2;
+        f[7] = 3;
         return f;
       })(),
       EXPORT_ERRORS.newer,
@@ -183,4 +186,90 @@ test('a file, a photo and a voice message keep their attachment through export a
   const target = new MemoryStore();
   await importHistory(alice.m, target, out.file);
   for (const r of records) assert.deepEqual((await target.get(r.id))?.attachment, r.attachment);
+});
+
+/** An account's history naming three kept files (2.5 MB, empty, 10 bytes), one more kept file no message names. */
+async function withFiles() {
+  const alice = await register(server);
+  const store = new MemoryStore();
+  const kept = new MemoryFiles();
+  const history = makeHistory(200, alice.m.nick);
+  const files = new Map<string, Uint8Array>();
+  for (const [i, size] of [2_500_000, 0, 10].entries()) {
+    const id = b64(randomBytes(16));
+    const bytes = new Uint8Array(nodeRandomBytes(size));
+    files.set(id, bytes);
+    await kept.put(id, bytes);
+    const ts = 1_700_000_000_000 + i;
+    history.push({
+      id: alice.m.api.newId(),
+      chat: 'dm:bob_x',
+      ts,
+      from: 'bob_x',
+      sentAt: ts,
+      kind: 'text',
+      reported: 'read',
+      attachment: {
+        type: 'file',
+        id,
+        key: b64(randomBytes(32)),
+        sha256: b64(randomBytes(32)),
+        plainSize: size,
+        size: cipherSize(size),
+        name: `f${i}.bin`,
+        mime: 'application/octet-stream',
+      },
+    });
+  }
+  await kept.put(b64(randomBytes(16)), randomBytes(50));
+  await fill(store, history);
+  return { alice, store, kept, files };
+}
+
+test('with "Include photos and files" the history file carries the files kept on the device, in sealed pieces, and importing puts them back byte for byte', async () => {
+  const { alice, store, kept, files } = await withFiles();
+  const out = await exportHistory(alice.m, store, Date.now(), { files: kept });
+  assert.equal(out.files, 3);
+  // Header, records, then the 2.5 MB file in three pieces and one piece for each small file.
+  assert.equal(out.parts.length, 2 + 3 + 2);
+  assert.ok(
+    out.parts.slice(2).every((p) => p.length <= EXPORT_PIECE_BYTES + 22 + 32),
+    'no piece larger than a megabyte and its seal',
+  );
+  assert.ok(out.size > 2_500_000);
+  const fresh = await loginDevice(server, alice.m.nick, alice.password, `dev-${alice.m.nick}-2`);
+  const target = new MemoryStore();
+  const keptThere = new MemoryFiles();
+  // Read from a Blob, as a browser reads the chosen file: a piece at a time.
+  const r = await importHistory(fresh.m, target, new Blob(out.parts as Uint8Array<ArrayBuffer>[]), { files: keptThere });
+  assert.deepEqual([r.records, r.files], [203, 3]);
+  assert.deepEqual(await target.all(), await store.all());
+  assert.deepEqual((await keptThere.list()).sort(), [...files.keys()].sort(), 'the files its messages name, no other');
+  for (const [id, bytes] of files) assert.deepEqual(await keptThere.get(id), bytes);
+
+  // Without the option the file holds the records only, naming the files (version 1, as before).
+  const plain = await exportHistory(alice.m, store);
+  assert.deepEqual([plain.files, plain.parts.length, plain.file[7]], [0, 1, 1]);
+  const other = new MemoryFiles();
+  const r2 = await importHistory(fresh.m, new MemoryStore(), plain.file, { files: other });
+  assert.deepEqual([r2.records, r2.files, (await other.list()).length], [203, 0, 0]);
+});
+
+test('a history file with files that was altered, cut at a piece or had pieces swapped is refused with a clear error and changes nothing', async () => {
+  const { alice, store, kept } = await withFiles();
+  const out = await exportHistory(alice.m, store, Date.now(), { files: kept });
+  const target = new MemoryStore();
+  const keptThere = new MemoryFiles();
+  const flipped = out.parts.map((p) => p.slice());
+  flipped[3]![100]! ^= 1;
+  const cases: [string, Uint8Array[]][] = [
+    ['a flipped byte in a file piece', flipped],
+    ['the last piece cut off', out.parts.slice(0, -1)],
+    ['two pieces swapped', [...out.parts.slice(0, 3), out.parts[4]!, out.parts[3]!, ...out.parts.slice(5)]],
+    ['a piece dropped', [...out.parts.slice(0, 3), ...out.parts.slice(4)]],
+  ];
+  for (const [what, parts] of cases) {
+    await assert.rejects(importHistory(alice.m, target, concat(...parts), { files: keptThere }), refusedWith(EXPORT_ERRORS.damaged), what);
+    assert.deepEqual([await target.all(), await keptThere.list()], [[], []], `${what}: nothing changed`);
+  }
 });

@@ -3,7 +3,8 @@
  * transfer envelopes go back into a device's queue in the real database, and the device takes
  * them at its next connection, as it would take anything the service sends. A replayed request
  * asks the person nothing, a request of a device the service no longer lists neither, and a
- * replayed offer with its chunks brings back nothing the person deleted.
+ * replayed history-archive message (the one message that names the history in the attachment
+ * store) brings back nothing the person deleted.
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -182,7 +183,7 @@ test('a request waiting for an answer is asked about again only while the servic
   }
 });
 
-test('an offer and chunks the service replays bring nothing back: a transfer that finished stays finished', async () => {
+test('a history-archive message the service replays brings nothing back: a transfer that finished stays finished', async () => {
   const { first, second, store, history } = await account(300);
   const old = await run(first, store);
   let neu = await run(second);
@@ -191,7 +192,7 @@ test('an offer and chunks the service replays bring nothing back: a transfer tha
     await until(() => received(neu)?.state === 'done', 'the first transfer');
     const t1 = received(neu)!.transfer;
     // A message counts as taken once its handling returned, a moment after the transfer is done.
-    await until(() => tookIds(neu, ofTransfer(t1)).length >= 2, 'an offer and its chunks taken');
+    await until(() => tookIds(neu, ofTransfer(t1)).length >= 1, 'the archive message taken');
     const replayed = tookIds(neu, ofTransfer(t1));
     await until(() => old.transfer.progress().every((p) => p.state === 'done'), 'the sender to hear the end');
     // The person asks once more later (a second transfer), and then deletes a chat here.
@@ -202,18 +203,18 @@ test('an offer and chunks the service replays bring nothing back: a transfer tha
 
     await replay(replayed, second.deviceId);
     neu = await reopen(neu);
-    await until(tookAll(neu, replayed), 'the replayed offer and chunks');
+    await until(tookAll(neu, replayed), 'the replayed archive message');
     assert.deepEqual(await neu.store.chat(chat), [], 'the deleted chat stays deleted');
     assert.deepEqual(
       refusals(neu, t1),
-      replayed.map((_, i) => (i === 0 ? 'history-offer:replayed' : 'history-chunk:replayed')),
+      replayed.map(() => 'history-archive:replayed'),
     );
   } finally {
     await Promise.all([old.close(), neu.close()]);
   }
 });
 
-test('an offer that answers no request this device still waits on is ignored, live or replayed, and its chunks import nothing', async () => {
+test('a history-archive message that answers no request this device still waits on is refused, live or replayed, and imports nothing', async () => {
   const { first, second, store, history } = await account(300);
   // A third device of the account holds the same history.
   const third = await loginDevice(server, first.m.nick, first.password, `dev-${first.m.nick}-3`);
@@ -228,29 +229,28 @@ test('an offer that answers no request this device still waits on is ignored, li
     for (const a of [old, other]) await until(() => a.transfer.requests.some((r) => r.device === second.deviceId), 'the request');
     await neu.close();
     await old.transfer.send(second.deviceId);
-    await until(async () => (await queued(second.deviceId)) >= 2, 'the first offer and chunk queued');
+    await until(async () => (await queued(second.deviceId)) >= 1, 'the first archive message queued');
     await other.transfer.send(second.deviceId);
     const t2 = other.transfer.progress()[0]!.transfer;
-    await until(() => other.transfer.progress()[0]!.chunks.done === other.transfer.progress()[0]!.chunks.total, 'the second offer sent');
+    await until(() => other.transfer.progress()[0]!.chunks.done === other.transfer.progress()[0]!.chunks.total, 'the second archive message sent');
 
-    const total2 = other.transfer.progress()[0]!.chunks.total;
     neu = await reopen(neu);
     await until(
-      () => received(neu)?.state === 'done' && tookIds(neu, (p) => p.type === 'history-chunk' && p.transfer === t2).length === total2,
+      () => received(neu)?.state === 'done' && tookIds(neu, (p) => p.type === 'history-archive' && p.transfer === t2).length === 1,
       'both transfers',
     );
-    assert.notEqual(received(neu)?.transfer, t2, 'the first offer took the request');
+    assert.notEqual(received(neu)?.transfer, t2, 'the first archive message took the request');
     const late = tookIds(neu, ofTransfer(t2));
-    assert.equal(refusals(neu, t2)[0], 'history-offer:not asked for');
+    assert.equal(refusals(neu, t2)[0], 'history-archive:not asked for');
 
     // The person deletes a chat; the service replays the second device's offer and chunks.
     const chat = history[0]!.chat;
     await neu.store.forgetChat(chat);
     await replay(late, second.deviceId);
     neu = await reopen(neu);
-    await until(tookAll(neu, late), 'the replayed offer and chunks');
+    await until(tookAll(neu, late), 'the replayed archive message');
     assert.deepEqual(await neu.store.chat(chat), [], 'the deleted chat stays deleted');
-    assert.equal(refusals(neu, t2)[0], 'history-offer:not asked for');
+    assert.deepEqual(refusals(neu, t2), ['history-archive:not asked for']);
     assert.equal(received(neu)?.state, 'done');
   } finally {
     await Promise.all([old.close(), other.close(), neu.close()]);

@@ -5,9 +5,8 @@
  * file or one of another account is refused with a clear error; the database holds no text.
  *
  * The 1,000 messages are written by a Node SDK client of a second person, which the harness's
- * raised message limit lets send quickly. The transfer itself is paced by the sending device's
- * own outbox at the default limit of 30 messages a minute (the SDK's Pacer), whatever the
- * server's limit: it shares that budget with the person's own messages.
+ * raised message limit lets send quickly. The transfer itself goes as an archive in the
+ * attachment store named by one message in the private room.
  */
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -152,6 +151,11 @@ describe('web client: history on every device', { skip: missingBrowser() }, () =
   test('the history exported on one device imports on a fresh browser profile, once, without duplicates', { timeout: 300_000 }, async () => {
     await scene.step(async () => {
       await openSettings(aliceLaptop.page);
+      assert.equal(
+        await aliceLaptop.page.getByRole('checkbox', { name: 'Include photos and files', exact: true }).isChecked(),
+        true,
+        'on by default',
+      );
       const [download] = await Promise.all([aliceLaptop.page.waitForEvent('download'), button(aliceLaptop.page, 'Export history').click()]);
       assert.match(download.suggestedFilename(), new RegExp(`^svc-history-${alice.nick}-\\d{4}-\\d\\d-\\d\\d\\.svch$`));
       exportPath = join(scene.server.dir, download.suggestedFilename());

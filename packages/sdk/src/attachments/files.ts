@@ -14,7 +14,18 @@ export interface AttachmentFiles {
   remove(attachmentId: string): Promise<void>;
 }
 
-export class MemoryFiles implements AttachmentFiles {
+/**
+ * The files kept on a device by attachment id (the web app's received files): what a history
+ * export or transfer carries, and where an import or a transfer puts them back.
+ */
+export interface KeptFilesSource {
+  /** The attachment ids of every file kept. */
+  list(): Promise<string[]>;
+  get(attachmentId: string): Promise<KeptFile | undefined>;
+  put(attachmentId: string, file: KeptFile): Promise<void>;
+}
+
+export class MemoryFiles implements AttachmentFiles, KeptFilesSource {
   private readonly map = new Map<string, KeptFile>();
 
   async put(id: string, file: KeptFile): Promise<void> {
@@ -27,6 +38,10 @@ export class MemoryFiles implements AttachmentFiles {
 
   async remove(id: string): Promise<void> {
     this.map.delete(id);
+  }
+
+  async list(): Promise<string[]> {
+    return [...this.map.keys()];
   }
 
   get size(): number {

@@ -171,8 +171,16 @@ export class Conversations {
     this.history = f;
   }
 
+  private readonly stopping = new AbortController();
+
+  /** Aborted by stop(): what runs in the background for this account (a history archive's upload or download) ends. */
+  get signal(): AbortSignal {
+    return this.stopping.signal;
+  }
+
   /** Stops sending (the app is closing, or a test drops the device). */
   stop(): void {
+    this.stopping.abort();
     this.outbox.stop();
     this.membership.stop();
     this.attachments.stop();

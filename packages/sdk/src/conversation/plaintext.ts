@@ -124,6 +124,11 @@ export interface HistoryRequestPlain extends Common {
   device: string;
   nonce: string;
   tag: string;
+  /**
+   * The asking device takes the history as an archive in the attachment store (`history-archive`).
+   * Outside the tag: a device of an older version drops the field and checks the tag as before.
+   */
+  archive?: true;
 }
 
 /** Announces that a device sends `records` records in `total` chunks under transfer id `transfer`. */
@@ -167,7 +172,36 @@ export interface HistoryDonePlain extends Common {
   tag: string;
 }
 
-export type HistoryPlain = HistoryRequestPlain | HistoryOfferPlain | HistoryChunkPlain | HistoryAckPlain | HistoryDonePlain;
+/** One attachment of a history archive: where it is and how to open and check it. */
+export interface ArchivePart {
+  id: string;
+  key: string;
+  sha256: string;
+  /** Ciphertext bytes. */
+  size: number;
+  plainSize: number;
+}
+
+/**
+ * The whole history at once (in place of an offer, its chunks and history-done): the sealed,
+ * chained chunks and the files kept on the sending device, uploaded as `parts` attachments
+ * (conversation/transfer-archive.ts).
+ */
+export interface HistoryArchivePlain extends Common {
+  type: 'history-archive';
+  transfer: string;
+  device: string;
+  nonce: string;
+  /** Chunks in the archive, records in them, the end of their hash chain, and the files after them. */
+  total: number;
+  records: number;
+  digest: string;
+  files: number;
+  parts: ArchivePart[];
+  tag: string;
+}
+
+export type HistoryPlain = HistoryRequestPlain | HistoryOfferPlain | HistoryChunkPlain | HistoryAckPlain | HistoryDonePlain | HistoryArchivePlain;
 
 /*
  * Membership records moved between the account's own devices (record-transfer.ts), in its private
@@ -227,6 +261,10 @@ const MID_RE = /^[A-Za-z0-9_-]{22}$/;
 export const MAX_RECORD_PARTS = 1_000;
 /** More chunks than any history needs (a chunk holds hundreds of records). */
 export const MAX_TRANSFER_CHUNKS = 100_000;
+/** More attachments than an archive needs: at the default limit of 25 MiB each, far above an account's quota. */
+export const MAX_ARCHIVE_PARTS = 128;
+/** More files than a device keeps. */
+export const MAX_ARCHIVE_FILES = 1_000_000;
 /** An AES-GCM iv and tag: a sealed chunk is at least this long. */
 const SEALED_MIN = 28;
 
@@ -274,7 +312,34 @@ const SCHEMAS: { [T in PlainType]: (o: Fields) => Omit<Extract<KnownPlain, { typ
     const v = checkVoiceFields(o);
     return a && v ? { ...a, ...v } : null;
   },
-  'history-request': (o) => (isDeviceId(o.device) && isId16(o.nonce) && isTag(o.tag) ? { device: o.device, nonce: o.nonce, tag: o.tag } : null),
+  'history-request': (o) =>
+    isDeviceId(o.device) && isId16(o.nonce) && isTag(o.tag) && (o.archive === undefined || o.archive === true)
+      ? { device: o.device, nonce: o.nonce, tag: o.tag, ...(o.archive ? { archive: true as const } : {}) }
+      : null,
+  'history-archive': (o) => {
+    const parts = Array.isArray(o.parts) && o.parts.length >= 1 && o.parts.length <= MAX_ARCHIVE_PARTS ? o.parts.map(archivePart) : null;
+    return isId16(o.transfer) &&
+      isDeviceId(o.device) &&
+      isId16(o.nonce) &&
+      isCount(o.total, MAX_TRANSFER_CHUNKS) &&
+      isCount(o.records, Number.MAX_SAFE_INTEGER) &&
+      isB64urlOfLength(o.digest, 32) &&
+      isCount(o.files, MAX_ARCHIVE_FILES) &&
+      parts?.every((p) => p !== null) &&
+      isTag(o.tag)
+      ? {
+          transfer: o.transfer,
+          device: o.device,
+          nonce: o.nonce,
+          total: o.total,
+          records: o.records,
+          digest: o.digest,
+          files: o.files,
+          parts: parts,
+          tag: o.tag,
+        }
+      : null;
+  },
   'history-offer': (o) =>
     isId16(o.transfer) &&
     isDeviceId(o.device) &&
@@ -312,6 +377,14 @@ const SCHEMAS: { [T in PlainType]: (o: Fields) => Omit<Extract<KnownPlain, { typ
       ? { device: o.device, nonce: o.nonce, seq: o.seq, total: o.total, data: o.data }
       : null,
 };
+
+/** One part of a history-archive, checked like an attachment's fields. */
+function archivePart(v: unknown): ArchivePart | null {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return null;
+  const o = v as Fields;
+  const a = checkAttachmentFields({ ...o, name: 'history', mime: 'application/octet-stream' });
+  return a ? { id: a.id, key: a.key, sha256: a.sha256, size: a.size, plainSize: a.plainSize } : null;
+}
 
 /** Whether a plaintext carries membership records between the account's devices (record-transfer.ts, never shown). */
 export function isRecordsPlain(p: { type: string }): p is RecordsRequestPlain | RecordsPlain {

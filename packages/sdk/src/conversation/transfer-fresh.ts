@@ -64,6 +64,11 @@ export class Freshness {
     return true;
   }
 
+  /** Whether `nonce` is of a request this device still waits on (without taking it). */
+  waitsOn(nonce: string): boolean {
+    return this.asked.some((x) => x.nonce === nonce && x.at + TRANSFER_KEEP_MS >= this.now());
+  }
+
   isFinished(transfer: string): boolean {
     return this.finished.includes(transfer);
   }

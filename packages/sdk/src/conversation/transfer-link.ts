@@ -8,12 +8,44 @@
  * transfer from any of them and sends into the one with the smallest id.
  */
 import type { Room } from '@svc/protocol';
+import type { KeptFilesSource } from '../attachments/files.js';
+import { maxPlainSize } from '../crypto/file.js';
 import type { Messenger } from '../client.js';
 import { SdkError } from '../errors.js';
 import { splitChatId, type ChatId } from '../messages.js';
 import type { Conversations } from './conversations.js';
 import { HistoryTransfer } from './transfer.js';
-import type { TransferLink } from './transfer-types.js';
+import type { ArchiveLink, TransferLink } from './transfer-types.js';
+
+export interface TransferOptions {
+  /** The files kept on this device: sent with the history, and where received ones go. */
+  kept?: KeptFilesSource;
+}
+
+/** The attachment store as the archive transfer uses it: the Conversations' uploader and downloader. */
+export function archiveLink(c: Conversations, o: TransferOptions = {}): ArchiveLink {
+  const up = c.attachments.uploader;
+  return {
+    async maxBytes() {
+      try {
+        return maxPlainSize((await up.limits()).maxBytes);
+      } catch (e) {
+        // A service without the attachment store answers its config without limits.
+        if (e instanceof SdkError && e.code === 'not_found') return null;
+        throw e;
+      }
+    },
+    create: (plainSize) => up.create(plainSize),
+    async upload(part, source) {
+      const u = await up.run(await up.resume(part.id, part.key, part.plainSize), source, { signal: c.signal });
+      return { sha256: u.sha256, size: u.size };
+    },
+    download: (part) => c.attachments.download(part, { signal: c.signal }),
+    discard: (id) => up.discard(id),
+    ...(o.kept ? { kept: o.kept } : {}),
+    signal: c.signal,
+  };
+}
 
 /** Neutral on purpose: the service stores room names. The app hides rooms for which isTransferRoom holds. */
 export const TRANSFER_ROOM_NAME = 'Devices';
@@ -24,7 +56,7 @@ export function isTransferRoom(room: Room | undefined, me: string): boolean {
 }
 
 /** The link of a signed-in Messenger and its Conversations. */
-export function messengerLink(m: Messenger, c: Conversations, deviceId = m.api.device): TransferLink {
+export function messengerLink(m: Messenger, c: Conversations, deviceId = m.api.device, o?: TransferOptions): TransferLink {
   if (!deviceId) throw new SdkError('not_ready');
   let known: ChatId | null = null;
   const find = (): Room | undefined => m.rooms.filter((r) => isTransferRoom(r, m.nick)).sort((a, b) => (a.id < b.id ? -1 : 1))[0];
@@ -52,6 +84,7 @@ export function messengerLink(m: Messenger, c: Conversations, deviceId = m.api.d
     drop: (id) => c.outbox.drop(id),
     notify: (change) => c.notify(change),
     devices: async () => (await m.api.devices()).map((d) => d.id),
+    ...(o ? { archive: archiveLink(c, o) } : {}),
   };
 }
 
@@ -59,8 +92,8 @@ export function messengerLink(m: Messenger, c: Conversations, deviceId = m.api.d
  * The history transfer of a signed-in device, wired into its Conversations: history-* messages go
  * to it and the outbox reports its chunks. Call load() after the event stream's first `ready`.
  */
-export function attachTransfer(m: Messenger, c: Conversations, deviceId?: string): HistoryTransfer {
-  const t = new HistoryTransfer(messengerLink(m, c, deviceId));
+export function attachTransfer(m: Messenger, c: Conversations, deviceId?: string, o: TransferOptions = {}): HistoryTransfer {
+  const t = new HistoryTransfer(messengerLink(m, c, deviceId, o));
   c.handleHistory((d) => t.handle(d));
   c.onSent((item) => t.sent(item));
   return t;

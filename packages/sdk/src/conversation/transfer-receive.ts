@@ -60,5 +60,7 @@ export function receiveProgress(r: ReceiveState, deviceId: string): TransferProg
     records: { done: r.recordsDone, total: r.records },
     dropped: r.dropped ?? 0,
     state: r.done ? 'done' : 'active',
+    ...(r.archive && r.archive.files > 0 ? { files: { done: r.archive.filesDone, total: r.archive.files } } : {}),
+    ...(r.error ? { error: r.error } : {}),
   };
 }

@@ -41,5 +41,7 @@ export function sendProgress(s: SendState): TransferProgress {
     records: { done, total: records },
     dropped: s.dropped ?? 0,
     state: s.confirmed ? 'done' : 'active',
+    ...(s.archive && s.archive.files.length > 0 ? { files: { done: s.confirmed ? s.archive.files.length : 0, total: s.archive.files.length } } : {}),
+    ...(s.error ? { error: s.error } : {}),
   };
 }

@@ -2,10 +2,12 @@
  * The history transfer's types and the state each side keeps in the store (transfer.ts runs the
  * protocol; docs/CRYPTO.md, "History transfer").
  */
+import type { KeptFilesSource } from '../attachments/files.js';
 import type { ChatId } from '../messages.js';
 import type { Change } from './conversations.js';
 import type { ChatMessage, OutboxItem } from './model.js';
-import type { HistoryPlain, PlainInput } from './plaintext.js';
+import type { ArchivePart, HistoryPlain, PlainInput } from './plaintext.js';
+import type { ArchiveFile } from './transfer-archive.js';
 import type { ConversationStore } from './store.js';
 
 /** What a transfer needs from the account, its outbox and its store (transfer-link.ts builds it from a Messenger). */
@@ -27,6 +29,26 @@ export interface TransferLink {
   notify(c: Change): void;
   /** The ids of the account's devices the service lists now (GET /api/devices). */
   devices(): Promise<string[]>;
+  /** The attachment store, for the history as an archive (transfer-archive.ts); without it, chunks go as messages. */
+  archive?: ArchiveLink;
+}
+
+/** What the archive transfer needs of the attachment store (transfer-link.ts builds it from the SDK's uploader). */
+export interface ArchiveLink {
+  /** The largest plaintext of one attachment; null when the service takes no files. */
+  maxBytes(): Promise<number | null>;
+  /** A new attachment of `plainSize` bytes: its id and key (its progress kept, so a reload resumes it). */
+  create(plainSize: number): Promise<{ id: string; key: string }>;
+  /** Uploads (or resumes) attachment `id` from `source`, which gives the same bytes each time. */
+  upload(part: { id: string; key: string; plainSize: number }, source: () => AsyncIterable<Uint8Array>): Promise<{ sha256: string; size: number }>;
+  /** The attachment's plaintext, checked piece by piece (attachments/download.ts). */
+  download(part: ArchivePart): AsyncIterable<Uint8Array>;
+  /** Deletes an attachment of this account (done with, or given up). */
+  discard(id: string): Promise<void>;
+  /** The files kept on this device: sent with the history, and where received ones go. */
+  kept?: KeptFilesSource;
+  /** Aborted when the app stops (sign-out, the page closing): uploads and downloads stop with it. */
+  signal?: AbortSignal;
 }
 
 export interface TransferProgress {
@@ -41,6 +63,10 @@ export interface TransferProgress {
   dropped: number;
   /** `done`: the receiver holds every chunk (on the sender: it said so). */
   state: 'active' | 'done';
+  /** Files kept on the sending device that travel with the history (an archive transfer). */
+  files?: { done: number; total: number };
+  /** Why the transfer stopped before its end (a damaged archive, a service that refused it). */
+  error?: string;
 }
 
 export interface TransferRequest {
@@ -49,6 +75,8 @@ export interface TransferRequest {
   /** The request's fresh nonce, which the offer echoes. */
   nonce: string;
   at: number;
+  /** The asking device takes the history as an archive in the attachment store. */
+  archive?: true;
 }
 
 export type TransferEvent =
@@ -71,6 +99,28 @@ export interface SendState {
   createdAt: number;
   confirmed: boolean;
   lastAck?: { next: number; at: number };
+  /** An archive transfer: what goes into the attachment store, and whether its message went. */
+  archive?: SendArchive;
+  error?: string;
+}
+
+export interface SendArchive {
+  nonce: string;
+  records: number;
+  files: ArchiveFile[];
+  /** The attachments, each [start, start + plainSize) of the archive; sha256 and size once uploaded. */
+  parts: ({ id: string; key: string; plainSize: number; start: number } & Partial<Pick<ArchivePart, 'sha256' | 'size'>>)[];
+  /** The history-archive message is queued. */
+  pointed: boolean;
+}
+
+export interface ReceiveArchive {
+  parts: ArchivePart[];
+  digest: string;
+  files: number;
+  filesDone: number;
+  /** Where the next frame starts in the archive (a resumed download starts from its attachment). */
+  offset: number;
 }
 
 export interface ReceiveState {
@@ -90,6 +140,8 @@ export interface ReceiveState {
   /** A record whose text comes in pieces, while it does. */
   carry?: { rec: ChatMessage | null; text: string };
   lastAck?: { next: number; at: number };
+  archive?: ReceiveArchive;
+  error?: string;
 }
 
 export const K_SENDS = 'transfer.sends';

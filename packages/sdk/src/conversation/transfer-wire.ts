@@ -57,17 +57,28 @@ export function chunkAad(nick: string, transfer: string, device: string, seq: nu
 
 type Tagged = Exclude<HistoryPlain, { type: 'history-chunk' }>;
 /** The fields of a control message that its tag covers: all of them but sentAt (set when the outbox sends it). */
-export type TagFields = Tagged extends infer P ? (P extends Tagged ? Omit<P, 'tag' | 'sentAt' | 'v' | 'mid'> : never) : never;
+export type TagFields = Tagged extends infer P ? (P extends Tagged ? Omit<P, 'tag' | 'sentAt' | 'v' | 'mid' | 'archive'> : never) : never;
 
 export function tagAad(nick: string, p: TagFields): string {
   const f: (string | number)[] =
     p.type === 'history-request'
       ? [p.device, p.nonce]
-      : p.type === 'history-offer'
-        ? [p.transfer, p.device, p.nonce, p.total, p.records]
-        : p.type === 'history-ack'
-          ? [p.transfer, p.device, p.next]
-          : [p.transfer, p.device, p.total, p.digest];
+      : p.type === 'history-archive'
+        ? [
+            p.transfer,
+            p.device,
+            p.nonce,
+            p.total,
+            p.records,
+            p.digest,
+            p.files,
+            ...p.parts.flatMap((a) => [a.id, a.key, a.sha256, a.size, a.plainSize]),
+          ]
+        : p.type === 'history-offer'
+          ? [p.transfer, p.device, p.nonce, p.total, p.records]
+          : p.type === 'history-ack'
+            ? [p.transfer, p.device, p.next]
+            : [p.transfer, p.device, p.total, p.digest];
   return [TRANSFER_LABEL, p.type, nick, ...f].join('|');
 }
 
@@ -210,8 +221,10 @@ export async function buildTransfer(o: {
   transfer: string;
   device: string;
   records: readonly ChatMessage[];
+  /** Compressed bytes per chunk: by default what fits one message. */
+  capacity?: number;
 }): Promise<BuiltTransfer> {
-  const parts = payloads(o.records, chunkCapacity(o.device));
+  const parts = payloads(o.records, o.capacity ?? chunkCapacity(o.device));
   if (parts.length > MAX_TRANSFER_CHUNKS) throw new SdkError('invalid', { message: 'The history is too large to transfer.' });
   const chunks: BuiltChunk[] = [];
   let h = await chainStart(o.transfer);

@@ -16,14 +16,24 @@
  * the offer echoes, a finished transfer stays finished, and a request shows only for a device the
  * service lists now.
  */
-import { isDeviceId } from '@svc/protocol';
-import { b64, randomBytes } from '../bytes.js';
-import { SdkError } from '../errors.js';
+import { isDeviceId, isId16 } from '@svc/protocol';
+import { sleep } from '../attachments/upload.js';
+import { b64, randomBytes, unb64 } from '../bytes.js';
+import { isSdkError, SdkError } from '../errors.js';
 import type { HistoryMessage } from './conversations.js';
 import { checkedRecords, isSettled } from './history-codec.js';
 import { mergeRecords } from './merge.js';
-import type { OutboxItem } from './model.js';
-import type { HistoryChunkPlain, HistoryDonePlain, HistoryOfferPlain, HistoryPlain, HistoryRequestPlain } from './plaintext.js';
+import type { ChatMessage, OutboxItem } from './model.js';
+import {
+  MAX_ARCHIVE_PARTS,
+  type HistoryArchivePlain,
+  type HistoryChunkPlain,
+  type HistoryDonePlain,
+  type HistoryOfferPlain,
+  type HistoryPlain,
+  type HistoryRequestPlain,
+} from './plaintext.js';
+import { ARCHIVE_CHUNK_BYTES, archiveBytes, archiveLength, ArchiveReader, damaged, keptFiles, KIND_CHUNK, type Frame } from './transfer-archive.js';
 import {
   ACK_AGAIN_MS,
   K_CHUNKS,
@@ -39,11 +49,20 @@ import {
   type TransferRequest,
 } from './transfer-types.js';
 import { Freshness } from './transfer-fresh.js';
-import { openChunk, receiveProgress } from './transfer-receive.js';
+import { openChunk, receiveProgress, type OpenedChunk } from './transfer-receive.js';
 import { dropQueued, queueChunks, sendProgress } from './transfer-send.js';
 import { buildTransfer, chainStart, checkTag, makeTag, tagAad } from './transfer-wire.js';
 
+/** Failures an archive's upload or download waits out and tries again (the connection, the service's budget). */
+const PASSING = new Set(['network', 'internal', 'bad_response', 'unauthenticated', 'rate_limited']);
+const passing = (e: unknown): boolean => isSdkError(e) && PASSING.has(e.code);
+const BACKOFF_MS = [1_000, 2_000, 5_000, 10_000, 30_000];
+const why = (e: unknown): string => (e instanceof Error ? e.message : String(e));
+
 export class HistoryTransfer {
+  /** Transfers whose archive this device is uploading, and whether it is downloading one. */
+  private readonly uploading = new Set<string>();
+  private fetching = false;
   private sends: SendState[] = [];
   private recv: ReceiveState | null = null;
   private asks: TransferRequest[] = [];
@@ -97,7 +116,9 @@ export class HistoryTransfer {
    */
   load(): Promise<void> {
     return this.serial(async () => {
-      if (this.recv && !this.recv.done) await this.ack(this.recv, true);
+      for (const s of this.sends) this.startUpload(s);
+      if (this.recv?.archive) this.startFetch();
+      else if (this.recv && !this.recv.done) await this.ack(this.recv, true);
     });
   }
 
@@ -133,7 +154,9 @@ export class HistoryTransfer {
   async request(): Promise<void> {
     const chat = await this.l.carrier();
     const nonce = await this.serial(() => this.fresh.ask());
-    const p = { type: 'history-request' as const, device: this.l.deviceId, nonce };
+    // The history comes as an archive when this device and the service can take one.
+    const archive = (await this.archiveMax()) !== null;
+    const p = { type: 'history-request' as const, device: this.l.deviceId, nonce, ...(archive ? { archive: true as const } : {}) };
     await this.l.enqueue(chat, { ...p, tag: await makeTag(this.l.key, tagAad(this.l.me, p)), sentAt: 0 });
   }
 
@@ -149,6 +172,8 @@ export class HistoryTransfer {
       const chat = await this.l.carrier();
       // Newest first: recent chats fill in first.
       const { records, dropped } = checkedRecords((await this.l.store.all()).filter(isSettled).reverse());
+      const max = ask.archive ? await this.archiveMax() : null;
+      if (max !== null && records.length > 0) return this.sendArchive(ask, chat, records, dropped, max);
       const transfer = b64(randomBytes(16));
       const built = await buildTransfer({ key: this.l.key, nick: this.l.me, transfer, device, records });
       const s: SendState = {
@@ -179,6 +204,131 @@ export class HistoryTransfer {
     });
   }
 
+  /** The largest attachment the service takes, or null when the history cannot go as an archive. */
+  private async archiveMax(): Promise<number | null> {
+    try {
+      return (await this.l.archive?.maxBytes()) ?? null;
+    } catch {
+      return null;
+    }
+  }
+
+  /**
+   * The history as an archive (transfer-archive.ts): sealed and chained like the chunks of the paced
+   * transfer, with the files kept here after it, uploaded in the background; one message names it.
+   */
+  private async sendArchive(
+    ask: TransferRequest,
+    chat: SendState['chat'],
+    records: ChatMessage[],
+    dropped: number,
+    max: number,
+  ): Promise<TransferProgress> {
+    const a = this.l.archive!;
+    const transfer = b64(randomBytes(16));
+    const device = ask.device;
+    const built = await buildTransfer({ key: this.l.key, nick: this.l.me, transfer, device, records, capacity: ARCHIVE_CHUNK_BYTES });
+    const ids = new Set(records.flatMap((r) => (r.attachment ? [r.attachment.id] : [])));
+    const files = a.kept && ids.size > 0 ? await keptFiles(a.kept, ids) : [];
+    const length = archiveLength(
+      built.chunks.map((c) => unb64(c.data).length),
+      files,
+    );
+    const count = Math.ceil(length / max);
+    if (count > MAX_ARCHIVE_PARTS) throw new SdkError('invalid', { message: 'The history and its files are too large to transfer.' });
+    const parts: NonNullable<SendState['archive']>['parts'] = [];
+    for (let i = 0; i < count; i++) {
+      const plainSize = Math.min(max, length - i * max);
+      parts.push({ ...(await a.create(plainSize)), plainSize, start: i * max });
+    }
+    const s: SendState = {
+      transfer,
+      device,
+      chat,
+      total: built.total,
+      counts: built.chunks.map((c) => c.records),
+      digest: built.digest,
+      ...(dropped > 0 ? { dropped } : {}),
+      sent: 0,
+      createdAt: this.l.now(),
+      confirmed: false,
+      archive: { nonce: ask.nonce, records: records.length, files, parts, pointed: false },
+    };
+    await this.l.store.putMeta(
+      K_CHUNKS + transfer,
+      built.chunks.map((c) => c.data),
+    );
+    this.sends.push(s);
+    await this.saveSends();
+    await this.dropRequest(device);
+    this.startUpload(s);
+    const p = sendProgress(s);
+    this.emit({ type: 'progress', progress: p });
+    return p;
+  }
+
+  /** Uploads what of an archive the service does not hold yet, then queues its message; in the background. */
+  private startUpload(s: SendState): void {
+    if (!s.archive || s.archive.pointed || s.confirmed || s.error || this.uploading.has(s.transfer) || !this.l.archive) return;
+    this.uploading.add(s.transfer);
+    void this.upload(s).finally(() => this.uploading.delete(s.transfer));
+  }
+
+  private async upload(s: SendState): Promise<void> {
+    const a = this.l.archive!;
+    const arc = s.archive!;
+    const stored = (await this.l.store.getMeta(K_CHUNKS + s.transfer)) as string[] | undefined;
+    if (!stored) return;
+    const chunks = stored.map((d) => unb64(d));
+    for (let attempt = 0; ; attempt++) {
+      if (a.signal?.aborted || !this.sends.includes(s)) return;
+      try {
+        for (const p of arc.parts) {
+          if (p.sha256) continue;
+          const up = await a.upload(p, () => archiveBytes(chunks, arc.files, a.kept, p.start, p.start + p.plainSize));
+          attempt = 0;
+          await this.serial(async () => {
+            Object.assign(p, up);
+            await this.saveSends();
+          });
+        }
+        await this.serial(() => this.point(s));
+        return;
+      } catch (e) {
+        if (a.signal?.aborted || !this.sends.includes(s)) return;
+        if (!passing(e)) {
+          await this.serial(async () => {
+            s.error = `The history could not be sent: ${why(e)}`;
+            await this.saveSends();
+            this.emit({ type: 'progress', progress: sendProgress(s) });
+          });
+          return;
+        }
+        await sleep(BACKOFF_MS[Math.min(attempt, BACKOFF_MS.length - 1)]!, a.signal).catch(() => undefined);
+      }
+    }
+  }
+
+  /** Every attachment of the archive is uploaded: the one message that names them goes. */
+  private async point(s: SendState): Promise<void> {
+    const arc = s.archive!;
+    if (arc.pointed || !this.sends.includes(s)) return;
+    const msg = {
+      type: 'history-archive' as const,
+      transfer: s.transfer,
+      device: s.device,
+      nonce: arc.nonce,
+      total: s.total,
+      records: arc.records,
+      digest: s.digest,
+      files: arc.files.length,
+      parts: arc.parts.map((p) => ({ id: p.id, key: p.key, sha256: p.sha256!, size: p.size!, plainSize: p.plainSize })),
+    };
+    await this.l.enqueue(s.chat, { ...msg, tag: await makeTag(this.l.key, tagAad(this.l.me, msg)), sentAt: 0 });
+    arc.pointed = true;
+    await this.saveSends();
+  }
+
   /** The person pressed "Not now": nothing is sent. */
   decline(device: string): Promise<void> {
     return this.serial(() => this.dropRequest(device));
@@ -200,11 +350,12 @@ export class HistoryTransfer {
   /** The outbox reports a message the service accepted (Conversations.onSent). */
   sent(item: OutboxItem): Promise<void> {
     const p = item.plain;
-    if (p.type !== 'history-chunk') return Promise.resolve();
+    if (p.type !== 'history-chunk' && p.type !== 'history-archive') return Promise.resolve();
     return this.serial(async () => {
       const s = this.sends.find((x) => x.transfer === p.transfer);
-      if (!s || p.seq < s.sent) return;
-      s.sent = p.seq + 1;
+      const seq = p.type === 'history-archive' ? (s?.total ?? 0) : p.seq + 1;
+      if (!s || seq <= s.sent) return;
+      s.sent = seq;
       await this.saveSends();
       this.emit({ type: 'progress', progress: sendProgress(s) });
     });
@@ -225,7 +376,9 @@ export class HistoryTransfer {
       if (p.type !== 'history-chunk' && !(await checkTag(this.l.key, tagAad(this.l.me, p), p.tag))) return this.refuse(p, 'forged');
       switch (p.type) {
         case 'history-request':
-          return this.onRequest(p, { device: p.device, nonce: p.nonce, at: d.ts });
+          return this.onRequest(p, { device: p.device, nonce: p.nonce, at: d.ts, ...(p.archive ? { archive: true as const } : {}) });
+        case 'history-archive':
+          return this.onArchive(p);
         case 'history-offer':
           return this.onOffer(p);
         case 'history-chunk':
@@ -254,6 +407,8 @@ export class HistoryTransfer {
    */
   private async onRequest(p: HistoryRequestPlain, r: TransferRequest): Promise<void> {
     if (this.fresh.wasAnswered(r.nonce) || this.asks.some((a) => a.nonce === r.nonce)) return this.refuse(p, 'replayed');
+    // A device that asks again gave up on an archive sent to it (it was refused there): it is forgotten.
+    for (const s of this.sends.filter((x) => x.device === r.device && x.archive && !x.confirmed)) await this.forget(s);
     if (this.sends.some((s) => s.device === r.device && !s.confirmed)) return;
     this.asks = [...this.asks.filter((a) => a.device !== r.device), r];
     await this.l.store.putMeta(K_REQUESTS, this.asks);
@@ -270,7 +425,7 @@ export class HistoryTransfer {
     if (this.fresh.isFinished(p.transfer)) return this.refuse(p, 'replayed');
     const cur = this.recv;
     // The first offer wins; another device's offer while it runs is left alone.
-    if (cur && (cur.transfer === p.transfer || !cur.done)) return;
+    if (cur && (cur.transfer === p.transfer || (!cur.done && !cur.error))) return;
     if (!(await this.fresh.take(p.nonce))) return this.refuse(p, 'not asked for');
     const r: ReceiveState = {
       transfer: p.transfer,
@@ -296,12 +451,7 @@ export class HistoryTransfer {
     }
     const opened = await openChunk(this.l, r, p);
     if (typeof opened === 'string') return this.refuse(p, opened);
-    const merged = await mergeRecords(this.l.store, this.l.me, opened.records);
-    this.l.notify({ changed: merged.changed, imported: merged.added });
-    const next: ReceiveState = { ...r, next: r.next + 1, hash: opened.hash, recordsDone: r.recordsDone + opened.records.length + opened.dropped };
-    if (opened.dropped > 0) next.dropped = (r.dropped ?? 0) + opened.dropped;
-    if (opened.carry) next.carry = opened.carry;
-    else delete next.carry;
+    const next = await this.merge(r, opened);
     // The last chunk completes the transfer: each seal binds `total` and the chain before it, so
     // holding chunk total-1 is holding all of them, in order. The sender's `history-done` may be
     // held back a minute by its outbox's message budget (pacer.ts): the receiver does not wait
@@ -312,6 +462,141 @@ export class HistoryTransfer {
       return this.ack(this.recv!);
     }
     await this.saveRecv(next);
+  }
+
+  /** Merges an opened chunk into the store: the state after it. */
+  private async merge(r: ReceiveState, opened: OpenedChunk): Promise<ReceiveState> {
+    const merged = await mergeRecords(this.l.store, this.l.me, opened.records);
+    this.l.notify({ changed: merged.changed, imported: merged.added });
+    const next: ReceiveState = { ...r, next: r.next + 1, hash: opened.hash, recordsDone: r.recordsDone + opened.records.length + opened.dropped };
+    if (opened.dropped > 0) next.dropped = (r.dropped ?? 0) + opened.dropped;
+    if (opened.carry) next.carry = opened.carry;
+    else delete next.carry;
+    return next;
+  }
+
+  /** An archive for this device: taken like an offer (a request it waits on, not a finished transfer), then downloaded. */
+  private async onArchive(p: HistoryArchivePlain): Promise<void> {
+    if (this.fresh.isFinished(p.transfer)) return this.refuse(p, 'replayed');
+    const cur = this.recv;
+    if (cur?.transfer === p.transfer) return;
+    // While one runs, another archive for a request this device still waits on is left alone.
+    if (cur && !cur.done && !cur.error) return this.fresh.waitsOn(p.nonce) ? undefined : this.refuse(p, 'not asked for');
+    if (!this.l.archive) return this.refuse(p, 'no attachment store here');
+    if (!(await this.fresh.take(p.nonce))) return this.refuse(p, 'not asked for');
+    await this.saveRecv({
+      transfer: p.transfer,
+      total: p.total,
+      records: p.records,
+      next: 0,
+      hash: b64(await chainStart(p.transfer)),
+      recordsDone: 0,
+      done: false,
+      archive: { parts: p.parts, digest: p.digest, files: p.files, filesDone: 0, offset: 0 },
+    });
+    this.startFetch();
+  }
+
+  /** Downloads the archive being received from where it stands, in the background. */
+  private startFetch(): void {
+    const r = this.recv;
+    if (this.fetching || !r?.archive || r.done || r.error || !this.l.archive) return;
+    this.fetching = true;
+    void this.fetchArchive(r.transfer).finally(() => (this.fetching = false));
+  }
+
+  private async fetchArchive(transfer: string): Promise<void> {
+    const signal = this.l.archive!.signal;
+    for (let attempt = 0; ; attempt++) {
+      const r = this.recv;
+      if (!r || r.transfer !== transfer || r.done || r.error || signal?.aborted) return;
+      try {
+        return await this.readArchive(r);
+      } catch (e) {
+        if (signal?.aborted) return;
+        if (passing(e)) {
+          await sleep(BACKOFF_MS[Math.min(attempt, BACKOFF_MS.length - 1)]!, signal).catch(() => undefined);
+          continue;
+        }
+        // Damaged, altered or gone: the transfer stops here, with what it took so far (each chunk checked).
+        return this.serial(async () => {
+          const cur = this.recv;
+          if (cur?.transfer !== transfer || cur.done) return;
+          this.emit({ type: 'refused', kind: 'history-archive', transfer, why: why(e) });
+          await this.fresh.finish(transfer);
+          await this.saveRecv({ ...cur, error: why(e) });
+        });
+      }
+    }
+  }
+
+  /** Reads the archive from the frame after the last one taken (its attachment is downloaded again from its start). */
+  private async readArchive(r: ReceiveState): Promise<void> {
+    const a = this.l.archive!;
+    const arc = r.archive!;
+    const size = arc.parts.reduce((n, p) => n + p.plainSize, 0);
+    const reader = new ArchiveReader(size);
+    let i = 0;
+    let base = 0;
+    while (i < arc.parts.length && base + arc.parts[i]!.plainSize <= arc.offset) base += arc.parts[i++]!.plainSize;
+    let skip = arc.offset - base;
+    let offset = arc.offset;
+    for (; i < arc.parts.length; i++) {
+      for await (let piece of a.download(arc.parts[i]!)) {
+        if (skip > 0) {
+          const k = Math.min(skip, piece.length);
+          skip -= k;
+          piece = piece.subarray(k);
+        }
+        for (const f of reader.push(piece)) {
+          offset += f.spanned;
+          if (!(await this.serial(() => this.takeFrame(r.transfer, f, offset)))) return;
+        }
+      }
+    }
+    if (!reader.empty || offset !== size) throw damaged('it ends in the middle of a part');
+    await this.serial(() => this.finishArchive(r.transfer));
+  }
+
+  /** One frame of the archive: a chunk merged, or a file kept. False when the transfer went away meanwhile. */
+  private async takeFrame(transfer: string, f: Frame, offset: number): Promise<boolean> {
+    const r = this.recv;
+    if (!r?.archive || r.transfer !== transfer || r.done || r.error) return false;
+    const arc = r.archive;
+    if (f.kind === KIND_CHUNK) {
+      if (r.next >= r.total) throw damaged('it holds more of the history than its message says');
+      const p: HistoryChunkPlain = {
+        v: 1,
+        type: 'history-chunk',
+        transfer,
+        device: this.l.deviceId,
+        seq: r.next,
+        total: r.total,
+        data: b64(f.data),
+        sentAt: 0,
+      };
+      const opened = await openChunk(this.l, r, p);
+      if (typeof opened === 'string') throw damaged(`chunk ${r.next}: ${opened}`);
+      await this.saveRecv({ ...(await this.merge(r, opened)), archive: { ...arc, offset } });
+      return true;
+    }
+    if (r.next < r.total || r.carry) throw damaged('a file comes before the end of the history');
+    if (arc.filesDone >= arc.files) throw damaged('it holds more files than its message says');
+    if (!isId16(f.id)) throw damaged('a file in it has no valid name');
+    await this.l.archive?.kept?.put(f.id, f.bytes);
+    await this.saveRecv({ ...r, archive: { ...arc, filesDone: arc.filesDone + 1, offset } });
+    return true;
+  }
+
+  /** The whole archive is read: its chain must end where its message says. */
+  private async finishArchive(transfer: string): Promise<void> {
+    const r = this.recv;
+    if (!r?.archive || r.transfer !== transfer || r.done) return;
+    if (r.next !== r.total || r.carry || r.archive.filesDone !== r.archive.files) throw damaged('parts of it are missing');
+    if (r.hash !== r.archive.digest) throw damaged('its chain does not end where its message says');
+    await this.fresh.finish(transfer);
+    await this.saveRecv({ ...r, done: true, confirmed: true });
+    await this.ack(this.recv!);
   }
 
   /**
@@ -336,13 +621,17 @@ export class HistoryTransfer {
     const s = this.sends.find((x) => x.transfer === transfer)!;
     const now = this.l.now();
     if (next >= s.total) {
+      if (s.confirmed) return;
       s.confirmed = true;
       await dropQueued(this.l, s);
       await this.l.store.removeMeta(K_CHUNKS + transfer);
       await this.saveSends();
+      this.discardArchive(s);
       this.emit({ type: 'progress', progress: sendProgress(s) });
       return;
     }
+    // An archive goes whole: only its end is acknowledged.
+    if (s.archive) return;
     if (s.confirmed || (s.lastAck?.next === next && now - s.lastAck.at < ACK_AGAIN_MS)) return;
     s.lastAck = { next, at: now };
     await this.saveSends();
@@ -363,7 +652,15 @@ export class HistoryTransfer {
 
   // ---- state ----
 
+  /** The archive's attachments are not needed any more: deleted from the service (best effort; they expire anyway). */
+  private discardArchive(s: SendState): void {
+    const a = this.l.archive;
+    if (!a || !s.archive) return;
+    for (const p of s.archive.parts) void a.discard(p.id).catch(() => undefined);
+  }
+
   private async forget(s: SendState): Promise<void> {
+    this.discardArchive(s);
     await dropQueued(this.l, s);
     await this.l.store.removeMeta(K_CHUNKS + s.transfer);
     this.sends = this.sends.filter((x) => x !== s);

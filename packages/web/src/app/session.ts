@@ -16,6 +16,7 @@ import {
   type ChatMessage,
   type ConnectionState,
   type HistoryTransfer,
+  type KeptFilesSource,
   type Messenger,
   type TransferEvent,
 } from '@svc/sdk';
@@ -25,6 +26,7 @@ import { Db } from './idb.js';
 import { Membership } from './membership.js';
 import { notifyHidden } from './notify.js';
 import { KeptFiles, uploadFiles } from './keptfiles.js';
+import { keptSource } from './keptsource.js';
 import { IdbConversationStore } from './store.js';
 import { Tags } from './tags.js';
 import { Trust } from './trust.js';
@@ -74,6 +76,8 @@ export class Session extends Emitter<SessionEvents> {
   readonly files: KeptFiles;
   /** Files sent from this device until their upload finished, sealed in its store. */
   readonly uploads: ReturnType<typeof uploadFiles>;
+  /** The kept files as a history export, import or transfer reads and writes them. */
+  readonly kept: KeptFilesSource;
   conn: ConnectionState = 'connecting';
   /** The chat on screen, so arriving messages there do not count as unread. */
   openChat: string | null = null;
@@ -101,6 +105,7 @@ export class Session extends Emitter<SessionEvents> {
         await this.files.remove(id);
       }
     };
+    this.kept = keptSource(this.files);
     this.conv = new Conversations({
       messenger: m,
       store: this.store,
@@ -120,7 +125,8 @@ export class Session extends Emitter<SessionEvents> {
     };
     this.chats = new ChatList(m, db, tags);
     this.membership = new Membership(this);
-    this.transfer = attachTransfer(m, this.conv, deviceId);
+    // The history goes as an archive in the attachment store, with the files kept here.
+    this.transfer = attachTransfer(m, this.conv, deviceId, { kept: this.kept });
     this.transfer.on((e) => this.emit('transfer', e));
     this.conv.on((c) => {
       for (const id of c.removed ?? []) this.search.remove(id);

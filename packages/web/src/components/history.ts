@@ -4,7 +4,9 @@
  * history" merges such a file in without duplicates. The SDK builds and checks the file
  * (docs/CRYPTO.md, "History export"); a file of another account or a damaged one is refused with
  * its clear error, and nothing changes. A single record that fails the check is left out, and
- * the status line says how many were.
+ * the status line says how many were. "Include photos and files" (on by default) puts the files
+ * kept on this device that the history names into the file, and importing puts them back; off,
+ * the file names them only (they open while the service still has them).
  */
 import { exportHistory, importHistory } from '@svc/sdk';
 import { describeError } from '../app/errors.js';
@@ -17,9 +19,9 @@ export function exportFileName(nick: string, now = new Date()): string {
   return `svc-history-${nick}-${now.getFullYear()}-${p(now.getMonth() + 1)}-${p(now.getDate())}.svch`;
 }
 
-/** Hands bytes to the browser as a download (a Blob URL and an <a download>, allowed by the CSP). */
-function download(bytes: Uint8Array, name: string): void {
-  const url = URL.createObjectURL(new Blob([bytes as Uint8Array<ArrayBuffer>], { type: 'application/octet-stream' }));
+/** Hands the file's pieces to the browser as one download (a Blob URL and an <a download>, allowed by the CSP). */
+function download(parts: Uint8Array[], name: string): void {
+  const url = URL.createObjectURL(new Blob(parts as Uint8Array<ArrayBuffer>[], { type: 'application/octet-stream' }));
   const a = h('a', { href: url, download: name, hidden: true });
   document.body.append(a);
   a.click();
@@ -29,6 +31,7 @@ function download(bytes: Uint8Array, name: string): void {
 }
 
 const count = (n: number) => n.toLocaleString('en-US');
+const withFiles = (n: number): string => (n === 0 ? '' : ` with ${count(n)} ${n === 1 ? 'file' : 'files'}`);
 
 /** Records that failed the check are left out, not fatal; the person is told how many. */
 export const leftOut = (n: number): string => (n === 0 ? '' : ` ${count(n)} ${n === 1 ? 'message was' : 'messages were'} damaged and left out.`);
@@ -46,14 +49,16 @@ export function historySection(s: Session): HTMLElement {
   };
 
   const exportBtn = h('button', { type: 'button' }, 'Export history');
+  const includeId = uid('inc');
+  const include = h('input', { type: 'checkbox', id: includeId, checked: true });
   exportBtn.addEventListener('click', () => {
     exportBtn.disabled = true;
     say('Sealing the history…');
-    exportHistory({ nick: s.nick, exportKey: s.m.exportKey }, s.store)
+    exportHistory({ nick: s.nick, exportKey: s.m.exportKey }, s.store, Date.now(), include.checked ? { files: s.kept } : {})
       .then((r) => {
         const name = exportFileName(s.nick);
-        download(r.file, name);
-        say(`History saved as ${name}.${leftOut(r.dropped)}`);
+        download(r.parts, name);
+        say(`History saved as ${name}${withFiles(r.files)}.${leftOut(r.dropped)}`);
       })
       .catch((e: unknown) => fail(`The history could not be exported: ${describeError(e)}`))
       .finally(() => (exportBtn.disabled = false));
@@ -67,10 +72,10 @@ export function historySection(s: Session): HTMLElement {
     if (!f) return fail('Choose a history file first.');
     importBtn.disabled = true;
     say('Importing…');
-    f.arrayBuffer()
-      .then((buf) => importHistory({ nick: s.nick, exportKey: s.m.exportKey }, s.conv, new Uint8Array(buf)))
+    // The file is read a piece at a time: one with photos and files can be large.
+    importHistory({ nick: s.nick, exportKey: s.m.exportKey }, s.conv, f, { files: s.kept })
       .then((r) => {
-        say(`Imported ${count(r.records)} messages (${count(r.added)} new).${leftOut(r.dropped)}`);
+        say(`Imported ${count(r.records)} messages (${count(r.added)} new)${withFiles(r.files)}.${leftOut(r.dropped)}`);
         file.value = '';
       })
       .catch((e: unknown) => fail(describeError(e)))
@@ -86,7 +91,7 @@ export function historySection(s: Session): HTMLElement {
       { class: 'hint' },
       'A file of the history on this device, sealed so that only this account opens it (with its password, on any device). Importing adds what is missing and duplicates nothing.',
     ),
-    h('div', { class: 'row' }, exportBtn),
+    h('div', { class: 'row' }, exportBtn, include, h('label', { for: includeId }, 'Include photos and files')),
     h('div', { class: 'field' }, h('label', { for: fileId }, 'History file'), file),
     h('div', { class: 'row' }, importBtn),
     status,

@@ -5,8 +5,9 @@
  * - a new device of the account asks for the history: a dialog "New device signed in" with
  *   "Send history" (the transfer starts) and "Not now" (nothing is sent; Escape is the same);
  * - while a transfer runs, on both devices, a progress bar named "History transfer" with the
- *   count of messages in words ("Received 300 of 1,000 messages", and how many were left out as
- *   damaged), gone a few seconds after the receiving device holds everything.
+ *   count of messages in words ("Received 300 of 1,000 messages", the files that come with them,
+ *   and how many were left out as damaged), gone a few seconds after the receiving device holds
+ *   everything; a transfer refused on the way (a damaged archive) says why there instead.
  */
 import type { TransferProgress, TransferRequest } from '@svc/sdk';
 import { describeError } from '../app/errors.js';
@@ -18,9 +19,15 @@ export const DONE_SHOWN_MS = 6_000;
 
 const count = (n: number) => n.toLocaleString('en-US');
 
-/** "Received 300 of 1,000 messages" / "Sent 300 of 1,000 messages", and how many were left out as damaged. */
-export function progressText(p: Pick<TransferProgress, 'role' | 'records' | 'dropped'>): string {
-  const line = `${p.role === 'receive' ? 'Received' : 'Sent'} ${count(p.records.done)} of ${count(p.records.total)} messages`;
+/**
+ * "Received 300 of 1,000 messages" / "Sent 300 of 1,000 messages", the files kept on the sending
+ * device that travel with them ("and 2 of 5 files"), and how many messages were left out as
+ * damaged; or why the transfer stopped.
+ */
+export function progressText(p: Pick<TransferProgress, 'role' | 'records' | 'dropped' | 'files' | 'error'>): string {
+  if (p.error) return p.error;
+  let line = `${p.role === 'receive' ? 'Received' : 'Sent'} ${count(p.records.done)} of ${count(p.records.total)} messages`;
+  if (p.files) line += ` and ${count(p.files.done)} of ${count(p.files.total)} ${p.files.total === 1 ? 'file' : 'files'}`;
   return p.dropped > 0 ? `${line} (${count(p.dropped)} damaged, left out)` : line;
 }
 
@@ -68,7 +75,7 @@ export function transferStatus(s: Session): TransferView {
     shown.set(p.transfer, p);
     if (hideTimer) clearTimeout(hideTimer);
     hideTimer = null;
-    if ([...shown.values()].every((x) => x.state === 'done')) {
+    if ([...shown.values()].every((x) => x.state === 'done' || x.error)) {
       hideTimer = setTimeout(() => {
         shown.clear();
         render();
