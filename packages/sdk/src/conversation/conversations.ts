@@ -23,21 +23,13 @@ import { applyOwn, ingest, type Ingested, type RuleContext } from './rules.js';
 import type { ConversationStore } from './store.js';
 import { messengerLink } from './transfer-link.js';
 import type { TransferLink } from './transfer-types.js';
+import type { Change, HistoryMessage } from './changes.js';
 import { purgeExpired } from './waiting.js';
+
+export type { Change, HistoryMessage } from './changes.js';
 
 /** An edit is offered for this long after sending, as people expect. */
 export const EDIT_WINDOW_MS = 24 * 60 * 60_000;
-
-export interface Change {
-  /** A record that is new in its chat (counted as unread when `from` is another and it is shown). */
-  added?: ChatMessage;
-  /** Records whose content or status changed. */
-  changed: ChatMessage[];
-  /** Ids of records that went away (a retried message under a new id). */
-  removed?: string[];
-  /** Records that came with history from another device or a file: shown, never counted as unread. */
-  imported?: ChatMessage[];
-}
 
 export interface ConversationsOptions {
   messenger: Messenger;
@@ -64,9 +56,6 @@ export const newMid = (): string => b64(randomBytes(16));
 
 /** A plaintext that is a message record of its own (a text, or a file, photo or voice message). */
 const isMessagePlain = (p: PlainInput): boolean => p.type === 'text' || isAttachmentPlain(p);
-
-/** A decrypted envelope that carries the history transfer (transfer.ts handles it). */
-export type HistoryMessage = Extract<DecryptedMessage, { ok: true }> & { plain: HistoryPlain };
 
 export class Conversations {
   readonly store: ConversationStore;

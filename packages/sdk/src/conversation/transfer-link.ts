@@ -13,9 +13,27 @@ import { maxPlainSize } from '../crypto/file.js';
 import type { Messenger } from '../client.js';
 import { SdkError } from '../errors.js';
 import { splitChatId, type ChatId } from '../messages.js';
-import type { Conversations } from './conversations.js';
+import type { Change, HistoryMessage } from './changes.js';
+import type { OutboxItem } from './model.js';
+import type { Outbox } from './outbox.js';
+import type { ConversationStore } from './store.js';
+import type { AttachmentSender } from '../attachments/sender.js';
 import { HistoryTransfer } from './transfer.js';
 import type { ArchiveLink, TransferLink } from './transfer-types.js';
+
+/**
+ * What the transfer needs of a device's Conversations (conversations.ts), named here so that the
+ * two modules do not import each other: Conversations is one.
+ */
+export interface TransferHost {
+  readonly store: ConversationStore;
+  readonly outbox: Pick<Outbox, 'add' | 'pending' | 'drop'>;
+  readonly attachments: Pick<AttachmentSender, 'uploader' | 'download'>;
+  readonly signal: AbortSignal;
+  notify(change: Change): void;
+  handleHistory(f: ((d: HistoryMessage) => Promise<void>) | null): void;
+  onSent(f: (item: OutboxItem, ts: number) => Promise<void> | void): () => void;
+}
 
 export interface TransferOptions {
   /** The files kept on this device: sent with the history, and where received ones go. */
@@ -23,7 +41,7 @@ export interface TransferOptions {
 }
 
 /** The attachment store as the archive transfer uses it: the Conversations' uploader and downloader. */
-export function archiveLink(c: Conversations, o: TransferOptions = {}): ArchiveLink {
+export function archiveLink(c: TransferHost, o: TransferOptions = {}): ArchiveLink {
   const up = c.attachments.uploader;
   return {
     async maxBytes() {
@@ -56,7 +74,7 @@ export function isTransferRoom(room: Room | undefined, me: string): boolean {
 }
 
 /** The link of a signed-in Messenger and its Conversations. */
-export function messengerLink(m: Messenger, c: Conversations, deviceId = m.api.device, o?: TransferOptions): TransferLink {
+export function messengerLink(m: Messenger, c: TransferHost, deviceId = m.api.device, o?: TransferOptions): TransferLink {
   if (!deviceId) throw new SdkError('not_ready');
   let known: ChatId | null = null;
   const find = (): Room | undefined => m.rooms.filter((r) => isTransferRoom(r, m.nick)).sort((a, b) => (a.id < b.id ? -1 : 1))[0];
@@ -92,7 +110,7 @@ export function messengerLink(m: Messenger, c: Conversations, deviceId = m.api.d
  * The history transfer of a signed-in device, wired into its Conversations: history-* messages go
  * to it and the outbox reports its chunks. Call load() after the event stream's first `ready`.
  */
-export function attachTransfer(m: Messenger, c: Conversations, deviceId?: string, o: TransferOptions = {}): HistoryTransfer {
+export function attachTransfer(m: Messenger, c: TransferHost, deviceId?: string, o: TransferOptions = {}): HistoryTransfer {
   const t = new HistoryTransfer(messengerLink(m, c, deviceId, o));
   c.handleHistory((d) => t.handle(d));
   c.onSent((item) => t.sent(item));

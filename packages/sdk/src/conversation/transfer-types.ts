@@ -4,7 +4,7 @@
  */
 import type { KeptFilesSource } from '../attachments/files.js';
 import type { ChatId } from '../messages.js';
-import type { Change } from './conversations.js';
+import type { Change } from './changes.js';
 import type { ChatMessage, OutboxItem } from './model.js';
 import type { ArchivePart, HistoryPlain, PlainInput } from './plaintext.js';
 import type { ArchiveFile } from './transfer-archive.js';

@@ -20,7 +20,7 @@ import { isDeviceId, isId16 } from '@svc/protocol';
 import { sleep } from '../attachments/upload.js';
 import { b64, randomBytes, unb64 } from '../bytes.js';
 import { isSdkError, SdkError } from '../errors.js';
-import type { HistoryMessage } from './conversations.js';
+import type { HistoryMessage } from './changes.js';
 import { checkedRecords, isSettled } from './history-codec.js';
 import { mergeRecords } from './merge.js';
 import type { ChatMessage, OutboxItem } from './model.js';
