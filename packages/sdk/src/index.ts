@@ -229,3 +229,4 @@ export { downloadFile, downloadBytes, fileGone, type FileRef, type DownloadOptio
 export { MemoryFiles, type AttachmentFiles, type KeptFile } from './attachments/files.js';
 export { AttachmentSender, type SendFileInput, type AttachmentSenderDeps } from './attachments/sender.js';
 export { attachmentRecord, attachmentRef } from './attachments/record.js';
+export { MAX_RECORDING_MS, maxRecordingMs, peakLevel, voiceDuration, waveformSummary } from './attachments/voice.js';
