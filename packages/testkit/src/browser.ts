@@ -1,6 +1,7 @@
 /**
  * Debian's Chromium driven by playwright-core, headless, with the flags every browser test and
- * the sign-in benchmark launch it with.
+ * the sign-in benchmark launch it with. The microphone is Chromium's fake device (a beep every
+ * second) and its permission prompt answers yes by itself, so voice messages can be recorded.
  */
 import { existsSync } from 'node:fs';
 import { chromium, type Browser } from 'playwright-core';
@@ -13,7 +14,16 @@ export function missingBrowser(): string | undefined {
   return `${CHROMIUM} is not installed (apt-get install chromium)`;
 }
 
-export function launchBrowser(executablePath = CHROMIUM): Promise<Browser> {
+export interface LaunchOptions {
+  /**
+   * Leave the microphone to the permission settings instead of answering its prompt yes (which
+   * would also override a refusal): then headless Chromium refuses it unless a context grants it.
+   * For a test of a refused microphone.
+   */
+  askMicrophone?: boolean;
+}
+
+export function launchBrowser(executablePath = CHROMIUM, o: LaunchOptions = {}): Promise<Browser> {
   return chromium.launch({
     executablePath,
     args: [
@@ -25,6 +35,8 @@ export function launchBrowser(executablePath = CHROMIUM): Promise<Browser> {
       '--disable-background-networking',
       '--disable-component-update',
       '--disable-sync',
+      '--use-fake-device-for-media-stream',
+      ...(o.askMicrophone ? [] : ['--use-fake-ui-for-media-stream']),
     ],
   });
 }
