@@ -3,8 +3,8 @@
  * recorded in a DM reaches the other side as an audio player named "Voice message" with its
  * duration and waveform, and plays (from a same-origin /media/ URL the service worker answers,
  * with 206 for a range, since the CSP allows no blob: or data: media); "Cancel recording" sends
- * nothing; either way the microphone is let go; a voice message in a room; a refused microphone
- * is said in the composer; a page loaded past the service worker (a hard reload) still plays; a
+ * nothing; either way the microphone is let go; a voice message in a room; one recorded offline
+ * goes once the network is back; a refused microphone is said in the composer; a page loaded past the service worker (a hard reload) still plays; a
  * recording stops by itself before the file would be over the service's limit. The chat and the
  * recording panel have no accessibility violations.
  */
@@ -16,7 +16,7 @@ import { CHROMIUM, launchBrowser } from '@svc/testkit/browser';
 import { missingBrowser, openDevice, type Device } from './harness/browser.js';
 import { attachmentCount } from './harness/db.js';
 import { nick, openScene, type Scene } from './harness/scene.js';
-import { button, chatEntry, createRoom, messageBox, openChat, seeMessage, send, signUp, startChat, statusShows } from './harness/ui.js';
+import { button, chatEntry, createRoom, messageBox, messageLog, openChat, seeMessage, send, signUp, startChat, statusShows } from './harness/ui.js';
 import { allowMicrophone, microphoneTracks, play, record, shownSeconds, voiceMessages } from './harness/voice.js';
 
 /** Waits until `page` shows `n` voice messages in the open chat. */
@@ -199,6 +199,30 @@ describe('web client: voice messages', { skip: missingBrowser() }, () => {
       assert.equal(await button(carol.page, 'Send voice message').isVisible(), false, 'nothing records');
       await messageBox(carol.page).waitFor();
       assert.deepEqual(await allViolations(carol.page), []);
+    })();
+  });
+  test('a voice message recorded offline waits in the outbox and is sent once, when the network is back', async () => {
+    await scene.step(async () => {
+      await openChat(alice.page, bobNick);
+      await openChat(bob.page, aliceNick);
+      await voiceCount(bob.page, 1);
+      await alice.context.setOffline(true);
+      await record(alice.page, 2);
+      await button(alice.page, 'Send voice message').click();
+      const mine = messageLog(alice.page)
+        .getByRole('listitem')
+        .filter({ has: alice.page.locator('audio') })
+        .last();
+      await mine.getByRole('status', { name: /Sending|Waiting to send/ }).waitFor();
+      await new Promise((r) => setTimeout(r, 2_000));
+      await alice.context.setOffline(false);
+      await mine.getByRole('status', { name: /Sent|Delivered|Read/ }).waitFor({ timeout: 60_000 });
+      await voiceCount(bob.page, 2);
+      await bob.page.waitForTimeout(2_000);
+      assert.equal(await voiceMessages(bob.page).count(), 2, 'sent once');
+      assert.ok((await play(voiceMessages(bob.page).last())).currentTime > 0.3, 'it plays');
+      // What failed while offline is the cut itself.
+      alice.forgiveErrors(/ERR_INTERNET_DISCONNECTED/);
     })();
   });
 });
