@@ -239,6 +239,8 @@ export function recorder(a: RecorderActions): Recorder {
     }
     try {
       const audio = new AudioContext();
+      // Started after the permission prompt, the context may begin suspended: the analyser would read silence.
+      if (audio.state === 'suspended') void audio.resume().catch(() => undefined);
       const analyser = audio.createAnalyser();
       analyser.fftSize = 2048;
       audio.createMediaStreamSource(stream).connect(analyser);
