@@ -261,3 +261,4 @@ export {
 } from './attachments/sealed-files.js';
 export { AttachmentSender, type SendFileInput, type AttachmentSenderDeps } from './attachments/sender.js';
 export { attachmentRecord, attachmentRef } from './attachments/record.js';
+export { MAX_RECORDING_MS, maxRecordingMs, peakLevel, voiceDuration, waveformSummary } from './attachments/voice.js';

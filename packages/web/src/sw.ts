@@ -2,7 +2,9 @@
  * The service worker, served as /sw.js so its scope is the whole app. It keeps this build's app
  * shell so the app opens offline, shows push notifications, and opens the right chat when one is
  * clicked: the push payload never carries message text (the service sends `{title, body, chat}`
- * with a fixed body), and the worker keeps no keys, so it decrypts nothing.
+ * with a fixed body), and the worker keeps no keys, so it decrypts nothing. It also answers
+ * /media/<token> for the page's audio elements (voice messages) with bytes the page hands it on
+ * demand, never kept here (see `media`).
  * Self-contained on purpose (no imports), so the build emits it as one classic script.
  */
 export type {};
@@ -100,11 +102,76 @@ async function networkFirst(req: Request, path: string): Promise<Response> {
   }
 }
 
+/*
+ * Voice messages. The CSP (a header the service sends and a page cannot loosen) lets media load
+ * from the origin only, not from blob: or data: URLs, so the page plays a decrypted recording from
+ * /media/<token>, a same-origin URL this worker answers. The bytes stay in the page's memory: for
+ * each request the worker asks the page that made it (the media element's document) over a
+ * MessageChannel for the range it needs, and builds the response from the answer; nothing goes to
+ * Cache Storage or to disk. A token the page no longer holds (its message left the screen) is 404.
+ */
+const MEDIA_RE = /^\/media\/([A-Za-z0-9_-]{22,64})$/;
+const MEDIA_TIMEOUT_MS = 10_000;
+
+/** A `Range: bytes=…` header as the page's side reads it: from-to, from-end, or the last n bytes. */
+type MediaRange = { start: number; end: number | null } | { suffix: number } | null;
+
+/** What the page answers: a slice of the recording, or why there is none. */
+type MediaAnswer = { mime: string; total: number; start: number; bytes: ArrayBuffer } | { missing: true } | { unsatisfiable: true; total: number };
+
+/** The one range of a Range header; null when there is none or it cannot be read (then the whole file is sent). */
+function mediaRange(header: string | null): MediaRange {
+  const m = header ? /^bytes=(\d*)-(\d*)$/.exec(header.trim()) : null;
+  if (!m || (m[1] === '' && m[2] === '')) return null;
+  if (m[1] === '') return { suffix: Number(m[2]) };
+  return { start: Number(m[1]), end: m[2] === '' ? null : Number(m[2]) };
+}
+
+function askPage(client: Client, token: string, range: MediaRange): Promise<MediaAnswer | null> {
+  return new Promise((resolve) => {
+    const channel = new MessageChannel();
+    const timer = setTimeout(() => {
+      channel.port1.close();
+      resolve(null);
+    }, MEDIA_TIMEOUT_MS);
+    channel.port1.onmessage = (e: MessageEvent<MediaAnswer>) => {
+      clearTimeout(timer);
+      channel.port1.close();
+      resolve(e.data);
+    };
+    client.postMessage({ type: 'media-request', token, range }, [channel.port2]);
+  });
+}
+
+async function media(event: FetchEvent, token: string): Promise<Response> {
+  const range = mediaRange(event.request.headers.get('range'));
+  const own = event.clientId ? await sw.clients.get(event.clientId) : undefined;
+  const pages = own ? [own] : await sw.clients.matchAll({ type: 'window' });
+  const common = { 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' };
+  for (const page of pages) {
+    const a = await askPage(page, token, range);
+    if (!a || 'missing' in a) continue;
+    if ('unsatisfiable' in a) return new Response(null, { status: 416, headers: { ...common, 'Content-Range': `bytes */${a.total}` } });
+    const headers: Record<string, string> = {
+      ...common,
+      'Content-Type': a.mime,
+      'Content-Length': String(a.bytes.byteLength),
+      'Accept-Ranges': 'bytes',
+    };
+    if (!range) return new Response(a.bytes, { status: 200, headers });
+    headers['Content-Range'] = `bytes ${a.start}-${a.start + a.bytes.byteLength - 1}/${a.total}`;
+    return new Response(a.bytes, { status: 206, headers });
+  }
+  return new Response('This recording is no longer on the page.', { status: 404, headers: { ...common, 'Content-Type': 'text/plain' } });
+}
+
 /** How the worker answers a request, or null to leave it to the browser. */
-function answer(req: Request): Promise<Response> | null {
+function answer(req: Request, event: FetchEvent): Promise<Response> | null {
   if (req.method !== 'GET') return null;
   const url = new URL(req.url);
   if (url.origin !== sw.location.origin || isService(url.pathname)) return null;
+  const token = MEDIA_RE.exec(url.pathname)?.[1];
+  if (token && req.mode !== 'navigate') return media(event, token);
   if (req.mode === 'navigate') return navigate(req);
   if (url.pathname.startsWith('/assets/')) return cacheFirst(req, url.pathname);
   if (FILES.includes(url.pathname)) return networkFirst(req, url.pathname);
@@ -147,8 +214,14 @@ sw.addEventListener('activate', (event) => {
 });
 
 sw.addEventListener('fetch', (event) => {
-  const res = answer(event.request);
+  const res = answer(event.request, event);
   if (res) event.respondWith(res);
+});
+
+// A page loaded past the worker (a hard reload) asks to be controlled, so its voice messages can play.
+sw.addEventListener('message', (event) => {
+  const data = event.data as { type?: unknown } | null;
+  if (data?.type === 'claim') event.waitUntil(sw.clients.claim());
 });
 
 sw.addEventListener('push', (event) => {

@@ -1,6 +1,6 @@
 /**
  * Screenshots of the main screens, as the README shows them: sign-in, chat list, conversation,
- * room settings, a phone-width view, dark mode, and a chat with a photo and a file. They go to docs/screenshots/ when
+ * room settings, a phone-width view, dark mode, and a chat with a photo, a file and a voice message. They go to docs/screenshots/ when
  * UPDATE_SCREENSHOTS=1, else to a temporary folder, so an ordinary test run leaves the tree clean.
  */
 import assert from 'node:assert/strict';
@@ -12,6 +12,7 @@ import { sendFiles } from './harness/files.js';
 import { drawnJpeg } from './harness/jpeg.js';
 import { openScene, type Scene } from './harness/scene.js';
 import { repoRoot } from './harness/server.js';
+import { allowMicrophone, record, voiceMessages } from './harness/voice.js';
 import {
   button,
   chatEntry,
@@ -62,6 +63,7 @@ describe('web client: screenshots of the main screens', { skip: missingBrowser()
         scene.device('carol', { viewport: DESKTOP }),
       ]);
       alice = a;
+      await allowMicrophone(alice.context, scene.server.origin);
 
       await alice.page.goto('/');
       await button(alice.page, 'Create account').waitFor();
@@ -138,13 +140,17 @@ describe('web client: screenshots of the main screens', { skip: missingBrowser()
       await shot(alice, 'confirm-sign-out');
       await alice.page.keyboard.press('Escape');
 
-      // A photo and a file in a chat, at desktop and phone width.
+      // A photo, a file and a voice message in a chat, at desktop and phone width.
       await openChat(alice.page, 'bob');
       const picture = await drawnJpeg(alice.page, 1200, 800);
       await sendFiles(alice.page, [{ name: 'beach.jpg', mimeType: 'image/jpeg', buffer: picture }], 'The beach this morning');
       await sendFiles(alice.page, [{ name: 'tickets.pdf', mimeType: 'application/pdf', buffer: Buffer.alloc(182_000, 37) }]);
+      await record(alice.page, 4);
+      await button(alice.page, 'Send voice message').click();
       await openChat(bob.page, 'alice');
       await bob.page.getByRole('button', { name: 'Download tickets.pdf', exact: true }).waitFor({ timeout: 30_000 });
+      await voiceMessages(bob.page).first().waitFor({ timeout: 30_000 });
+      await bob.page.waitForFunction(() => Array.from(document.querySelectorAll('audio')).some((a) => Number.isFinite(a.duration) && a.duration > 0));
       await bob.page.waitForFunction(() =>
         Array.from(document.querySelectorAll('img')).some((i) => i.alt === 'beach.jpg' && i.naturalWidth === 1200),
       );

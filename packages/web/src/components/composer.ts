@@ -4,11 +4,13 @@
  * message" with "Cancel edit". Past 90 % of what one message can hold after encryption and
  * padding it says how much room is left, and past 100 % it disables Send and says why; the count
  * runs once per frame, so pasting a megabyte does not freeze the page. Files attached (the
- * paperclip, a drop onto the chat, a pasted image) go with the text as their caption.
+ * paperclip, a drop onto the chat, a pasted image) go with the text as their caption; "Record
+ * voice message" records one in place of the row (components/recorder.ts).
  */
 import { textRoom, type ChatMessage } from '@svc/sdk';
 import { attachTray, pastedName } from './attach.js';
 import { h } from './dom.js';
+import { recorder, type VoiceRecording } from './recorder.js';
 
 export interface Composer {
   el: HTMLElement;
@@ -19,6 +21,8 @@ export interface Composer {
   block(reason: string | null, whole?: boolean): void;
   /** Attaches files (dropped onto the chat). */
   attach(files: Iterable<File>): void;
+  /** Discards a recording in progress and releases the microphone. */
+  stop(): void;
 }
 
 export interface ComposerActions {
@@ -26,6 +30,10 @@ export interface ComposerActions {
   saveEdit(m: ChatMessage, body: string): void;
   /** Sends files, the text as the caption of each. */
   sendFiles(files: File[], caption: string): void;
+  /** Sends a recorded voice message. */
+  sendVoice(r: VoiceRecording): void;
+  /** The largest file the service takes, in bytes (a recording stops before it). */
+  maxFileBytes(): Promise<number>;
 }
 
 export function composerView(a: ComposerActions): Composer {
@@ -40,14 +48,17 @@ export function composerView(a: ComposerActions): Composer {
   const note = h('p', { class: 'composer-note hint', role: 'status' });
   note.hidden = true;
   const tray = attachTray(() => measure());
-  const form = h(
-    'form',
-    { class: 'composer', 'aria-label': 'Write a message' },
-    mode,
-    tray.list,
-    h('div', { class: 'composer-row' }, tray.control, h('label', { for: 'composer-text', class: 'sr-only' }, 'Message'), text, sendBtn),
-    room,
-  );
+  const row = h('div', { class: 'composer-row' }, tray.control, h('label', { for: 'composer-text', class: 'sr-only' }, 'Message'), text, sendBtn);
+  const voice = recorder({
+    maxFileBytes: () => a.maxFileBytes(),
+    send: (r) => a.sendVoice(r),
+    onRecording: (on) => {
+      row.hidden = on;
+      tray.list.hidden = on || tray.files().length === 0;
+    },
+  });
+  row.insertBefore(voice.control, sendBtn);
+  const form = h('form', { class: 'composer', 'aria-label': 'Write a message' }, mode, tray.list, row, voice.panel, voice.note, room);
   text.setAttribute('aria-describedby', 'composer-room');
 
   let replying: ChatMessage | null = null;
@@ -150,8 +161,10 @@ export function composerView(a: ComposerActions): Composer {
       text.focus();
     },
     attach: (files) => tray.add(files),
+    stop: () => voice.stop(),
     block(reason, whole = false) {
       blocked = reason;
+      voice.disable(reason !== null);
       text.disabled = reason !== null && whole;
       note.hidden = reason === null;
       note.textContent = reason ?? '';

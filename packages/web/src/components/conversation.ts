@@ -12,12 +12,16 @@ import { go, splitChat } from '../app/route.js';
 import type { Session } from '../app/session.js';
 import { closePopups, openActionMenu, openEmojiPicker, type MenuItem } from './actionmenu.js';
 import { composerView } from './composer.js';
-import { dropTarget, sendFiles, uploadWatch } from './sendfiles.js';
+import { dropTarget, sendFiles, sendVoice, uploadWatch } from './sendfiles.js';
+import { mediaReady, mediaUrl } from '../app/media.js';
 import { clear, h } from './dom.js';
 import { membershipAlert } from './membershipalert.js';
 import { messageLog, PAGE } from './messagelog.js';
 import { roomSettings } from './roomsettings.js';
 import { keyChangeAlert, safetyPanel } from './safety.js';
+
+/** Said in place of a voice message when the page has no service worker to play it from. */
+const NO_PLAYER = 'This voice message cannot play until the app has finished starting. Reload the page to play it.';
 
 export interface ConversationView {
   el: HTMLElement;
@@ -63,6 +67,11 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
       problem.textContent = '';
       void sendFiles(s, chat, files, caption).catch(fail);
     },
+    sendVoice: (r) => {
+      problem.textContent = '';
+      void sendVoice(s, chat, r).catch(fail);
+    },
+    maxFileBytes: () => s.conv.attachments.uploader.maxFileBytes(),
   });
   const uploads = uploadWatch(s);
 
@@ -98,6 +107,11 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
         watchUpload: (mid, bar) => uploads.watch(mid, bar),
         fetch: (m, onProgress) => s.fetchFile(m, onProgress),
         dataUrl: (m) => s.fileUrl(m),
+        mediaUrl: async (m, el) => {
+          const [bytes, ready] = await Promise.all([s.fetchFile(m), mediaReady()]);
+          if (!ready) throw new Error(NO_PLAYER);
+          return mediaUrl(el, bytes, m.attachment?.mime ?? 'application/octet-stream');
+        },
       },
     },
   });
@@ -240,6 +254,7 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
     reveal: (mid) => void log.reveal(mid),
     destroy() {
       closePopups();
+      composer.stop();
       log.destroy();
       clearInterval(tick);
       uploads.stop();

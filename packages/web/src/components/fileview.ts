@@ -20,6 +20,8 @@ export interface FileContext {
   fetch(m: ChatMessage, onProgress: (f: number) => void): Promise<Uint8Array>;
   /** The file as a data: URL, downloaded once and kept. */
   dataUrl(m: ChatMessage): Promise<string>;
+  /** A same-origin URL that plays the recording for as long as `el` is in the document (app/media.ts). */
+  mediaUrl(m: ChatMessage, el: HTMLMediaElement): Promise<string>;
 }
 
 const SHOW_DOWNLOAD_BAR = 1_000_000;

@@ -1,9 +1,10 @@
 /**
- * One record of the log as a `listitem`: sender, time, the quoted message of a reply, the text
- * (links clickable, nothing else ever markup), "(edited)", "Message deleted", reactions as
- * buttons ("👍 2"), one's own message's status ("Sending", "Waiting to send, 12 s", "Not sent"
- * with Retry, "Sent", "Delivered", "Read"), and the "Message actions" button. A record that did
- * not open, or is of a newer client's type, shows its note and never text.
+ * One record of the log as a `listitem`: sender, time, the quoted message of a reply, a file,
+ * photo or voice message, the text (links clickable, nothing else ever markup), "(edited)",
+ * "Message deleted", reactions as buttons ("👍 2"), one's own message's status ("Sending",
+ * "Waiting to send, 12 s", "Not sent" with Retry, "Sent", "Delivered", "Read"), and the
+ * "Message actions" button. A record that did not open, or is of a newer client's type, shows
+ * its note and never text.
  */
 import type { ChatMessage } from '@svc/sdk';
 import { h } from './dom.js';
@@ -11,6 +12,7 @@ import { fileView, type FileContext } from './fileview.js';
 import { clockTime, fullTime } from './format.js';
 import { linkify } from './linkify.js';
 import { photoView } from './photoview.js';
+import { voiceView } from './voiceview.js';
 
 export interface ItemContext {
   me: string;
@@ -93,7 +95,8 @@ export function messageItem(c: ItemContext, m: ChatMessage): HTMLLIElement {
     return li;
   }
   if (m.replyTo) li.append(quoteOf(c, m.replyTo));
-  if (m.attachment) li.append(m.attachment.type === 'photo' ? photoView(c.file, m, m.attachment) : fileView(c.file, m, m.attachment));
+  const a = m.attachment;
+  if (a) li.append(a.type === 'photo' ? photoView(c.file, m, a) : a.type === 'voice' ? voiceView(c.file, m, a) : fileView(c.file, m, a));
   if (!m.attachment || m.body) li.append(h('p', { class: 'text' }, ...linkify(m.body ?? '')));
   if (m.editedAt !== undefined) meta.append(h('span', { class: 'edited' }, '(edited)'));
   const reactions = reactionsOf(c, m);

@@ -1,11 +1,13 @@
 /**
  * Files from the composer to the SDK, and what the chat shows while they go: each file is queued
  * with `Conversations.sendFile` (which refuses one over the service's limit before anything is
- * sent), a photo once re-encoded without its metadata (app/photo.ts), and the upload's progress reaches the bar of its message.
+ * sent), a photo once re-encoded without its metadata (app/photo.ts), a recording as a voice
+ * message, and the upload's progress reaches the bar of its message.
  */
 import type { ChatId } from '@svc/sdk';
 import { preparePhoto } from '../app/photo.js';
 import type { Session } from '../app/session.js';
+import type { VoiceRecording } from './recorder.js';
 
 export async function sendFiles(s: Session, chat: ChatId, files: File[], caption: string): Promise<void> {
   const errors: unknown[] = [];
@@ -21,6 +23,17 @@ export async function sendFiles(s: Session, chat: ChatId, files: File[], caption
     }
   }
   if (errors.length > 0) throw errors[0];
+}
+
+/** A voice message's file name: "voice-message-<date>-<time>" with its container's extension. */
+export function voiceName(mime: string, now = new Date()): string {
+  const ext = mime.startsWith('audio/ogg') ? 'ogg' : mime.startsWith('audio/mp4') ? 'm4a' : 'webm';
+  return `voice-message-${now.toISOString().slice(0, 19).replace(/[:T]/g, '-')}.${ext}`;
+}
+
+/** A recording as a voice message, through the outbox like any file (so it survives offline, reload and 429). */
+export async function sendVoice(s: Session, chat: ChatId, r: VoiceRecording): Promise<void> {
+  await s.conv.sendFile(chat, { file: r.blob, name: voiceName(r.mime), mime: r.mime, voice: { durationMs: r.durationMs, waveform: r.waveform } });
 }
 
 export interface UploadWatch {
