@@ -48,7 +48,7 @@ export default tseslint.config(
   },
   {
     // Plain JavaScript, and the two TypeScript files no tsconfig holds (Vite compiles them alone).
-    files: ['**/*.js', '**/*.mjs', 'packages/web/src/sw.ts', 'packages/web/vite.config.ts'],
+    files: ['**/*.js', '**/*.mjs', '**/*.cjs', 'packages/web/src/sw.ts', 'packages/web/vite.config.ts'],
     ...tseslint.configs.disableTypeChecked,
     languageOptions: { ...tseslint.configs.disableTypeChecked.languageOptions, globals: { ...globals.node, ...globals.browser } },
   },

@@ -9,9 +9,28 @@
  * The last recorded membership per room is kept sealed in IndexedDB, so changes that happened
  * while this device was away still show as lines when it comes back.
  */
-import { isSdkError, isTransferRoom, memberChanges, openAtRest, sealAtRest, type ChatId, type Sealed } from '@svc/sdk';
-import { STORES } from './idb.js';
-import type { Session } from './session.js';
+import {
+  isSdkError,
+  isTransferRoom,
+  memberChanges,
+  openAtRest,
+  sealAtRest,
+  type ChatId,
+  type Conversations,
+  type Messenger,
+  type Sealed,
+} from '@svc/sdk';
+import type { ChatList } from './chats.js';
+import { STORES, type Db } from './idb.js';
+
+/** What the membership lines need of the signed-in session (session.ts, which holds one of these). */
+export interface MembershipHost {
+  readonly nick: string;
+  readonly m: Messenger;
+  readonly db: Db;
+  readonly conv: Conversations;
+  readonly chats: ChatList;
+}
 
 const KEY = 'members';
 const CTX = 'kv|members';
@@ -21,7 +40,7 @@ export class Membership {
   private loaded = false;
   private queue: Promise<unknown> = Promise.resolve();
 
-  constructor(private readonly s: Session) {}
+  constructor(private readonly s: MembershipHost) {}
 
   async load(): Promise<void> {
     try {

@@ -204,7 +204,7 @@ export class Session extends Emitter<SessionEvents> {
     const a = c.added;
     if (a && isShown(a)) {
       const incoming = a.from !== this.nick;
-      if (incoming) notifyHidden(this, a);
+      if (incoming) notifyHidden(this.nick, (id) => this.m.room(id)?.name, a);
       await this.chats.touch(a.chat, a.ts, incoming && !this.isReading(a.chat), previewOf(a, this.nick));
       touched = true;
     }
