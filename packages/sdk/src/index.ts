@@ -128,6 +128,7 @@ export {
   type DeliveryStatus,
   type MessageKind,
   type MembershipEvent,
+  type PinState,
   type OutboxItem,
   type PendingAction,
   type Priority,
@@ -140,6 +141,7 @@ export { quotedRecord } from './conversation/quote.js';
 export { Outbox, RECEIPT_DELAY_MS, type OutboxDeps } from './conversation/outbox.js';
 export { Pacer, DEFAULT_MESSAGE_LIMIT, WINDOW_MS, type PacerSnapshot } from './conversation/pacer.js';
 export { SearchIndex, fold, type SearchHit } from './conversation/search.js';
+export { applyPin, isPinnable, pinnedMessages, pinKey } from './conversation/message-pins.js';
 export { RoomMembers, K_ROOM_MEMBERS, WARN_AFTER_MS, type RoomMembersDeps } from './conversation/room-members.js';
 export { waitMessage, type MembershipStatus } from './conversation/membership-status.js';
 export {

@@ -2,7 +2,7 @@
  * Conversations: the runtime-neutral layer a messenger app is built on. It takes envelopes in
  * (decrypt, then the rules of rules.ts, into a ConversationStore), sends what the person does
  * (texts and replies, reactions, edits, deletions) through the outbox, and reports delivery and
- * reading back with batched receipts. The web app plugs in IndexedDB; a Node program the
+ * reading back with batched receipts; and pinned messages. The web app plugs in IndexedDB; a Node program the
  * MemoryStore. Views listen with on() and re-render only the records that changed.
  */
 import type { Envelope } from '@svc/protocol';
@@ -16,6 +16,7 @@ import { deliveryStatus, type ChatMessage, type DeliveryStatus, type MembershipE
 import { Outbox } from './outbox.js';
 import { Pacer } from './pacer.js';
 import { quotedRecord } from './quote.js';
+import { isPinnable, pinnedMessages } from './message-pins.js';
 import { isAttachmentPlain, isHistoryPlain, isRecordsPlain, type HistoryPlain, type PlainInput } from './plaintext.js';
 import { RecordTransfer } from './record-transfer.js';
 import { RoomMembers } from './room-members.js';
@@ -367,6 +368,33 @@ export class Conversations {
     await this.store.put(next);
     this.emit({ changed: [next] });
     await this.outbox.add(m.chat, plain, { id: m.id });
+  }
+
+  // ---- pins (message-pins.ts) ----
+
+  /** Whether `m` can be pinned or unpinned (any member, any message a person sent that is settled and not deleted). */
+  canPin(m: ChatMessage): boolean {
+    return isPinnable(m);
+  }
+
+  /** Pins `m` in its chat for every member ("Pin"). */
+  pin(m: ChatMessage): Promise<void> {
+    return this.pinOp(m, 'pin');
+  }
+
+  /** Unpins `m` for every member ("Unpin"). */
+  unpin(m: ChatMessage): Promise<void> {
+    return this.pinOp(m, 'unpin');
+  }
+
+  private async pinOp(m: ChatMessage, op: 'pin' | 'unpin'): Promise<void> {
+    if (!isPinnable(m)) throw new SdkError('invalid', { message: 'Only a sent message that is not deleted can be pinned.' });
+    await this.act(m.chat, { type: 'pin', target: m.id, op, sentAt: this.m.api.now(), mid: newMid() });
+  }
+
+  /** The chat's pinned messages as they stand now, the most recently pinned first (the region "Pinned messages"). */
+  pinned(chat: ChatId): Promise<ChatMessage[]> {
+    return pinnedMessages(this.store, chat);
   }
 
   /** The connection is back, or a key change was accepted: what waits goes now. */

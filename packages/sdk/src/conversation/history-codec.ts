@@ -37,6 +37,7 @@ const FIELDS = [
   'note',
   'event',
   'attachment',
+  'pin',
 ] as const;
 type Field = (typeof FIELDS)[number];
 const FIELD_SET = new Set<string>(FIELDS);
@@ -123,6 +124,12 @@ export function checkRecord(v: unknown): ChatMessage | null {
     const ev = o.event;
     if (!isObj(ev) || typeof ev.what !== 'string' || !EVENTS.has(ev.what) || !isNicks(ev.nicks)) return null;
     m.event = { what: ev.what as NonNullable<ChatMessage['event']>['what'], nicks: [...ev.nicks] };
+  }
+  if (o.pin !== undefined) {
+    const pin = o.pin;
+    if (!isObj(pin) || (pin.op !== 'pin' && pin.op !== 'unpin') || !isNick(pin.by) || !isMs(pin.sentAt)) return null;
+    if (typeof pin.mid !== 'string' || (pin.mid !== '' && !MID_RE.test(pin.mid))) return null;
+    m.pin = { op: pin.op, by: pin.by, sentAt: pin.sentAt, mid: pin.mid };
   }
   if (o.attachment !== undefined) {
     const a = isObj(o.attachment) ? checkAttachmentRef(o.attachment) : null;

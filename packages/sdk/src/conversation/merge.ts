@@ -8,9 +8,12 @@
  * - the text with the later edit wins; each person's reaction with the later change wins;
  *   delivery and read receipts add up; a record this device could not open is replaced by the
  *   other device's readable one;
+ * - a pin or unpin with the later (sentAt, mid) wins;
  * - this device's own bookkeeping (send state, acceptance time) stays.
  * Merging the same records twice changes nothing the second time.
  */
+import { notePinned } from './message-pins.js';
+import { isLater } from './meta-lock.js';
 import type { ChatMessage } from './model.js';
 import { applyWaiting } from './rules.js';
 import type { ConversationStore } from './store.js';
@@ -58,6 +61,7 @@ export function mergeRecord(local: ChatMessage, other: ChatMessage): ChatMessage
   if (delivered) m.delivered = delivered;
   if (read) m.read = read;
   if (RANK[`${other.reported}`] > RANK[`${m.reported}`]) m.reported = other.reported!;
+  if (!m.deleted && other.pin && (!m.pin || isLater(other.pin, m.pin))) m.pin = { ...other.pin };
   return m;
 }
 
@@ -115,5 +119,13 @@ export async function mergeRecords(store: ConversationStore, me: string, records
     await store.put(m);
     r.changed.push(m);
   }
+  await afterMerge(store, [...r.added, ...r.changed]);
   return r;
+}
+
+/** What merged records change beyond themselves: their chat's pin list. */
+async function afterMerge(store: ConversationStore, records: readonly ChatMessage[]): Promise<void> {
+  const pins = new Map<string, string[]>();
+  for (const m of records) if (m.pin) pins.set(m.chat, [...(pins.get(m.chat) ?? []), m.id]);
+  for (const [chat, ids] of pins) await notePinned(store, chat as ChatMessage['chat'], ids);
 }

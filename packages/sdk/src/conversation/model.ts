@@ -20,6 +20,15 @@ export interface MembershipEvent {
   nicks: string[];
 }
 
+/** The last pin or unpin of a message (message-pins.ts): the one with the greatest (sentAt, mid) holds on every device. */
+export interface PinState {
+  op: 'pin' | 'unpin';
+  /** Who pinned or unpinned it. */
+  by: string;
+  sentAt: number;
+  mid: string;
+}
+
 export interface ChatMessage {
   /** The envelope id (a ULID chosen by the sender). */
   id: string;
@@ -56,6 +65,8 @@ export interface ChatMessage {
   event?: MembershipEvent;
   /** A file, photo or voice message this text carries (`body` is then its caption, if any); gone once deleted. */
   attachment?: AttachmentRef;
+  /** Whether it is pinned in its chat, as the last pin or unpin left it. */
+  pin?: PinState;
 }
 
 /** An edit, deletion, reaction or receipt whose target has not arrived yet (bounded: waiting.ts). */

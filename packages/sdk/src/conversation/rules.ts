@@ -10,11 +10,14 @@
  * - a second copy of a message (same sender, same plaintext id) is dropped; one under a later
  *   envelope id (a retry its sender renewed) moves the record to that id, the only one the
  *   sender still knows, so later edits, reactions and receipts name the same message on both sides;
+ * - a pin or unpin (message-pins.ts) from someone who is not in the chat is ignored; the latest by
+ *   (sentAt, mid) holds, whatever order they came in;
  * - a type from a newer client is kept as a placeholder, and an envelope that does not open (or
  *   whose plaintext is malformed) as a decryption error, never as text.
  */
 import { attachmentRecord } from '../attachments/record.js';
 import type { DecryptedMessage } from '../messages.js';
+import { applyPin, notePinned } from './message-pins.js';
 import type { ChatMessage, PendingAction } from './model.js';
 import { isAttachmentPlain, type Plain } from './plaintext.js';
 import { keepWaiting, type WaitContext } from './waiting.js';
@@ -112,7 +115,9 @@ type Action = Omit<PendingAction, 'target' | 'at'>;
 /** An edit, deletion, reaction or receipt: applied to its target(s), or kept until they arrive. */
 export async function applyAction(c: RuleContext, a: Action): Promise<Ingested> {
   const p = a.plain;
-  if ((p.type === 'reaction' || p.type === 'receipt') && !c.isMember(a.chat, a.from)) return { changed: [], ignored: 'not a member' };
+  if ((p.type === 'reaction' || p.type === 'receipt' || p.type === 'pin') && !c.isMember(a.chat, a.from))
+    return { changed: [], ignored: 'not a member' };
+  if (p.type === 'pin') await notePinned(c.store, a.chat, [p.target]);
   const targets = p.type === 'receipt' ? [...new Set(p.ids)] : 'target' in p ? [p.target] : [];
   const changed: ChatMessage[] = [];
   let ignored: string | undefined;
@@ -182,6 +187,8 @@ function apply(c: RuleContext, m: ChatMessage, from: string, chat: string, p: Pl
       m.reactedAt = { ...(m.reactedAt ?? {}), [key]: p.sentAt };
       return undefined;
     }
+    case 'pin':
+      return applyPin(m, from, p);
     case 'receipt': {
       if (m.from !== c.me || from === c.me) return 'receipt for a message not mine';
       const field = p.status === 'read' ? 'read' : 'delivered';
