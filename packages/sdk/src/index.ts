@@ -142,6 +142,26 @@ export { Outbox, RECEIPT_DELAY_MS, type OutboxDeps } from './conversation/outbox
 export { Pacer, DEFAULT_MESSAGE_LIMIT, WINDOW_MS, type PacerSnapshot } from './conversation/pacer.js';
 export { SearchIndex, fold, type SearchHit } from './conversation/search.js';
 export { applyPin, isPinnable, pinnedMessages, pinKey } from './conversation/message-pins.js';
+export {
+  TIMER_CHOICES,
+  TIMER_SECONDS,
+  K_EXPIRY_INDEX,
+  applyTimer,
+  chatTimer,
+  deadline,
+  expireDue,
+  isExpired,
+  isTimerSeconds,
+  nextExpiry,
+  timerKey,
+  timerLabel,
+  timerText,
+  tombstone,
+  trackExpiry,
+  type Expired,
+  type TimerSeconds,
+  type TimerSetting,
+} from './conversation/disappearing.js';
 export { RoomMembers, K_ROOM_MEMBERS, WARN_AFTER_MS, type RoomMembersDeps } from './conversation/room-members.js';
 export { waitMessage, type MembershipStatus } from './conversation/membership-status.js';
 export {

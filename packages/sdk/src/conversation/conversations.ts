@@ -2,7 +2,7 @@
  * Conversations: the runtime-neutral layer a messenger app is built on. It takes envelopes in
  * (decrypt, then the rules of rules.ts, into a ConversationStore), sends what the person does
  * (texts and replies, reactions, edits, deletions) through the outbox, and reports delivery and
- * reading back with batched receipts; and pinned messages. The web app plugs in IndexedDB; a Node program the
+ * reading back with batched receipts; and pinned messages, the disappearing messages timer and expiry. The web app plugs in IndexedDB; a Node program the
  * MemoryStore. Views listen with on() and re-render only the records that changed.
  */
 import type { Envelope } from '@svc/protocol';
@@ -16,6 +16,7 @@ import { deliveryStatus, type ChatMessage, type DeliveryStatus, type MembershipE
 import { Outbox } from './outbox.js';
 import { Pacer } from './pacer.js';
 import { quotedRecord } from './quote.js';
+import { chatTimer, expireDue, isTimerSeconds, nextExpiry, timerText, trackExpiry, type Expired, type TimerSetting } from './disappearing.js';
 import { isPinnable, pinnedMessages } from './message-pins.js';
 import { isAttachmentPlain, isHistoryPlain, isRecordsPlain, type HistoryPlain, type PlainInput } from './plaintext.js';
 import { RecordTransfer } from './record-transfer.js';
@@ -144,8 +145,13 @@ export class Conversations {
     return this.rules.me;
   }
 
-  /** Drops waiting actions that expired, then starts sending what the outbox kept from before (after a reload). */
+  /**
+   * Cuts the messages whose disappearing timer ran out while the app was closed (call before
+   * showing anything), drops waiting actions that expired, then starts sending what the outbox
+   * kept from before (after a reload).
+   */
   async load(): Promise<void> {
+    await this.expireDue();
     await purgeExpired(this.rules);
     await this.outbox.load();
     return this.attachments.load();
@@ -224,6 +230,7 @@ export class Conversations {
     }
     const r = await ingest(this.rules, d);
     const a = r.added;
+    await trackExpiry(this.store, a ? [a, ...r.changed] : r.changed);
     if (a && a.from !== this.me && a.kind === 'text' && this.receipts) {
       a.reported = 'delivered';
       await this.store.put(a);
@@ -243,7 +250,9 @@ export class Conversations {
   async sendText(chat: ChatId, body: string, o: { replyTo?: string } = {}): Promise<ChatMessage> {
     if (body.trim() === '') throw new SdkError('invalid', { message: 'An empty message is not sent.' });
     const now = this.m.api.now();
-    const plain: PlainInput = { type: 'text', body, sentAt: now, mid: newMid(), ...(o.replyTo ? { replyTo: o.replyTo } : {}) };
+    const { seconds } = await chatTimer(this.store, chat);
+    const expire = seconds > 0 ? { expire: seconds } : {};
+    const plain: PlainInput = { type: 'text', body, ...(o.replyTo ? { replyTo: o.replyTo } : {}), ...expire, sentAt: now, mid: newMid() };
     const msg: ChatMessage = {
       id: this.m.api.newId(),
       chat,
@@ -255,9 +264,11 @@ export class Conversations {
       body,
       state: 'queued',
       ...(o.replyTo ? { replyTo: o.replyTo } : {}),
+      ...(seconds > 0 ? { expire: seconds, seenAt: now } : {}),
     };
     // Stored before it is queued, so the outbox always finds the record it reports on.
     await this.store.put(msg);
+    await trackExpiry(this.store, [msg]);
     this.emit({ added: msg, changed: [] });
     await this.outbox.add(chat, plain, { id: msg.id });
     return msg;
@@ -269,9 +280,12 @@ export class Conversations {
    * before anything is sent when over the service's limit: SdkError `file_too_large`, whose message
    * is "<name> is too large (limit 25 MB)".
    */
-  sendFile(chat: ChatId, input: SendFileInput): Promise<ChatMessage> {
+  async sendFile(chat: ChatId, input: SendFileInput): Promise<ChatMessage> {
     const now = this.m.api.now();
-    return this.attachments.send(chat, input, { id: this.m.api.newId(), now });
+    const { seconds } = await chatTimer(this.store, chat);
+    const m = await this.attachments.send(chat, input, { id: this.m.api.newId(), now, ...(seconds > 0 ? { expire: seconds } : {}) });
+    await trackExpiry(this.store, [m]);
+    return m;
   }
 
   /**
@@ -335,8 +349,9 @@ export class Conversations {
    * `among`: the records the caller has on screen, so the store is not read again for each message.
    */
   async markRead(chat: ChatId, among?: ChatMessage[]): Promise<void> {
-    if (!this.receipts) return;
     const candidates = among ?? (await this.store.chat(chat, { limit: 500 }));
+    await this.markSeen(chat, candidates);
+    if (!this.receipts) return;
     const unread = candidates.filter((x) => x.chat === chat && x.from !== this.me && x.kind === 'text' && !x.deleted && x.reported !== 'read');
     if (unread.length === 0) return;
     for (const x of unread) {
@@ -395,6 +410,81 @@ export class Conversations {
   /** The chat's pinned messages as they stand now, the most recently pinned first (the region "Pinned messages"). */
   pinned(chat: ChatId): Promise<ChatMessage[]> {
     return pinnedMessages(this.store, chat);
+  }
+
+  // ---- disappearing messages (disappearing.ts) ----
+
+  /** The chat's disappearing messages timer (`seconds` 0 = off). */
+  timer(chat: ChatId): Promise<TimerSetting> {
+    return chatTimer(this.store, chat);
+  }
+
+  /**
+   * Sets the chat's timer for every member (`seconds` one of TIMER_CHOICES, 0 turns it off): the
+   * log line shows at once, messages sent from now on carry it. SdkError `invalid` for another value.
+   */
+  async setTimer(chat: ChatId, seconds: number): Promise<ChatMessage | null> {
+    if (!isTimerSeconds(seconds)) throw new SdkError('invalid', { message: 'Not a disappearing messages choice.' });
+    if ((await chatTimer(this.store, chat)).seconds === seconds) return null;
+    const now = this.m.api.now();
+    const plain: PlainInput = { type: 'timer', seconds, sentAt: now, mid: newMid() };
+    const r = await ingest(this.rules, {
+      ok: true,
+      id: this.m.api.newId(),
+      ts: now,
+      from: this.me,
+      chat,
+      sentAt: now,
+      plain: { v: 1, ...plain } as never,
+    });
+    const line = r.added!;
+    this.emit({ added: line, changed: [] });
+    await this.outbox.add(chat, plain, { id: line.id });
+    return line;
+  }
+
+  /** The log line of a timer change (also for callers that build their own records). */
+  timerText(nick: string, seconds: number): string {
+    return timerText(nick, seconds);
+  }
+
+  /**
+   * The person has `among` on screen (records of `chat`): the clock of each message with a timer
+   * starts now, if it had not. markRead does this too.
+   */
+  async markSeen(chat: ChatId, among: ChatMessage[]): Promise<void> {
+    const now = this.m.api.now();
+    const seen: ChatMessage[] = [];
+    for (const x of among) {
+      if (x.chat !== chat || !x.expire || x.seenAt !== undefined || x.expired) continue;
+      const cur = await this.store.get(x.id);
+      if (!cur || cur.seenAt !== undefined || !cur.expire) continue;
+      x.seenAt = now;
+      const next = { ...cur, seenAt: now };
+      await this.store.put(next);
+      seen.push(next);
+    }
+    if (seen.length === 0) return;
+    await trackExpiry(this.store, seen);
+    this.emit({ changed: seen });
+  }
+
+  /** The message whose timer runs out next, and when (ms on the service's clock); null when none runs. */
+  nextExpiry(): Promise<{ id: string; at: number } | null> {
+    return nextExpiry(this.store);
+  }
+
+  /**
+   * Cuts every message whose timer has run out (text, attachment, reactions, pin, actions waiting
+   * for it); the views are told (`changed` holds the tombstones, `expired` set). The result names the
+   * attachments whose kept files the app deletes, and the records its search index and
+   * notifications drop.
+   */
+  async expireDue(): Promise<Expired> {
+    const r = await expireDue(this.store, this.m.api.now());
+    for (const id of r.attachments) await this.attachments.forget(id);
+    if (r.records.length > 0) this.emit({ changed: r.records });
+    return r;
   }
 
   /** The connection is back, or a key change was accepted: what waits goes now. */

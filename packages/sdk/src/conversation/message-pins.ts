@@ -6,7 +6,7 @@
  * The state of one message is its last pin or unpin, by (sentAt, mid): every device ends at the same
  * state whatever order the changes came in, and a pin and an unpin that cross resolve the same
  * way everywhere. A pin of a message not here yet waits for it like an edit (waiting.ts); a
- * deleted message is never listed, whenever its pin came. The pinned list shows each
+ * deleted or expired message is never listed, whenever its pin came. The pinned list shows each
  * message as it stands (an edit changes the text shown), the most recently pinned first.
  *
  * Stored: the state on the message's record (`pin`, carried by history export and transfer), and
@@ -21,14 +21,14 @@ import type { ConversationStore } from './store.js';
 
 export const pinKey = (chat: ChatId): string => `pins:${chat}`;
 
-/** Whether `m` can be pinned: a message a person sent (text or attachment), settled, not deleted. */
+/** Whether `m` can be pinned: a message a person sent (text or attachment), settled, not deleted or expired. */
 export function isPinnable(m: ChatMessage): boolean {
-  return m.kind === 'text' && !m.deleted && (m.state === undefined || m.state === 'sent');
+  return m.kind === 'text' && !m.deleted && !m.expired && (m.state === undefined || m.state === 'sent');
 }
 
 /** Applies a pin or unpin of `from` to `m` in place; returns why it was refused, or undefined. */
 export function applyPin(m: ChatMessage, from: string, p: Pick<PinPlain, 'op' | 'sentAt' | 'mid'>): string | undefined {
-  if (m.kind !== 'text' || m.deleted) return 'not a pinnable message';
+  if (m.kind !== 'text' || m.deleted || m.expired) return 'not a pinnable message';
   const change = { op: p.op, by: from, sentAt: p.sentAt, mid: p.mid ?? '' };
   if (m.pin && !isLater(change, m.pin)) return 'older pin';
   m.pin = change;
