@@ -162,6 +162,23 @@ export {
   type TimerSeconds,
   type TimerSetting,
 } from './conversation/disappearing.js';
+export { insertMention, mentionCandidates, mentionQuery, mentionsMe, parseMentions } from './conversation/mentions.js';
+export {
+  ChatMutes,
+  MUTE_CHOICES,
+  isMuted,
+  isUnread,
+  moveReadMarker,
+  muteKey,
+  readKey,
+  readMarker,
+  shouldNotify,
+  unreadOf,
+  type ChatNotifyState,
+  type MuteSetting,
+  type ReadMarker,
+  type Unread,
+} from './conversation/chat-state.js';
 export { RoomMembers, K_ROOM_MEMBERS, WARN_AFTER_MS, type RoomMembersDeps } from './conversation/room-members.js';
 export { waitMessage, type MembershipStatus } from './conversation/membership-status.js';
 export {

@@ -111,6 +111,26 @@ test('a merged record whose timer ran out is not taken; one whose clock runs kee
   assert.equal(isSettled({ ...gone }), false, 'an export or transfer leaves it out');
 });
 
+test('a read receipt of the account’s own, from another of its devices, marks the message read and starts its clock here at that time', async () => {
+  const d = device(['alice', 'bob']);
+  const t = id();
+  await d.arrive('bob', 'dm:bob', { type: 'text', body: 'ticking', expire: 300, sentAt: 100, mid: MID('t') }, t);
+  assert.equal((await d.store.get(t))?.seenAt, undefined);
+  await d.arrive('alice', 'dm:bob', { type: 'receipt', ids: [t], status: 'read', sentAt: 500 });
+  const m = await d.store.get(t);
+  assert.deepEqual([m?.reported, m?.seenAt], ['read', 500]);
+  assert.equal(
+    (await d.arrive('alice', 'dm:bob', { type: 'receipt', ids: [t], status: 'read', sentAt: 900 })).ignored,
+    'already reported',
+    'a later one changes nothing',
+  );
+  assert.equal(
+    (await d.arrive('alice', 'dm:bob', { type: 'receipt', ids: [t], status: 'read', sentAt: 400 })).changed[0]?.seenAt,
+    400,
+    'an earlier one moves the start back',
+  );
+});
+
 test('history records (transfer and file) carry the timer, the time first seen, the pin and the timer’s log line; malformed ones are left out', () => {
   const base = { chat: 'room:AAAAAAAAAAAAAAAAAAAAAA' as ChatId, from: 'bob', ts: 5, sentAt: 4 };
   const recs: ChatMessage[] = [
@@ -202,7 +222,7 @@ test('a message under the 30-second timer expires from when each reader saw it: 
     const sent = await A.conv.sendText(dmA, 'the door code is 4711');
     assert.deepEqual([sent.expire, sent.seenAt], [30, sent.sentAt], 'the sender’s clock runs from sending');
     const unseen = await A.conv.sendText(dmA, 'read me later');
-    await until(async () => (await B.store.chat(dmB)).filter((m) => m.kind === 'text').length === 2, 'bob has both');
+    await until(async () => (await B.conv.unread(dmB)).count === 2, 'bob has both');
     const got = (await B.store.get(sent.id))!;
     assert.deepEqual([got.expire, got.seenAt], [30, undefined], 'a reader’s clock has not started');
     assert.equal(await B.conv.nextExpiry(), null);
@@ -247,6 +267,7 @@ test('a message under the 30-second timer expires from when each reader saw it: 
     assert.ok(!JSON.stringify(await B.store.all()).includes('4711'), 'cut at the start');
     assert.equal((await B.store.get(sent.id))?.expired, true);
     assert.equal((await B.store.get(unseen.id))?.body, 'read me later', 'its clock never started on bob’s side');
+    assert.equal((await B.conv.unread(dmB)).count, 1, 'the expired one no longer counts as unread');
 
     // bob turns it off: alice sees the line, and new messages carry no timer.
     await B.conv.setTimer(dmB, 0);

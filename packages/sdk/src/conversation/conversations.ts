@@ -2,7 +2,8 @@
  * Conversations: the runtime-neutral layer a messenger app is built on. It takes envelopes in
  * (decrypt, then the rules of rules.ts, into a ConversationStore), sends what the person does
  * (texts and replies, reactions, edits, deletions) through the outbox, and reports delivery and
- * reading back with batched receipts; and pinned messages, the disappearing messages timer and expiry. The web app plugs in IndexedDB; a Node program the
+ * reading back with batched receipts; and the everyday state around them: pins, the disappearing
+ * messages timer and expiry, mutes, mentions and unread counts. The web app plugs in IndexedDB; a Node program the
  * MemoryStore. Views listen with on() and re-render only the records that changed.
  */
 import type { Envelope } from '@svc/protocol';
@@ -16,13 +17,15 @@ import { deliveryStatus, type ChatMessage, type DeliveryStatus, type MembershipE
 import { Outbox } from './outbox.js';
 import { Pacer } from './pacer.js';
 import { quotedRecord } from './quote.js';
+import { ChatMutes, isMuted, moveReadMarker, shouldNotify, unreadOf, type MuteSetting, type Unread } from './chat-state.js';
 import { chatTimer, expireDue, isTimerSeconds, nextExpiry, timerText, trackExpiry, type Expired, type TimerSetting } from './disappearing.js';
+import { mentionsMe } from './mentions.js';
 import { isPinnable, pinnedMessages } from './message-pins.js';
 import { isAttachmentPlain, isHistoryPlain, isRecordsPlain, type HistoryPlain, type PlainInput } from './plaintext.js';
 import { RecordTransfer } from './record-transfer.js';
 import { RoomMembers } from './room-members.js';
 import { applyOwn, ingest, type Ingested, type RuleContext } from './rules.js';
-import type { ConversationStore } from './store.js';
+import { byTime, type ConversationStore } from './store.js';
 import { messengerLink } from './transfer-link.js';
 import type { TransferLink } from './transfer-types.js';
 import { purgeExpired } from './waiting.js';
@@ -80,6 +83,8 @@ export class Conversations {
   readonly attachments: AttachmentSender;
   /** Membership records from and to the account's other devices. */
   readonly records: RecordTransfer;
+  /** The person's mute of each chat, synced to the account's other devices (chat-state.ts). */
+  readonly mutes: ChatMutes;
   private readonly m: Messenger;
   private readonly listeners = new Set<(c: Change) => void>();
   private readonly rules: RuleContext;
@@ -134,7 +139,9 @@ export class Conversations {
       ...(o.onError ? { onError: o.onError } : {}),
     });
     let link: TransferLink | null = null;
-    this.records = new RecordTransfer(() => (link ??= messengerLink(this.m, this)), this.membership, o.onError, o.askRecordsAfterMs);
+    const ownLink = (): TransferLink => (link ??= messengerLink(this.m, this));
+    this.records = new RecordTransfer(ownLink, this.membership, o.onError, o.askRecordsAfterMs);
+    this.mutes = new ChatMutes(this.store, ownLink, newMid);
     // What waited for a room's record to vouch for it goes as soon as it does.
     this.membership.on((roomId) => {
       if (this.membership.status(roomId).wait === null) this.outbox.release(`room:${roomId}`);
@@ -224,6 +231,10 @@ export class Conversations {
       await this.records.handle({ from: d.from, chat: d.chat, plain: d.plain });
       return { changed: [], ignored: 'membership records' };
     }
+    if (d.ok && d.plain.type === 'mute') {
+      const taken = await this.mutes.handle({ from: d.from, chat: d.chat, plain: d.plain });
+      return { changed: [], ignored: taken ? 'mute' : 'mute refused' };
+    }
     if (d.ok && d.plain.type === 'members') {
       const taken = await this.membership.take({ ...d, plain: d.plain });
       return { changed: [], ignored: taken ? 'membership announcement' : 'membership announcement refused' };
@@ -231,7 +242,11 @@ export class Conversations {
     const r = await ingest(this.rules, d);
     const a = r.added;
     await trackExpiry(this.store, a ? [a, ...r.changed] : r.changed);
-    if (a && a.from !== this.me && a.kind === 'text' && this.receipts) {
+    // Read on another of this account's devices: the chat's read marker moves here too.
+    if (d.ok && d.from === this.me && d.plain.type === 'receipt' && d.plain.status === 'read')
+      for (const m of r.changed) if (m.from !== this.me) await moveReadMarker(this.store, m.chat, m);
+    // (Unless another of this account's devices read it already: its receipt waited for it.)
+    if (a && a.from !== this.me && a.kind === 'text' && this.receipts && a.reported === undefined) {
       a.reported = 'delivered';
       await this.store.put(a);
       this.outbox.receipt(a.chat, [a.id], 'delivered');
@@ -351,6 +366,8 @@ export class Conversations {
   async markRead(chat: ChatId, among?: ChatMessage[]): Promise<void> {
     const candidates = among ?? (await this.store.chat(chat, { limit: 500 }));
     await this.markSeen(chat, candidates);
+    const newest = candidates.filter((x) => x.chat === chat).reduce<ChatMessage | null>((a, x) => (!a || byTime(x, a) > 0 ? x : a), null);
+    if (newest) await moveReadMarker(this.store, chat, newest);
     if (!this.receipts) return;
     const unread = candidates.filter((x) => x.chat === chat && x.from !== this.me && x.kind === 'text' && !x.deleted && x.reported !== 'read');
     if (unread.length === 0) return;
@@ -485,6 +502,38 @@ export class Conversations {
     for (const id of r.attachments) await this.attachments.forget(id);
     if (r.records.length > 0) this.emit({ changed: r.records });
     return r;
+  }
+
+  // ---- mute, unread, mentions ----
+
+  /** The chat's mute, if any (whether it holds now: `muted`). */
+  mute(chat: ChatId): Promise<MuteSetting | null> {
+    return this.mutes.get(chat);
+  }
+
+  /** Whether the chat is muted now ("Muted" in the chat list, "Unmute" in its header). */
+  async muted(chat: ChatId): Promise<boolean> {
+    return isMuted(await this.mutes.get(chat), this.m.api.now());
+  }
+
+  /** Mutes `chat` until `until` (ms) or "always", or unmutes it (0); the account's other devices follow. */
+  setMute(chat: ChatId, until: number | 'always'): Promise<MuteSetting> {
+    return this.mutes.set(chat, until);
+  }
+
+  /** Whether `m` raises a notification here: not when its chat is muted, unless it mentions this account. */
+  async shouldNotify(m: ChatMessage): Promise<boolean> {
+    return shouldNotify(m, { mute: await this.mutes.get(m.chat) }, this.me, this.m.api.now());
+  }
+
+  /** Whether `m` mentions this account (highlighted; notifies in a muted chat). */
+  mentionsMe(m: ChatMessage): boolean {
+    return mentionsMe(m, this.me);
+  }
+
+  /** The chat's unread messages: count, the first one's id (the "New messages" separator), and whether one mentions this account. */
+  unread(chat: ChatId): Promise<Unread> {
+    return unreadOf(this.store, chat, this.me);
   }
 
   /** The connection is back, or a key change was accepted: what waits goes now. */

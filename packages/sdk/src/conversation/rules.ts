@@ -13,7 +13,8 @@
  * - a pin or unpin (message-pins.ts) or a timer change (disappearing.ts) from someone who is not in
  *   the chat is ignored; the latest by (sentAt, mid) holds, whatever order they came in;
  * - a message's own `expire` is the timer it counts down (from its sender's sending, or from when
- *   this account first saw it);
+ *   this account first saw it); a read receipt of this account's own, from another of its devices,
+ *   marks the message read and seen here too;
  * - a type from a newer client is kept as a placeholder, and an envelope that does not open (or
  *   whose plaintext is malformed) as a decryption error, never as text.
  */
@@ -99,6 +100,7 @@ export async function ingest(c: RuleContext, d: DecryptedMessage): Promise<Inges
     return { added: m, changed };
   }
   if (p.type === 'members') return { changed: [], ignored: 'members' };
+  if (p.type === 'mute') return { changed: [], ignored: 'mute' };
   if (p.type === 'timer') {
     if (!c.isMember(d.chat, d.from)) return { changed: [], ignored: 'not a member' };
     const m: ChatMessage = {
@@ -214,6 +216,14 @@ function apply(c: RuleContext, m: ChatMessage, from: string, chat: string, p: Pl
     case 'pin':
       return applyPin(m, from, p);
     case 'receipt': {
+      if (from === c.me && m.from !== c.me && p.status === 'read') {
+        // Read on another of this account's devices: read here too, and seen then (its timer runs).
+        const seen = m.expire !== undefined && (m.seenAt === undefined || m.seenAt > p.sentAt);
+        if (m.reported === 'read' && !seen) return 'already reported';
+        m.reported = 'read';
+        if (seen) m.seenAt = p.sentAt;
+        return undefined;
+      }
       if (m.from !== c.me || from === c.me) return 'receipt for a message not mine';
       const field = p.status === 'read' ? 'read' : 'delivered';
       const set = new Set(m[field] ?? []);
