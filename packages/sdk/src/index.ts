@@ -179,6 +179,7 @@ export {
   type ReadMarker,
   type Unread,
 } from './conversation/chat-state.js';
+export { Drafts, draftKey, MAX_DRAFT_CHARS } from './conversation/drafts.js';
 export { RoomMembers, K_ROOM_MEMBERS, WARN_AFTER_MS, type RoomMembersDeps } from './conversation/room-members.js';
 export { waitMessage, type MembershipStatus } from './conversation/membership-status.js';
 export {

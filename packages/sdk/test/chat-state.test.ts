@@ -1,14 +1,16 @@
 /**
- * What a person keeps per chat (conversation/chat-state.ts, mentions.ts): a mute that
+ * What a person keeps per chat (conversation/chat-state.ts, mentions.ts, drafts.ts): a mute that
  * follows them to their other devices through their private room and holds for everything but a
  * mention; `@nick` mentions; the unread count, the first unread message and "Mentioned", which a
- * read on another of their devices clears.
+ * read on another of their devices clears; drafts kept per chat and cleared on send.
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import {
+  Drafts,
   insertMention,
   isTransferRoom,
+  MemoryStore,
   mentionCandidates,
   mentionQuery,
   mentionsMe,
@@ -145,5 +147,26 @@ test('unread: the count, the first unread message and "Mentioned" until read; a 
     assert.equal((await A2.conv.unread(room)).first, next.id);
   } finally {
     await Promise.all([A1.close(), A2.close(), B.close(), C.close()]);
+  }
+});
+
+test('a draft stays per chat across a restart of the app and goes when the text is sent', async () => {
+  const [alice, bob] = await Promise.all([register(server), register(server)]);
+  const store = new MemoryStore();
+  let A = await run(alice, store);
+  try {
+    const dm: ChatId = `dm:${bob.m.nick}`;
+    await A.conv.drafts.set(dm, 'half a thought\nsecond line');
+    await A.conv.drafts.set('room:AAAAAAAAAAAAAAAAAAAAAA', '   ');
+    await A.close();
+    A = await run(alice, MemoryStore.from(store.snapshot()));
+    assert.equal(await A.conv.drafts.get(dm), 'half a thought\nsecond line');
+    assert.equal(await A.conv.drafts.preview(dm), 'Draft: half a thought');
+    assert.equal(await A.conv.drafts.get('room:AAAAAAAAAAAAAAAAAAAAAA'), '', 'white space is no draft');
+    await A.conv.sendText(dm, 'half a thought, finished');
+    assert.equal(await A.conv.drafts.get(dm), '');
+    assert.equal(await new Drafts(A.store).preview(dm), null);
+  } finally {
+    await A.close();
   }
 });

@@ -3,8 +3,9 @@
  * (decrypt, then the rules of rules.ts, into a ConversationStore), sends what the person does
  * (texts and replies, reactions, edits, deletions) through the outbox, and reports delivery and
  * reading back with batched receipts; and the everyday state around them: pins, the disappearing
- * messages timer and expiry, mutes, mentions and unread counts. The web app plugs in IndexedDB; a Node program the
- * MemoryStore. Views listen with on() and re-render only the records that changed.
+ * messages timer and expiry, mutes, mentions, unread counts and drafts. The web app plugs in
+ * IndexedDB; a Node program the MemoryStore. Views listen with on() and re-render only the records
+ * that changed.
  */
 import type { Envelope } from '@svc/protocol';
 import type { AttachmentFiles } from '../attachments/files.js';
@@ -19,6 +20,7 @@ import { Pacer } from './pacer.js';
 import { quotedRecord } from './quote.js';
 import { ChatMutes, isMuted, moveReadMarker, shouldNotify, unreadOf, type MuteSetting, type Unread } from './chat-state.js';
 import { chatTimer, expireDue, isTimerSeconds, nextExpiry, timerText, trackExpiry, type Expired, type TimerSetting } from './disappearing.js';
+import { Drafts } from './drafts.js';
 import { mentionsMe } from './mentions.js';
 import { isPinnable, pinnedMessages } from './message-pins.js';
 import { isAttachmentPlain, isHistoryPlain, isRecordsPlain, type HistoryPlain, type PlainInput } from './plaintext.js';
@@ -83,6 +85,8 @@ export class Conversations {
   readonly attachments: AttachmentSender;
   /** Membership records from and to the account's other devices. */
   readonly records: RecordTransfer;
+  /** The text typed in each chat's composer and not sent (drafts.ts). */
+  readonly drafts: Drafts;
   /** The person's mute of each chat, synced to the account's other devices (chat-state.ts). */
   readonly mutes: ChatMutes;
   private readonly m: Messenger;
@@ -141,6 +145,7 @@ export class Conversations {
     let link: TransferLink | null = null;
     const ownLink = (): TransferLink => (link ??= messengerLink(this.m, this));
     this.records = new RecordTransfer(ownLink, this.membership, o.onError, o.askRecordsAfterMs);
+    this.drafts = new Drafts(this.store);
     this.mutes = new ChatMutes(this.store, ownLink, newMid);
     // What waited for a room's record to vouch for it goes as soon as it does.
     this.membership.on((roomId) => {
@@ -283,6 +288,7 @@ export class Conversations {
     };
     // Stored before it is queued, so the outbox always finds the record it reports on.
     await this.store.put(msg);
+    await this.drafts.clear(chat);
     await trackExpiry(this.store, [msg]);
     this.emit({ added: msg, changed: [] });
     await this.outbox.add(chat, plain, { id: msg.id });
