@@ -100,6 +100,9 @@ export {
   type DeletePlain,
   type ReceiptPlain,
   type MembersPlain,
+  type PinPlain,
+  type TimerPlain,
+  type MutePlain,
   type UnknownPlain,
   isHistoryPlain,
   MAX_TRANSFER_CHUNKS,
@@ -125,6 +128,7 @@ export {
   type DeliveryStatus,
   type MessageKind,
   type MembershipEvent,
+  type PinState,
   type OutboxItem,
   type PendingAction,
   type Priority,
@@ -137,6 +141,45 @@ export { quotedRecord } from './conversation/quote.js';
 export { Outbox, RECEIPT_DELAY_MS, type OutboxDeps } from './conversation/outbox.js';
 export { Pacer, DEFAULT_MESSAGE_LIMIT, WINDOW_MS, type PacerSnapshot } from './conversation/pacer.js';
 export { SearchIndex, fold, type SearchHit } from './conversation/search.js';
+export { applyPin, isPinnable, pinnedMessages, pinKey } from './conversation/message-pins.js';
+export {
+  TIMER_CHOICES,
+  TIMER_SECONDS,
+  K_EXPIRY_INDEX,
+  applyTimer,
+  chatTimer,
+  deadline,
+  expireDue,
+  isExpired,
+  isTimerSeconds,
+  nextExpiry,
+  timerKey,
+  timerLabel,
+  timerText,
+  tombstone,
+  trackExpiry,
+  type Expired,
+  type TimerSeconds,
+  type TimerSetting,
+} from './conversation/disappearing.js';
+export { insertMention, mentionCandidates, mentionQuery, mentionsMe, parseMentions } from './conversation/mentions.js';
+export {
+  ChatMutes,
+  MUTE_CHOICES,
+  isMuted,
+  isUnread,
+  moveReadMarker,
+  muteKey,
+  readKey,
+  readMarker,
+  shouldNotify,
+  unreadOf,
+  type ChatNotifyState,
+  type MuteSetting,
+  type ReadMarker,
+  type Unread,
+} from './conversation/chat-state.js';
+export { Drafts, draftKey, MAX_DRAFT_CHARS } from './conversation/drafts.js';
 export { RoomMembers, K_ROOM_MEMBERS, WARN_AFTER_MS, type RoomMembersDeps } from './conversation/room-members.js';
 export { waitMessage, type MembershipStatus } from './conversation/membership-status.js';
 export {

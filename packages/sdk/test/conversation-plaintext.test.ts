@@ -25,6 +25,14 @@ const SAMPLES: PlainInput[] = [
   { type: 'delete', target: ID, sentAt: 6, mid: MID },
   { type: 'receipt', ids: [ID], status: 'read', sentAt: 7, mid: MID },
   { type: 'receipt', ids: [ID, '01JD0000000000000000000001'], status: 'delivered', sentAt: 8 },
+  { type: 'text', body: 'gone soon', expire: 30, sentAt: 9, mid: MID },
+  { type: 'pin', target: ID, op: 'pin', sentAt: 10, mid: MID },
+  { type: 'pin', target: ID, op: 'unpin', sentAt: 11, mid: MID },
+  { type: 'timer', seconds: 86400, sentAt: 12, mid: MID },
+  { type: 'timer', seconds: 0, sentAt: 13, mid: MID },
+  { type: 'mute', chat: 'dm:bob', until: 1_700_000_000_000, sentAt: 14, mid: MID },
+  { type: 'mute', chat: `room:${'A'.repeat(22)}`, until: 'always', sentAt: 15, mid: MID },
+  { type: 'mute', chat: 'dm:bob', until: 0, sentAt: 16, mid: MID },
 ];
 
 test('every plaintext type round-trips and pads to a multiple of 256 bytes like a text', () => {
@@ -39,6 +47,32 @@ test('every plaintext type round-trips and pads to a multiple of 256 bytes like 
 test('the field order is fixed: v, type, the type’s fields, sentAt, mid', () => {
   const json = new TextDecoder().decode(encodePlaintext({ mid: MID, sentAt: 9, replyTo: ID, body: 'x', type: 'text' })).replace(/\0+$/, '');
   assert.equal(json, `{"v":1,"type":"text","body":"x","replyTo":"${ID}","sentAt":9,"mid":"${MID}"}`);
+});
+
+test('a message sent under a disappearing timer carries `expire` after its own fields, before sentAt', () => {
+  const json = new TextDecoder().decode(encodePlaintext({ type: 'text', body: 'x', expire: 300, sentAt: 9, mid: MID })).replace(/\0+$/, '');
+  assert.equal(json, `{"v":1,"type":"text","body":"x","expire":300,"sentAt":9,"mid":"${MID}"}`);
+});
+
+test('pin, timer and mute are checked field by field; `expire` only on a message, with a timer choice other than off', () => {
+  const bad = [
+    { v: 1, type: 'pin', target: 'nope', op: 'pin', sentAt: 1 },
+    { v: 1, type: 'pin', target: ID, op: 'toggle', sentAt: 1 },
+    { v: 1, type: 'timer', seconds: 31, sentAt: 1 },
+    { v: 1, type: 'timer', seconds: '30', sentAt: 1 },
+    { v: 1, type: 'timer', sentAt: 1 },
+    { v: 1, type: 'mute', chat: 'bob', until: 0, sentAt: 1 },
+    { v: 1, type: 'mute', chat: 'dm:Bob', until: 0, sentAt: 1 },
+    { v: 1, type: 'mute', chat: 'dm:bob', until: -1, sentAt: 1 },
+    { v: 1, type: 'mute', chat: 'dm:bob', until: 'forever', sentAt: 1 },
+    { v: 1, type: 'text', body: 'x', expire: 0, sentAt: 1 },
+    { v: 1, type: 'text', body: 'x', expire: 45, sentAt: 1 },
+    { v: 1, type: 'edit', target: ID, body: 'x', expire: 30, sentAt: 1 },
+    { v: 1, type: 'pin', target: ID, op: 'pin', expire: 30, sentAt: 1 },
+  ];
+  for (const o of bad) assert.throws(() => decodePlaintext(raw(o)), TypeError, JSON.stringify(o));
+  assert.throws(() => encodePlaintext({ type: 'timer', seconds: 60, sentAt: 1 }), { code: 'invalid' });
+  assert.throws(() => encodePlaintext({ type: 'text', body: 'x', expire: 1, sentAt: 1 }), { code: 'invalid' });
 });
 
 test('an unknown type or a newer version decodes to the unknown placeholder, never an error', () => {

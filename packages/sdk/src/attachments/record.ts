@@ -10,7 +10,7 @@ import type { AttachmentPlain } from '../conversation/plaintext.js';
 
 /** The record's view of an attachment plaintext: every field but the caption and the message's own. */
 export function attachmentRef(p: AttachmentPlain): AttachmentRef {
-  const { sentAt: _s, mid: _m, caption: _c, ...ref } = p;
+  const { sentAt: _s, mid: _m, caption: _c, expire: _e, ...ref } = p;
   delete (ref as { v?: number }).v;
   return ref;
 }
@@ -26,5 +26,6 @@ export function attachmentRecord(d: { id: string; chat: ChatId; ts: number; from
     kind: 'text',
     attachment: attachmentRef(p),
     ...(p.caption ? { body: p.caption } : {}),
+    ...(p.expire ? { expire: p.expire } : {}),
   };
 }

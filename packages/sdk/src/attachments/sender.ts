@@ -77,7 +77,7 @@ export class AttachmentSender {
   }
 
   /** Queues a file, photo or voice message; it shows at once as "Sending". SdkError `file_too_large` before anything is sent. */
-  async send(chat: ChatId, input: SendFileInput, o: { id: string; now: number }): Promise<ChatMessage> {
+  async send(chat: ChatId, input: SendFileInput, o: { id: string; now: number; expire?: number }): Promise<ChatMessage> {
     const files = this.d.files;
     if (!files) throw new SdkError('not_ready', { message: 'Sending files needs a place to keep them (ConversationsOptions.files).' });
     const size = sourceSize(input.file);
@@ -92,7 +92,7 @@ export class AttachmentSender {
     const s = await this.uploader.create(size);
     const common = { id: s.id, key: s.key, sha256: NO_HASH, size: s.size, plainSize: size, name, mime: safeMime(input.mime) };
     const caption = input.caption?.trim() ? { caption: input.caption } : {};
-    const meta = { sentAt: o.now, mid: this.d.newMid() };
+    const meta = { ...(o.expire ? { expire: o.expire } : {}), sentAt: o.now, mid: this.d.newMid() };
     const plain: AttachmentPlain = input.photo
       ? { v: 1, type: 'photo', ...common, ...caption, ...input.photo, ...meta }
       : input.voice
@@ -102,6 +102,7 @@ export class AttachmentSender {
     encodePlaintext({ ...plain, sha256: b64(new Uint8Array(32)) });
     await files.put(s.id, input.file);
     const rec: ChatMessage = { ...attachmentRecord({ id: o.id, chat, ts: o.now, from: this.d.me() }, plain), mid: meta.mid, state: 'queued' };
+    if (o.expire) rec.seenAt = o.now;
     await this.d.store.put(rec);
     this.d.emit({ added: rec, changed: [] });
     const { v: _v, ...input2 } = plain;
@@ -139,6 +140,12 @@ export class AttachmentSender {
     if (this.current?.attachmentId === attachmentId) this.current.ctrl.abort();
     await this.d.files?.remove(attachmentId);
     await this.remove(attachmentId);
+  }
+
+  /** Its message expired: the file this device kept for it (an upload not yet done) goes. */
+  async forget(attachmentId: string): Promise<void> {
+    if (this.current?.attachmentId === attachmentId) this.current.ctrl.abort();
+    await this.d.files?.remove(attachmentId);
   }
 
   /** Deletes an attachment this account uploaded (its message was deleted for everyone); kept and retried when offline. */

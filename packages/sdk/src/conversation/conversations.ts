@@ -2,8 +2,10 @@
  * Conversations: the runtime-neutral layer a messenger app is built on. It takes envelopes in
  * (decrypt, then the rules of rules.ts, into a ConversationStore), sends what the person does
  * (texts and replies, reactions, edits, deletions) through the outbox, and reports delivery and
- * reading back with batched receipts. The web app plugs in IndexedDB; a Node program the
- * MemoryStore. Views listen with on() and re-render only the records that changed.
+ * reading back with batched receipts; and the everyday state around them: pins, the disappearing
+ * messages timer and expiry, mutes, mentions, unread counts and drafts. The web app plugs in
+ * IndexedDB; a Node program the MemoryStore. Views listen with on() and re-render only the records
+ * that changed.
  */
 import type { Envelope } from '@svc/protocol';
 import type { AttachmentFiles } from '../attachments/files.js';
@@ -16,11 +18,16 @@ import { deliveryStatus, type ChatMessage, type DeliveryStatus, type MembershipE
 import { Outbox } from './outbox.js';
 import { Pacer } from './pacer.js';
 import { quotedRecord } from './quote.js';
+import { ChatMutes, isMuted, moveReadMarker, shouldNotify, unreadOf, type MuteSetting, type Unread } from './chat-state.js';
+import { chatTimer, expireDue, isTimerSeconds, nextExpiry, timerText, trackExpiry, type Expired, type TimerSetting } from './disappearing.js';
+import { Drafts } from './drafts.js';
+import { mentionsMe } from './mentions.js';
+import { isPinnable, pinnedMessages } from './message-pins.js';
 import { isAttachmentPlain, isHistoryPlain, isRecordsPlain, type PlainInput } from './plaintext.js';
 import { RecordTransfer } from './record-transfer.js';
 import { RoomMembers } from './room-members.js';
 import { applyOwn, ingest, type Ingested, type RuleContext } from './rules.js';
-import type { ConversationStore } from './store.js';
+import { byTime, type ConversationStore } from './store.js';
 import { messengerLink } from './transfer-link.js';
 import type { TransferLink } from './transfer-types.js';
 import type { Change, HistoryMessage } from './changes.js';
@@ -67,6 +74,10 @@ export class Conversations {
   readonly attachments: AttachmentSender;
   /** Membership records from and to the account's other devices. */
   readonly records: RecordTransfer;
+  /** The text typed in each chat's composer and not sent (drafts.ts). */
+  readonly drafts: Drafts;
+  /** The person's mute of each chat, synced to the account's other devices (chat-state.ts). */
+  readonly mutes: ChatMutes;
   private readonly m: Messenger;
   private readonly listeners = new Set<(c: Change) => void>();
   private readonly rules: RuleContext;
@@ -121,7 +132,10 @@ export class Conversations {
       ...(o.onError ? { onError: o.onError } : {}),
     });
     let link: TransferLink | null = null;
-    this.records = new RecordTransfer(() => (link ??= messengerLink(this.m, this)), this.membership, o.onError, o.askRecordsAfterMs);
+    const ownLink = (): TransferLink => (link ??= messengerLink(this.m, this));
+    this.records = new RecordTransfer(ownLink, this.membership, o.onError, o.askRecordsAfterMs);
+    this.drafts = new Drafts(this.store);
+    this.mutes = new ChatMutes(this.store, ownLink, newMid);
     // What waited for a room's record to vouch for it goes as soon as it does.
     this.membership.on((roomId) => {
       if (this.membership.status(roomId).wait === null) this.outbox.release(`room:${roomId}`);
@@ -132,8 +146,13 @@ export class Conversations {
     return this.rules.me;
   }
 
-  /** Drops waiting actions that expired, then starts sending what the outbox kept from before (after a reload). */
+  /**
+   * Cuts the messages whose disappearing timer ran out while the app was closed (call before
+   * showing anything), drops waiting actions that expired, then starts sending what the outbox
+   * kept from before (after a reload).
+   */
   async load(): Promise<void> {
+    await this.expireDue();
     await purgeExpired(this.rules);
     await this.outbox.load();
     return this.attachments.load();
@@ -214,13 +233,22 @@ export class Conversations {
       await this.records.handle({ from: d.from, chat: d.chat, plain: d.plain });
       return { changed: [], ignored: 'membership records' };
     }
+    if (d.ok && d.plain.type === 'mute') {
+      const taken = await this.mutes.handle({ from: d.from, chat: d.chat, plain: d.plain });
+      return { changed: [], ignored: taken ? 'mute' : 'mute refused' };
+    }
     if (d.ok && d.plain.type === 'members') {
       const taken = await this.membership.take({ ...d, plain: d.plain });
       return { changed: [], ignored: taken ? 'membership announcement' : 'membership announcement refused' };
     }
     const r = await ingest(this.rules, d);
     const a = r.added;
-    if (a && a.from !== this.me && a.kind === 'text' && this.receipts) {
+    await trackExpiry(this.store, a ? [a, ...r.changed] : r.changed);
+    // Read on another of this account's devices: the chat's read marker moves here too.
+    if (d.ok && d.from === this.me && d.plain.type === 'receipt' && d.plain.status === 'read')
+      for (const m of r.changed) if (m.from !== this.me) await moveReadMarker(this.store, m.chat, m);
+    // (Unless another of this account's devices read it already: its receipt waited for it.)
+    if (a && a.from !== this.me && a.kind === 'text' && this.receipts && a.reported === undefined) {
       a.reported = 'delivered';
       await this.store.put(a);
       this.outbox.receipt(a.chat, [a.id], 'delivered');
@@ -239,7 +267,9 @@ export class Conversations {
   async sendText(chat: ChatId, body: string, o: { replyTo?: string } = {}): Promise<ChatMessage> {
     if (body.trim() === '') throw new SdkError('invalid', { message: 'An empty message is not sent.' });
     const now = this.m.api.now();
-    const plain: PlainInput = { type: 'text', body, sentAt: now, mid: newMid(), ...(o.replyTo ? { replyTo: o.replyTo } : {}) };
+    const { seconds } = await chatTimer(this.store, chat);
+    const expire = seconds > 0 ? { expire: seconds } : {};
+    const plain: PlainInput = { type: 'text', body, ...(o.replyTo ? { replyTo: o.replyTo } : {}), ...expire, sentAt: now, mid: newMid() };
     const msg: ChatMessage = {
       id: this.m.api.newId(),
       chat,
@@ -251,9 +281,12 @@ export class Conversations {
       body,
       state: 'queued',
       ...(o.replyTo ? { replyTo: o.replyTo } : {}),
+      ...(seconds > 0 ? { expire: seconds, seenAt: now } : {}),
     };
     // Stored before it is queued, so the outbox always finds the record it reports on.
     await this.store.put(msg);
+    await this.drafts.clear(chat);
+    await trackExpiry(this.store, [msg]);
     this.emit({ added: msg, changed: [] });
     await this.outbox.add(chat, plain, { id: msg.id });
     return msg;
@@ -265,9 +298,12 @@ export class Conversations {
    * before anything is sent when over the service's limit: SdkError `file_too_large`, whose message
    * is "<name> is too large (limit 25 MB)".
    */
-  sendFile(chat: ChatId, input: SendFileInput): Promise<ChatMessage> {
+  async sendFile(chat: ChatId, input: SendFileInput): Promise<ChatMessage> {
     const now = this.m.api.now();
-    return this.attachments.send(chat, input, { id: this.m.api.newId(), now });
+    const { seconds } = await chatTimer(this.store, chat);
+    const m = await this.attachments.send(chat, input, { id: this.m.api.newId(), now, ...(seconds > 0 ? { expire: seconds } : {}) });
+    await trackExpiry(this.store, [m]);
+    return m;
   }
 
   /**
@@ -331,8 +367,11 @@ export class Conversations {
    * `among`: the records the caller has on screen, so the store is not read again for each message.
    */
   async markRead(chat: ChatId, among?: ChatMessage[]): Promise<void> {
-    if (!this.receipts) return;
     const candidates = among ?? (await this.store.chat(chat, { limit: 500 }));
+    await this.markSeen(chat, candidates);
+    const newest = candidates.filter((x) => x.chat === chat).reduce<ChatMessage | null>((a, x) => (!a || byTime(x, a) > 0 ? x : a), null);
+    if (newest) await moveReadMarker(this.store, chat, newest);
+    if (!this.receipts) return;
     const unread = candidates.filter((x) => x.chat === chat && x.from !== this.me && x.kind === 'text' && !x.deleted && x.reported !== 'read');
     if (unread.length === 0) return;
     for (const x of unread) {
@@ -364,6 +403,140 @@ export class Conversations {
     await this.store.put(next);
     this.emit({ changed: [next] });
     await this.outbox.add(m.chat, plain, { id: m.id });
+  }
+
+  // ---- pins (message-pins.ts) ----
+
+  /** Whether `m` can be pinned or unpinned (any member, any message a person sent that is settled and not deleted). */
+  canPin(m: ChatMessage): boolean {
+    return isPinnable(m);
+  }
+
+  /** Pins `m` in its chat for every member ("Pin"). */
+  pin(m: ChatMessage): Promise<void> {
+    return this.pinOp(m, 'pin');
+  }
+
+  /** Unpins `m` for every member ("Unpin"). */
+  unpin(m: ChatMessage): Promise<void> {
+    return this.pinOp(m, 'unpin');
+  }
+
+  private async pinOp(m: ChatMessage, op: 'pin' | 'unpin'): Promise<void> {
+    if (!isPinnable(m)) throw new SdkError('invalid', { message: 'Only a sent message that is not deleted can be pinned.' });
+    await this.act(m.chat, { type: 'pin', target: m.id, op, sentAt: this.m.api.now(), mid: newMid() });
+  }
+
+  /** The chat's pinned messages as they stand now, the most recently pinned first (the region "Pinned messages"). */
+  pinned(chat: ChatId): Promise<ChatMessage[]> {
+    return pinnedMessages(this.store, chat);
+  }
+
+  // ---- disappearing messages (disappearing.ts) ----
+
+  /** The chat's disappearing messages timer (`seconds` 0 = off). */
+  timer(chat: ChatId): Promise<TimerSetting> {
+    return chatTimer(this.store, chat);
+  }
+
+  /**
+   * Sets the chat's timer for every member (`seconds` one of TIMER_CHOICES, 0 turns it off): the
+   * log line shows at once, messages sent from now on carry it. SdkError `invalid` for another value.
+   */
+  async setTimer(chat: ChatId, seconds: number): Promise<ChatMessage | null> {
+    if (!isTimerSeconds(seconds)) throw new SdkError('invalid', { message: 'Not a disappearing messages choice.' });
+    if ((await chatTimer(this.store, chat)).seconds === seconds) return null;
+    const now = this.m.api.now();
+    const plain: PlainInput = { type: 'timer', seconds, sentAt: now, mid: newMid() };
+    const r = await ingest(this.rules, {
+      ok: true,
+      id: this.m.api.newId(),
+      ts: now,
+      from: this.me,
+      chat,
+      sentAt: now,
+      plain: { v: 1, ...plain } as never,
+    });
+    const line = r.added!;
+    this.emit({ added: line, changed: [] });
+    await this.outbox.add(chat, plain, { id: line.id });
+    return line;
+  }
+
+  /** The log line of a timer change (also for callers that build their own records). */
+  timerText(nick: string, seconds: number): string {
+    return timerText(nick, seconds);
+  }
+
+  /**
+   * The person has `among` on screen (records of `chat`): the clock of each message with a timer
+   * starts now, if it had not. markRead does this too.
+   */
+  async markSeen(chat: ChatId, among: ChatMessage[]): Promise<void> {
+    const now = this.m.api.now();
+    const seen: ChatMessage[] = [];
+    for (const x of among) {
+      if (x.chat !== chat || !x.expire || x.seenAt !== undefined || x.expired) continue;
+      const cur = await this.store.get(x.id);
+      if (!cur || cur.seenAt !== undefined || !cur.expire) continue;
+      x.seenAt = now;
+      const next = { ...cur, seenAt: now };
+      await this.store.put(next);
+      seen.push(next);
+    }
+    if (seen.length === 0) return;
+    await trackExpiry(this.store, seen);
+    this.emit({ changed: seen });
+  }
+
+  /** The message whose timer runs out next, and when (ms on the service's clock); null when none runs. */
+  nextExpiry(): Promise<{ id: string; at: number } | null> {
+    return nextExpiry(this.store);
+  }
+
+  /**
+   * Cuts every message whose timer has run out (text, attachment, reactions, pin, actions waiting
+   * for it); the views are told (`changed` holds the tombstones, `expired` set). The result names the
+   * attachments whose kept files the app deletes, and the records its search index and
+   * notifications drop.
+   */
+  async expireDue(): Promise<Expired> {
+    const r = await expireDue(this.store, this.m.api.now());
+    for (const id of r.attachments) await this.attachments.forget(id);
+    if (r.records.length > 0) this.emit({ changed: r.records });
+    return r;
+  }
+
+  // ---- mute, unread, mentions ----
+
+  /** The chat's mute, if any (whether it holds now: `muted`). */
+  mute(chat: ChatId): Promise<MuteSetting | null> {
+    return this.mutes.get(chat);
+  }
+
+  /** Whether the chat is muted now ("Muted" in the chat list, "Unmute" in its header). */
+  async muted(chat: ChatId): Promise<boolean> {
+    return isMuted(await this.mutes.get(chat), this.m.api.now());
+  }
+
+  /** Mutes `chat` until `until` (ms) or "always", or unmutes it (0); the account's other devices follow. */
+  setMute(chat: ChatId, until: number | 'always'): Promise<MuteSetting> {
+    return this.mutes.set(chat, until);
+  }
+
+  /** Whether `m` raises a notification here: not when its chat is muted, unless it mentions this account. */
+  async shouldNotify(m: ChatMessage): Promise<boolean> {
+    return shouldNotify(m, { mute: await this.mutes.get(m.chat) }, this.me, this.m.api.now());
+  }
+
+  /** Whether `m` mentions this account (highlighted; notifies in a muted chat). */
+  mentionsMe(m: ChatMessage): boolean {
+    return mentionsMe(m, this.me);
+  }
+
+  /** The chat's unread messages: count, the first one's id (the "New messages" separator), and whether one mentions this account. */
+  unread(chat: ChatId): Promise<Unread> {
+    return unreadOf(this.store, chat, this.me);
   }
 
   /** The connection is back, or a key change was accepted: what waits goes now. */

@@ -14,6 +14,8 @@ import { deflateSync, Inflate, inflateSync } from 'fflate';
 import { fromUtf8, utf8 } from '../bytes.js';
 import type { ChatMessage } from './model.js';
 import { isEmoji } from './plaintext.js';
+import { deadline } from './disappearing.js';
+import { isTimerSeconds } from './timer-values.js';
 import { ATTACHMENT_TYPES, checkAttachmentFields, checkPhotoFields, checkVoiceFields, type AttachmentRef } from './attachment-plain.js';
 
 const FIELDS = [
@@ -37,6 +39,9 @@ const FIELDS = [
   'note',
   'event',
   'attachment',
+  'expire',
+  'seenAt',
+  'pin',
 ] as const;
 type Field = (typeof FIELDS)[number];
 const FIELD_SET = new Set<string>(FIELDS);
@@ -45,7 +50,7 @@ const FIELD_SET = new Set<string>(FIELDS);
 const MAX_TEXT = 100_000;
 const MID_RE = /^[A-Za-z0-9_-]{22}$/;
 const KINDS = new Set(['text', 'undecryptable', 'unknown', 'event']);
-const EVENTS = new Set(['joined', 'left', 'removed', 'created', 'owner']);
+const EVENTS = new Set(['joined', 'left', 'removed', 'created', 'owner', 'timer']);
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -123,6 +128,24 @@ export function checkRecord(v: unknown): ChatMessage | null {
     const ev = o.event;
     if (!isObj(ev) || typeof ev.what !== 'string' || !EVENTS.has(ev.what) || !isNicks(ev.nicks)) return null;
     m.event = { what: ev.what as NonNullable<ChatMessage['event']>['what'], nicks: [...ev.nicks] };
+    if (ev.what === 'timer') {
+      if (!isTimerSeconds(ev.seconds) || ev.nicks.length !== 1) return null;
+      m.event.seconds = ev.seconds;
+    } else if (ev.seconds !== undefined) return null;
+  }
+  if (o.expire !== undefined) {
+    if (!isTimerSeconds(o.expire) || o.expire === 0) return null;
+    m.expire = o.expire;
+  }
+  if (o.seenAt !== undefined) {
+    if (!isMs(o.seenAt)) return null;
+    m.seenAt = o.seenAt;
+  }
+  if (o.pin !== undefined) {
+    const pin = o.pin;
+    if (!isObj(pin) || (pin.op !== 'pin' && pin.op !== 'unpin') || !isNick(pin.by) || !isMs(pin.sentAt)) return null;
+    if (typeof pin.mid !== 'string' || (pin.mid !== '' && !MID_RE.test(pin.mid))) return null;
+    m.pin = { op: pin.op, by: pin.by, sentAt: pin.sentAt, mid: pin.mid };
   }
   if (o.attachment !== undefined) {
     const a = isObj(o.attachment) ? checkAttachmentRef(o.attachment) : null;
@@ -153,8 +176,14 @@ function checkAttachmentRef(o: Obj): AttachmentRef | null {
   return ref;
 }
 
-/** Whether a record is history that may travel (not a message still on its way out). */
+/**
+ * Whether a record is history that may travel: not a message still on its way out, and not one
+ * whose disappearing timer has run out (whether or not it was cut yet).
+ */
 export function isSettled(m: ChatMessage): boolean {
+  if (m.expired) return false;
+  const at = deadline(m);
+  if (at !== undefined && at <= Date.now()) return false;
   return m.state === undefined || m.state === 'sent';
 }
 

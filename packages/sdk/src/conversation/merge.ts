@@ -8,9 +8,14 @@
  * - the text with the later edit wins; each person's reaction with the later change wins;
  *   delivery and read receipts add up; a record this device could not open is replaced by the
  *   other device's readable one;
+ * - a pin or unpin with the later (sentAt, mid) wins; a message was first seen at the earlier of
+ *   the two times; a record whose disappearing timer ran out is not taken at all;
  * - this device's own bookkeeping (send state, acceptance time) stays.
  * Merging the same records twice changes nothing the second time.
  */
+import { applyTimer, isExpired, trackExpiry } from './disappearing.js';
+import { notePinned } from './message-pins.js';
+import { isLater } from './meta-lock.js';
 import type { ChatMessage } from './model.js';
 import { applyWaiting } from './rules.js';
 import type { ConversationStore } from './store.js';
@@ -34,6 +39,8 @@ function union(a: string[] | undefined, b: string[] | undefined): string[] | und
 /** What `local` becomes with what `other` knows about the same message (neither is changed). */
 export function mergeRecord(local: ChatMessage, other: ChatMessage): ChatMessage {
   const m: ChatMessage = structuredClone(local);
+  // An expired message stays cut, whatever another device still holds of it.
+  if (m.expired) return m;
   if ((m.kind === 'undecryptable' || m.kind === 'unknown') && other.kind !== 'undecryptable' && other.kind !== 'unknown') {
     const { id: _id, ts: _ts, state: _state, delivered: _d, read: _r, reported: _rep, ...content } = structuredClone(other);
     delete m.note;
@@ -58,6 +65,9 @@ export function mergeRecord(local: ChatMessage, other: ChatMessage): ChatMessage
   if (delivered) m.delivered = delivered;
   if (read) m.read = read;
   if (RANK[`${other.reported}`] > RANK[`${m.reported}`]) m.reported = other.reported!;
+  if (!m.deleted && other.pin && (!m.pin || isLater(other.pin, m.pin))) m.pin = { ...other.pin };
+  if (m.expire === undefined && other.expire !== undefined) m.expire = other.expire;
+  if (other.seenAt !== undefined && (m.seenAt === undefined || other.seenAt < m.seenAt)) m.seenAt = other.seenAt;
   return m;
 }
 
@@ -90,10 +100,11 @@ function mergeReactions(m: ChatMessage, other: ChatMessage): void {
 }
 
 /** Merges `records` (already checked by history-codec.ts) into `store`; `me` is this account. */
-export async function mergeRecords(store: ConversationStore, me: string, records: readonly ChatMessage[]): Promise<MergeResult> {
+export async function mergeRecords(store: ConversationStore, me: string, records: readonly ChatMessage[], now = Date.now()): Promise<MergeResult> {
   const r: MergeResult = { added: [], changed: [], same: 0 };
   const rules = { store, me, isMember: () => true };
   for (const rec of records) {
+    if (isExpired(rec, now)) continue;
     const local = await store.get(rec.id);
     if (!local) {
       if (rec.mid !== undefined && (await store.idForMid(rec.from, rec.mid)) !== undefined) {
@@ -115,5 +126,19 @@ export async function mergeRecords(store: ConversationStore, me: string, records
     await store.put(m);
     r.changed.push(m);
   }
+  await afterMerge(store, [...r.added, ...r.changed]);
   return r;
+}
+
+/** What merged records change beyond themselves: a chat's timer, its pin list, the expiry index. */
+async function afterMerge(store: ConversationStore, records: readonly ChatMessage[]): Promise<void> {
+  const pins = new Map<string, string[]>();
+  for (const m of records) {
+    const ev = m.event;
+    if (ev?.what === 'timer' && ev.seconds !== undefined)
+      await applyTimer(store, m.chat, { seconds: ev.seconds, by: ev.nicks[0] ?? m.from, sentAt: m.sentAt, ...(m.mid ? { mid: m.mid } : {}) });
+    if (m.pin) pins.set(m.chat, [...(pins.get(m.chat) ?? []), m.id]);
+  }
+  for (const [chat, ids] of pins) await notePinned(store, chat as ChatMessage['chat'], ids);
+  await trackExpiry(store, records);
 }

@@ -14,10 +14,24 @@ export type MessageKind = 'text' | 'undecryptable' | 'unknown' | 'event';
 /** One's own message on its way: in the outbox (`queued`, `sending`, `failed`), then `sent`. */
 export type SendState = 'queued' | 'sending' | 'sent' | 'failed';
 
-/** Membership lines of a room's log ("carol joined", "dave left", "You were removed"). */
+/**
+ * Lines of a chat's log: membership ("carol joined", "dave left", "You were removed"), and a
+ * change of the disappearing messages timer (`timer`: `nicks` holds who changed it, `seconds` the
+ * new value, 0 = off; the record's `note` is the line's text).
+ */
 export interface MembershipEvent {
-  what: 'joined' | 'left' | 'removed' | 'created' | 'owner';
+  what: 'joined' | 'left' | 'removed' | 'created' | 'owner' | 'timer';
   nicks: string[];
+  seconds?: number;
+}
+
+/** The last pin or unpin of a message (message-pins.ts): the one with the greatest (sentAt, mid) holds on every device. */
+export interface PinState {
+  op: 'pin' | 'unpin';
+  /** Who pinned or unpinned it. */
+  by: string;
+  sentAt: number;
+  mid: string;
 }
 
 export interface ChatMessage {
@@ -56,6 +70,14 @@ export interface ChatMessage {
   event?: MembershipEvent;
   /** A file, photo or voice message this text carries (`body` is then its caption, if any); gone once deleted. */
   attachment?: AttachmentRef;
+  /** The disappearing messages timer it was sent under, in seconds (disappearing.ts). */
+  expire?: number;
+  /** When this account first saw it (for its sender: when it was sent); its expiry counts from then. */
+  seenAt?: number;
+  /** Its timer ran out: everything it said is gone from this device; the record stays so that no copy of it comes back. */
+  expired?: boolean;
+  /** Whether it is pinned in its chat, as the last pin or unpin left it. */
+  pin?: PinState;
 }
 
 /** An edit, deletion, reaction or receipt whose target has not arrived yet (bounded: waiting.ts). */
@@ -109,7 +131,7 @@ export function deliveryStatus(m: ChatMessage, others: string[]): DeliveryStatus
   return 'Sent';
 }
 
-/** Whether a record counts as a message in unread counts and the chat list (not a membership line). */
+/** Whether a record counts as a message in unread counts and the chat list (not a log line, not expired). */
 export function isShown(m: ChatMessage): boolean {
-  return m.kind !== 'event';
+  return m.kind !== 'event' && !m.expired;
 }

@@ -3,7 +3,8 @@
  * the padding. The service never sees which type a message carries: every type is padded the
  * same way and travels in an ordinary envelope (docs/CRYPTO.md, "Plaintext types").
  *
- * Wire form: UTF-8 JSON `{"v":1,"type":…,…,"sentAt":…}` followed by zero bytes up to the next
+ * Wire form: UTF-8 JSON `{"v":1,"type":…,…,"sentAt":…}` (a message sent under a disappearing timer
+ * carries `expire` just before `sentAt`) followed by zero bytes up to the next
  * multiple of 256 (at least 256). JSON text never holds a raw zero byte (U+0000 is escaped), so
  * the JSON ends at the first zero byte and every byte after it must be zero.
  *
@@ -17,6 +18,7 @@
  * version, decodes to `unknown`, which the app shows as a neutral placeholder.
  */
 import { b64urlDecodedLength, isB64url, isB64urlOfLength, isDeviceId, isId16, isNick, isUlid } from '@svc/protocol';
+import { isTimerSeconds } from './timer-values.js';
 import { fromUtf8, utf8 } from '../bytes.js';
 import { SdkError } from '../errors.js';
 import {
@@ -36,6 +38,11 @@ export const PAD_BLOCK = 256;
  */
 export const MAX_PADDED_BYTES = 95 * PAD_BLOCK;
 
+/** A message sent while the chat's disappearing messages timer was on carries it (seconds). */
+interface Expiring {
+  expire?: number;
+}
+
 interface Common {
   v: 1;
   /** Sender's (server-corrected) clock when the message was written, ms. */
@@ -45,7 +52,7 @@ interface Common {
 }
 
 /** A message a person wrote; `replyTo` is the envelope id of the message it quotes. */
-export interface TextPlain extends Common {
+export interface TextPlain extends Common, Expiring {
   type: 'text';
   body: string;
   replyTo?: string;
@@ -95,17 +102,17 @@ export interface MembersPlain extends Common {
 }
 
 /** A file: where its ciphertext is and how to open it, its name, type and caption (attachment-plain.ts). */
-export interface FilePlain extends Common, AttachmentFields {
+export interface FilePlain extends Common, Expiring, AttachmentFields {
   type: 'file';
 }
 
 /** A photo: a file with its size and a tiny thumbnail shown before it is downloaded. */
-export interface PhotoPlain extends Common, AttachmentFields, PhotoFields {
+export interface PhotoPlain extends Common, Expiring, AttachmentFields, PhotoFields {
   type: 'photo';
 }
 
 /** A voice message: a file with its duration and a waveform summary. */
-export interface VoicePlain extends Common, AttachmentFields, VoiceFields {
+export interface VoicePlain extends Common, Expiring, AttachmentFields, VoiceFields {
   type: 'voice';
 }
 
@@ -227,6 +234,32 @@ export interface RecordsPlain extends Common {
   data: string;
 }
 
+/*
+ * Everyday conversation state (docs/CRYPTO.md, "Plaintext types"): pins and the disappearing
+ * messages timer are shared by the chat's members; a chat's mute is the person's own setting and
+ * travels only in the account's private room, to its other devices.
+ */
+
+/** Pins (`op` pin) or unpins `target` (an envelope id of the chat) for every member. */
+export interface PinPlain extends Common {
+  type: 'pin';
+  target: string;
+  op: 'pin' | 'unpin';
+}
+
+/** Sets the chat's disappearing messages timer for every member: `seconds` one of TIMER_SECONDS, 0 = off. */
+export interface TimerPlain extends Common {
+  type: 'timer';
+  seconds: number;
+}
+
+/** The account's own mute of `chat` (in its private room only): `until` ms, 0 = not muted, or "always". */
+export interface MutePlain extends Common {
+  type: 'mute';
+  chat: string;
+  until: number | 'always';
+}
+
 /** A type this client does not know (from a newer client): shown as a placeholder, never as text. */
 export interface UnknownPlain {
   v: number;
@@ -247,7 +280,10 @@ export type KnownPlain =
   | HistoryPlain
   | RecordsRequestPlain
   | RecordsPlain
-  | AttachmentPlain;
+  | AttachmentPlain
+  | PinPlain
+  | TimerPlain
+  | MutePlain;
 export type Plain = KnownPlain | UnknownPlain;
 export type PlainType = KnownPlain['type'];
 
@@ -273,6 +309,8 @@ const isStr = (v: unknown): v is string => typeof v === 'string';
 const isMs = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
 const isCount = (v: unknown, max: number): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 && v <= max;
 const isTag = (v: unknown): v is string => isB64urlOfLength(v, SEALED_MIN);
+const isChatId = (v: unknown): v is string =>
+  isStr(v) && ((v.startsWith('dm:') && isNick(v.slice(3))) || (v.startsWith('room:') && isId16(v.slice(5))));
 /** No control characters and no line breaks: an emoji or a short token. */
 export const isEmoji = (v: unknown): v is string =>
   isStr(v) && v.length > 0 && v.length <= MAX_EMOJI_CHARS && !/[\p{Cc}\p{Cf}\s]/u.test(v.replace(/\u200d|\ufe0f/g, ''));
@@ -376,6 +414,9 @@ const SCHEMAS: { [T in PlainType]: (o: Fields) => Omit<Extract<KnownPlain, { typ
     b64urlDecodedLength(o.data) > SEALED_MIN
       ? { device: o.device, nonce: o.nonce, seq: o.seq, total: o.total, data: o.data }
       : null,
+  pin: (o) => (isUlid(o.target) && (o.op === 'pin' || o.op === 'unpin') ? { target: o.target, op: o.op } : null),
+  timer: (o) => (isTimerSeconds(o.seconds) ? { seconds: o.seconds } : null),
+  mute: (o) => (isChatId(o.chat) && (o.until === 'always' || isMs(o.until)) ? { chat: o.chat, until: o.until } : null),
 };
 
 /** One part of a history-archive, checked like an attachment's fields. */
@@ -384,6 +425,18 @@ function archivePart(v: unknown): ArchivePart | null {
   const o = v as Fields;
   const a = checkAttachmentFields({ ...o, name: 'history', mime: 'application/octet-stream' });
   return a ? { id: a.id, key: a.key, sha256: a.sha256, size: a.size, plainSize: a.plainSize } : null;
+}
+
+/** Types that are messages of their own, which may carry the disappearing timer they were sent under (`expire`). */
+const EXPIRING = new Set<string>(['text', 'file', 'photo', 'voice']);
+
+/**
+ * The optional `expire` of a message type (seconds, a timer choice other than off), placed after
+ * the type's own fields: {} when absent, null when present and wrong or on another type.
+ */
+function expireField(type: string, o: Fields): { expire?: number } | null {
+  if (o.expire === undefined) return {};
+  return EXPIRING.has(type) && isTimerSeconds(o.expire) && o.expire > 0 ? { expire: o.expire } : null;
 }
 
 /** Whether a plaintext carries membership records between the account's devices (record-transfer.ts, never shown). */
@@ -409,9 +462,10 @@ function isKnownType(t: unknown): t is PlainType {
 function toJson(p: PlainInput): string {
   const check = SCHEMAS[p.type] as (o: Fields) => Fields | null;
   const fields = check(p);
-  if (!fields || !isMs(p.sentAt) || (p.mid !== undefined && !MID_RE.test(p.mid)))
+  const expire = expireField(p.type, p);
+  if (!fields || !expire || !isMs(p.sentAt) || (p.mid !== undefined && !MID_RE.test(p.mid)))
     throw new SdkError('invalid', { message: `Not a valid ${p.type} message.` });
-  return JSON.stringify({ v: 1, type: p.type, ...fields, sentAt: p.sentAt, ...(p.mid !== undefined ? { mid: p.mid } : {}) });
+  return JSON.stringify({ v: 1, type: p.type, ...fields, ...expire, sentAt: p.sentAt, ...(p.mid !== undefined ? { mid: p.mid } : {}) });
 }
 
 /** Bytes of the plaintext before padding (what decides whether it fits). */
@@ -450,8 +504,9 @@ export function decodePlaintext(bytes: Uint8Array): Plain {
   }
   if (o.mid !== undefined && mid === undefined) throw new TypeError('bad mid');
   const fields = (SCHEMAS[o.type] as (x: Fields) => Fields | null)(o);
-  if (!fields) throw new TypeError(`malformed ${o.type}`);
-  return { v: 1, type: o.type, ...fields, sentAt: o.sentAt, ...(mid !== undefined ? { mid } : {}) } as KnownPlain;
+  const expire = expireField(o.type, o);
+  if (!fields || !expire) throw new TypeError(`malformed ${o.type}`);
+  return { v: 1, type: o.type, ...fields, ...expire, sentAt: o.sentAt, ...(mid !== undefined ? { mid } : {}) } as KnownPlain;
 }
 
 /**

@@ -10,11 +10,18 @@
  * - a second copy of a message (same sender, same plaintext id) is dropped; one under a later
  *   envelope id (a retry its sender renewed) moves the record to that id, the only one the
  *   sender still knows, so later edits, reactions and receipts name the same message on both sides;
+ * - a pin or unpin (message-pins.ts) or a timer change (disappearing.ts) from someone who is not in
+ *   the chat is ignored; the latest by (sentAt, mid) holds, whatever order they came in;
+ * - a message's own `expire` is the timer it counts down (from its sender's sending, or from when
+ *   this account first saw it); a read receipt of this account's own, from another of its devices,
+ *   marks the message read and seen here too;
  * - a type from a newer client is kept as a placeholder, and an envelope that does not open (or
  *   whose plaintext is malformed) as a decryption error, never as text.
  */
 import { attachmentRecord } from '../attachments/record.js';
 import type { DecryptedMessage } from '../messages.js';
+import { applyTimer, timerText } from './disappearing.js';
+import { applyPin, notePinned } from './message-pins.js';
 import type { ChatMessage, PendingAction } from './model.js';
 import { isAttachmentPlain, type Plain } from './plaintext.js';
 import { keepWaiting, type WaitContext } from './waiting.js';
@@ -84,11 +91,33 @@ export async function ingest(c: RuleContext, d: DecryptedMessage): Promise<Inges
         : { id: d.id, chat: d.chat, ts: d.ts, from: d.from, sentAt: p.sentAt, kind: 'unknown', note: UNKNOWN_TEXT };
     if (p.mid) m.mid = p.mid;
     if (d.from === c.me) m.state = 'sent';
+    if (p.type !== 'unknown' && p.expire) {
+      m.expire = p.expire;
+      if (d.from === c.me) m.seenAt = p.sentAt;
+    }
     const changed = await applyWaiting(c, m);
     await c.store.put(m);
     return { added: m, changed };
   }
   if (p.type === 'members') return { changed: [], ignored: 'members' };
+  if (p.type === 'mute') return { changed: [], ignored: 'mute' };
+  if (p.type === 'timer') {
+    if (!c.isMember(d.chat, d.from)) return { changed: [], ignored: 'not a member' };
+    const m: ChatMessage = {
+      id: d.id,
+      chat: d.chat,
+      ts: d.ts,
+      from: d.from,
+      sentAt: p.sentAt,
+      kind: 'event',
+      event: { what: 'timer', nicks: [d.from], seconds: p.seconds },
+      note: timerText(d.from, p.seconds),
+      ...(p.mid ? { mid: p.mid } : {}),
+    };
+    await c.store.put(m);
+    await applyTimer(c.store, d.chat, { seconds: p.seconds, by: d.from, sentAt: p.sentAt, ...(p.mid ? { mid: p.mid } : {}) });
+    return { added: m, changed: [] };
+  }
   return applyAction(c, { id: d.id, chat: d.chat, from: d.from, ts: d.ts, plain: p });
 }
 
@@ -112,7 +141,9 @@ type Action = Omit<PendingAction, 'target' | 'at'>;
 /** An edit, deletion, reaction or receipt: applied to its target(s), or kept until they arrive. */
 export async function applyAction(c: RuleContext, a: Action): Promise<Ingested> {
   const p = a.plain;
-  if ((p.type === 'reaction' || p.type === 'receipt') && !c.isMember(a.chat, a.from)) return { changed: [], ignored: 'not a member' };
+  if ((p.type === 'reaction' || p.type === 'receipt' || p.type === 'pin') && !c.isMember(a.chat, a.from))
+    return { changed: [], ignored: 'not a member' };
+  if (p.type === 'pin') await notePinned(c.store, a.chat, [p.target]);
   const targets = p.type === 'receipt' ? [...new Set(p.ids)] : 'target' in p ? [p.target] : [];
   const changed: ChatMessage[] = [];
   let ignored: string | undefined;
@@ -182,7 +213,17 @@ function apply(c: RuleContext, m: ChatMessage, from: string, chat: string, p: Pl
       m.reactedAt = { ...(m.reactedAt ?? {}), [key]: p.sentAt };
       return undefined;
     }
+    case 'pin':
+      return applyPin(m, from, p);
     case 'receipt': {
+      if (from === c.me && m.from !== c.me && p.status === 'read') {
+        // Read on another of this account's devices: read here too, and seen then (its timer runs).
+        const seen = m.expire !== undefined && (m.seenAt === undefined || m.seenAt > p.sentAt);
+        if (m.reported === 'read' && !seen) return 'already reported';
+        m.reported = 'read';
+        if (seen) m.seenAt = p.sentAt;
+        return undefined;
+      }
       if (m.from !== c.me || from === c.me) return 'receipt for a message not mine';
       const field = p.status === 'read' ? 'read' : 'delivered';
       const set = new Set(m[field] ?? []);

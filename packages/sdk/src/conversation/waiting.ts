@@ -45,6 +45,8 @@ const now = (c: WaitContext): number => (c.now ? c.now() : Date.now());
 /** The part of an action its one target needs: a receipt names only that target; the plaintext id is not kept. */
 export function forTarget(p: Plain, target: string): Plain {
   if (p.type === 'receipt') return { v: 1, type: 'receipt', ids: [target], status: p.status, sentAt: p.sentAt };
+  // A pin's mid decides which of two changes at the same sentAt holds (message-pins.ts).
+  if (p.type === 'pin') return p;
   const { mid: _mid, ...rest } = p;
   return rest;
 }
