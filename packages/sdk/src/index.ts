@@ -27,13 +27,13 @@ export {
   type DecryptFailure,
   type SentMessage,
   type SendOptions,
-} from './client.js';
-export { splitChatId } from './messages.js';
+} from './messenger.js';
+export { splitChatId } from './envelopes.js';
 export { Peers } from './peers.js';
 export { RoomBook, type RoomGuard, type MemberChange } from './rooms.js';
 export { checkSessionState, SESSION_STATE_VERSION, type SessionState } from './session.js';
 export { portableSession, resumePortable, type PortableSession } from './portable.js';
-export { KeyPins, metaPins, type Pin, type PinStorage } from './pins.js';
+export { KeyPins, metaPins, type Pin, type PinStorage } from './key-pins.js';
 
 export { seal, open, importAesKey, IV_BYTES, type Sealed } from './crypto/aead.js';
 export { hkdf, sha256 } from './crypto/hkdf.js';

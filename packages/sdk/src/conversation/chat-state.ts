@@ -15,7 +15,7 @@
  * the marker follows the person at no cost in messages, and it only ever moves forward.
  */
 import { SdkError } from '../errors.js';
-import type { ChatId } from '../messages.js';
+import type { ChatId } from '../envelopes.js';
 import { mentionsMe } from './mentions.js';
 import { isLater, withMeta } from './meta-lock.js';
 import { byTime } from './store.js';

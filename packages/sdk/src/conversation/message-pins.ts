@@ -13,7 +13,7 @@
  * per chat the ids ever pinned (`pins:<chat>` among the store's named values), so listing a chat's
  * pins reads those records only.
  */
-import type { ChatId } from '../messages.js';
+import type { ChatId } from '../envelopes.js';
 import { isLater, withMeta } from './meta-lock.js';
 import { isShown, type ChatMessage } from './model.js';
 import type { PinPlain } from './plaintext.js';

@@ -3,7 +3,7 @@
  * the room-key bookkeeping: log in or register from a password, send and decrypt messages, make
  * and change rooms (a new room key on every membership change), and open the event stream.
  * The account's steps with the service (account.ts), peers (peers.ts), rooms (rooms.ts) and
- * message crypto (messages.ts) live in their own files; this one holds the signed-in state and the
+ * message crypto (envelopes.ts) live in their own files; this one holds the signed-in state and the
  * calls an app makes.
  *
  * Peer public keys come from GET /api/users/{nick} and pass the app's `keyCheck` hook before
@@ -30,13 +30,13 @@ import {
   type MessageContext,
   type SendOptions,
   type SentMessage,
-} from './messages.js';
+} from './envelopes.js';
 import { Peers, type KeyCheck, type KeyPurpose } from './peers.js';
 import { RoomBook, type RoomGuard } from './rooms.js';
 import { checkSessionState, SESSION_STATE_VERSION, type SessionState } from './session.js';
 
 export type { KeyCheck, KeyPurpose } from './peers.js';
-export type { ChatId, DecryptFailure, DecryptedMessage, SendOptions, SentMessage } from './messages.js';
+export type { ChatId, DecryptFailure, DecryptedMessage, SendOptions, SentMessage } from './envelopes.js';
 
 export interface MessengerOptions {
   api: ApiClient;
@@ -281,7 +281,7 @@ export class Messenger {
     return this.send(`dm:${peer}`, { type: 'text', body: text, sentAt: 0 }, o);
   }
 
-  /** Sends under the room's newest key as the service lists it, never under an older one (messages.ts). */
+  /** Sends under the room's newest key as the service lists it, never under an older one (envelopes.ts). */
   sendRoom(roomId: string, text: string, o: SendOptions = {}): Promise<SentMessage> {
     return this.send(`room:${roomId}`, { type: 'text', body: text, sentAt: 0 }, o);
   }
