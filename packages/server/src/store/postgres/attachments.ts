@@ -14,7 +14,7 @@ interface Row {
 
 const PART_REFUSALS = new Set(['attachment_conflict', 'attachment_finished', 'quota_exceeded']);
 
-/** One round trip (migration 10's put_attachment_part), which checks, locks and writes in one transaction. */
+/** One round trip (put_attachment_part, migrations 10 and 11), which checks, locks and writes in one transaction, committed without waiting for the WAL's flush. */
 export async function putPart(
   q: Sql,
   p: AttachmentPart,
