@@ -284,6 +284,7 @@ export {
   MemoryUploadProgress,
   progressInMeta,
   limitLabel,
+  UPLOAD_IN_FLIGHT,
   type UploadState,
   type UploadedFile,
   type UploadProgressStore,
