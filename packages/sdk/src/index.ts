@@ -141,7 +141,7 @@ export { quotedRecord } from './conversation/quote.js';
 export { Outbox, RECEIPT_DELAY_MS, type OutboxDeps } from './conversation/outbox.js';
 export { Pacer, DEFAULT_MESSAGE_LIMIT, WINDOW_MS, type PacerSnapshot } from './conversation/pacer.js';
 export { SearchIndex, fold, type SearchHit } from './conversation/search.js';
-export { applyPin, isPinnable, pinnedMessages, pinKey } from './conversation/message-pins.js';
+export { applyPin, isPinnable, pinnedMessages, pinKey, pinStamp } from './conversation/message-pins.js';
 export {
   TIMER_CHOICES,
   TIMER_SECONDS,
