@@ -100,7 +100,7 @@ export function shellView(s: Session, o: ShellOptions): ShellView {
         ),
       );
     }
-    list.render(s.chats.list(), currentChat());
+    list.render(s.summaries(), currentChat());
   }
 
   function swapMain(el: HTMLElement): void {
