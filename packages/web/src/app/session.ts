@@ -89,6 +89,8 @@ export class Session extends Emitter<SessionEvents> {
   private readonly mentioned = new Set<string>();
   /** Each chat's draft as the chat list shows it ("Draft: …"). */
   private readonly draftLines = new Map<string, string>();
+  /** Chats whose draft and unread mention were read from the store. */
+  private readonly marksRead = new Set<string>();
   private transferLoaded = false;
 
   constructor(
@@ -273,17 +275,33 @@ export class Session extends Emitter<SessionEvents> {
     await this.dropUploadsGone();
     await this.membership.load();
     await this.membership.update();
-    await this.loadChatMarks();
   }
 
-  /** The drafts and the unread mentions of each chat, for the chat list. */
-  private async loadChatMarks(): Promise<void> {
-    for (const c of this.chats.list()) {
-      const chat = c.chat as ChatId;
-      const draft = await this.conv.drafts.preview(chat);
-      if (draft) this.draftLines.set(chat, draft);
-      if (c.unread > 0 && (await this.conv.unread(chat)).mentioned) this.mentioned.add(chat);
-    }
+  /**
+   * Reads the draft and whether an unread message mentions this account, once for each chat the
+   * list shows (rooms and contacts come in after the start), then shows the list again.
+   */
+  private readMarks(chats: ChatSummary[]): void {
+    const fresh = chats.filter((c) => !this.marksRead.has(c.chat));
+    if (fresh.length === 0) return;
+    for (const c of fresh) this.marksRead.add(c.chat);
+    const read = async () => {
+      let changed = false;
+      for (const c of fresh) {
+        const chat = c.chat as ChatId;
+        const draft = await this.conv.drafts.preview(chat);
+        if (draft && !this.draftLines.has(chat)) {
+          this.draftLines.set(chat, draft);
+          changed = true;
+        }
+        if (c.unread > 0 && (await this.conv.unread(chat)).mentioned) {
+          this.mentioned.add(chat);
+          changed = true;
+        }
+      }
+      if (changed) this.publishChats();
+    };
+    void read().catch((e: unknown) => console.warn('drafts and mentions:', e));
   }
 
   /** Keeps `text` as the chat's draft (sealed in the store); white space alone removes it. */
@@ -320,6 +338,7 @@ export class Session extends Emitter<SessionEvents> {
   /** The chat list as the views show it: key states, unread mentions and drafts marked. */
   summaries(): ChatSummary[] {
     const list = this.trust.annotate(this.chats.list());
+    this.readMarks(list);
     for (const c of list) {
       if (this.mentioned.has(c.chat)) c.mentioned = true;
       const draft = this.draftLines.get(c.chat);

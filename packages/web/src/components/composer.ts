@@ -6,7 +6,7 @@
  * runs once per frame, so pasting a megabyte does not freeze the page. Files attached (the
  * paperclip, a drop onto the chat, a pasted image) go with the text as their caption; "Record
  * voice message" records one in place of the row (components/recorder.ts). In a room, "@" and
- * letters open the listbox "Mention" of the room's members (the textbox is its combobox); the text
+ * letters open the listbox "Mention" of the room's members; the text
  * typed and not sent is kept as the chat's draft.
  */
 import { insertMention, mentionCandidates, mentionQuery, textRoom, type ChatMessage } from '@svc/sdk';
@@ -212,25 +212,27 @@ export function composerView(a: ComposerActions): Composer {
 }
 
 /**
- * The listbox "Mention" under the composer's textbox, which becomes its combobox: "@" and letters
- * before the caret list the members whose nick starts with them; Up and Down move, Enter, Tab or a
- * click puts "@nick " in, Escape closes.
+ * The listbox "Mention" above the composer's textbox: "@" and letters before the caret list the
+ * members whose nick starts with them; Up and Down move, Enter, Tab or a click puts "@nick " in,
+ * Escape closes. The textbox stays a textbox (a textarea may not take the combobox role, nor
+ * aria-expanded): it autocompletes from the list (aria-autocomplete, aria-controls while open), and
+ * the option chosen is its aria-activedescendant, so a screen reader reads it as the arrows move.
  */
 function mentionList(text: HTMLTextAreaElement, members: () => string[]) {
   const listId = uid('mention');
   const box = h('ul', { id: listId, role: 'listbox', 'aria-label': 'Mention', class: 'mention-list' });
   box.hidden = true;
-  text.setAttribute('role', 'combobox');
   text.setAttribute('aria-autocomplete', 'list');
-  text.setAttribute('aria-controls', listId);
-  text.setAttribute('aria-expanded', 'false');
   let open: { start: number; nicks: string[]; active: number } | null = null;
 
   function render(): void {
     box.replaceChildren();
     box.hidden = open === null;
-    text.setAttribute('aria-expanded', String(open !== null));
-    if (!open) return text.removeAttribute('aria-activedescendant');
+    if (!open) {
+      text.removeAttribute('aria-controls');
+      return text.removeAttribute('aria-activedescendant');
+    }
+    text.setAttribute('aria-controls', listId);
     open.nicks.forEach((nick, i) => {
       const opt = h('li', { id: `${listId}-${i}`, role: 'option', 'aria-selected': String(i === open!.active), class: 'mention-option' }, `@${nick}`);
       opt.setAttribute('aria-label', nick);
