@@ -171,16 +171,29 @@ describe('web client: mentions and drafts', { skip: missingBrowser() }, () => {
     await scene.step(async () => {
       const dir = process.env.UPDATE_SCREENSHOTS === '1' ? join(repoRoot, 'docs/screenshots') : join(scene.server.dir, 'screenshots');
       mkdirSync(dir, { recursive: true });
-      await bob.page.setViewportSize({ width: 1280, height: 800 });
-      const box = messageBox(bob.page);
+      const viewport = { width: 1280, height: 800 };
+      const [maya, sam, lee] = await Promise.all([
+        scene.device('maya', { viewport }),
+        scene.device('sam', { viewport }),
+        scene.device('lee', { viewport }),
+      ]);
+      await Promise.all([signUp(maya.page, 'maya', password), signUp(sam.page, 'sam', password), signUp(lee.page, 'lee', password)]);
+      await createRoom(sam.page, 'Weekend trip', ['maya', 'lee']);
+      await send(sam.page, 'The cabin is booked for Saturday.');
+      await send(sam.page, '@maya can you bring the map?');
+      await chatEntry(maya.page, 'Weekend trip').waitFor();
+      await describedAs(maya.page, 'Weekend trip', 'Mentioned');
+      await openChat(maya.page, 'Weekend trip');
+      await messageItem(maya.page, '@maya can you bring the map?').getByText('Mentions you').waitFor();
+      const box = messageBox(maya.page);
       await box.click();
-      await box.pressSequentially(`see you there @`);
-      await mentionList(bob.page).waitFor();
+      await box.pressSequentially('Sure! And ');
+      await box.pressSequentially('@');
+      await mentionList(maya.page).waitFor();
       const file = join(dir, 'mention.png');
-      await bob.page.screenshot({ path: file });
+      await maya.page.screenshot({ path: file });
       const png = readFileSync(file);
       assert.ok(png.length > 1000 && png.subarray(1, 4).toString() === 'PNG', 'mention.png is a picture');
-      await box.fill('');
     })();
   });
 
