@@ -192,7 +192,12 @@ export class Messenger {
    * `bad_identity` for a wrong password, `unauthenticated` when the service session ended,
    * `bad_response` when the service answers with another account or key.
    */
-  static async unlock(opts: MessengerOptions, state: Omit<SessionState, 'privateKey'>, password: string, onProgress?: OnProgress): Promise<Messenger> {
+  static async unlock(
+    opts: MessengerOptions,
+    state: Omit<SessionState, 'privateKey'>,
+    password: string,
+    onProgress?: OnProgress,
+  ): Promise<Messenger> {
     const m = new Messenger(opts);
     if (state.deviceId !== null) m.api.setDevice(state.deviceId);
     const kdf = checkKdf(state.kdf);

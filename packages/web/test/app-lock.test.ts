@@ -112,7 +112,7 @@ describe('web client: app lock', { skip: missingBrowser() }, () => {
         const db = await new Promise<IDBDatabase>((resolve, reject) => {
           const r = indexedDB.open(name);
           r.onsuccess = () => resolve(r.result);
-          r.onerror = () => reject(r.error);
+          r.onerror = () => reject(r.error ?? new Error('the database did not open'));
         });
         const v = await new Promise<unknown>((resolve) => {
           const r = db.transaction('kv').objectStore('kv').get('identity');

@@ -16,7 +16,20 @@ import { missingBrowser, type Device } from './harness/browser.js';
 import { plaintextFound } from './harness/db.js';
 import { nick, openScene, type Scene } from './harness/scene.js';
 import { repoRoot } from './harness/server.js';
-import { button, chatEntry, chatList, createRoom, ensureSignedIn, messageBox, messageItem, openChat, seeMessage, send, signUp, startChat } from './harness/ui.js';
+import {
+  button,
+  chatEntry,
+  chatList,
+  createRoom,
+  ensureSignedIn,
+  messageBox,
+  messageItem,
+  openChat,
+  seeMessage,
+  send,
+  signUp,
+  startChat,
+} from './harness/ui.js';
 
 const mentionList = (page: Page) => page.getByRole('listbox', { name: 'Mention', exact: true });
 const option = (page: Page, name: string) => mentionList(page).getByRole('option', { name, exact: true });
