@@ -194,6 +194,24 @@ describe('web client: app lock', { skip: missingBrowser() }, () => {
     })();
   });
 
+  test('a lock in one tab locks the app in its other tabs, and an unlock in one opens them', async () => {
+    await scene.step(async () => {
+      const first = laptop.page;
+      const second = await laptop.context.newPage();
+      await second.goto('/');
+      await chatList(second).waitFor({ timeout: KDF_PATIENCE });
+      await openSettings(first);
+      await button(first, 'Lock now').click();
+      await locked(first);
+      await locked(second);
+      await showsNothing(second);
+      await unlock(first, alice.password);
+      await chatList(first).waitFor({ timeout: KDF_PATIENCE });
+      await chatList(second).waitFor({ timeout: KDF_PATIENCE });
+      await second.close();
+    })();
+  });
+
   test('"Sign out" on the lock screen signs out', async () => {
     await scene.step(async () => {
       const page = laptop.page;
