@@ -16,8 +16,8 @@ import { deriveHistoryKey } from './crypto/atrest.js';
 import { deriveIndexKey } from './crypto/atrest-index.js';
 import { deriveOwnKey, INFO_EXPORT, INFO_TRANSFER } from './crypto/ownkeys.js';
 import { identityMatches, type Identity } from './crypto/identity.js';
-import { KDF_DEFAULTS, type Argon2Fn, type OnProgress } from './crypto/kdf.js';
-import type { KdfChoice } from './credentials.js';
+import { checkKdf, KDF_DEFAULTS, type Argon2Fn, type OnProgress } from './crypto/kdf.js';
+import { keysFor, openAccount, type KdfChoice } from './credentials.js';
 import * as account from './account.js';
 import { SdkError } from './errors.js';
 import { EventStream, type EventStreamOptions } from './events.js';
@@ -181,6 +181,34 @@ export class Messenger {
     const m = new Messenger(opts);
     if (s.deviceId !== null) m.api.setDevice(s.deviceId);
     await m.start(s.nick, { publicKey: s.publicKey, privateKey: s.privateKey }, s.kdf);
+    return m;
+  }
+
+  /**
+   * Opens a Messenger again from a saved state without its private key (an app's lock drops the
+   * key from memory and storage, and keeps the service session): the password, derived with the
+   * saved KDF parameters as a sign-in does, opens the identity the service keeps for the session
+   * (GET /api/me, the session cookie: no new login, nothing sent but that request). SdkError
+   * `bad_identity` for a wrong password, `unauthenticated` when the service session ended,
+   * `bad_response` when the service answers with another account or key.
+   */
+  static async unlock(
+    opts: MessengerOptions,
+    state: Omit<SessionState, 'privateKey'>,
+    password: string,
+    onProgress?: OnProgress,
+  ): Promise<Messenger> {
+    const m = new Messenger(opts);
+    if (state.deviceId !== null) m.api.setDevice(state.deviceId);
+    const kdf = checkKdf(state.kdf);
+    onProgress?.('contacting_service');
+    const me = await m.api.me();
+    if (me.nick !== state.nick || me.publicKey !== state.publicKey)
+      throw new SdkError('bad_response', { message: `The service answered for another account or key than ${state.nick}'s; nothing was opened.` });
+    const keys = await keysFor(password, kdf, m.argon2, onProgress);
+    onProgress?.('opening_identity');
+    const identity = await openAccount(keys, me.encryptedKey, state.nick, state.publicKey);
+    await m.start(state.nick, identity, kdf, onProgress);
     return m;
   }
 

@@ -24,6 +24,8 @@ export interface ItemContext {
   onReact(m: ChatMessage, emoji: string): void;
   onRetry(m: ChatMessage): void;
   onQuote(id: string): void;
+  /** Whether the message mentions the reader (highlighted, and said). */
+  mentionsMe?(m: ChatMessage): boolean;
   file: FileContext;
 }
 
@@ -99,6 +101,10 @@ export function messageItem(c: ItemContext, m: ChatMessage): HTMLLIElement {
   if (a) li.append(a.type === 'photo' ? photoView(c.file, m, a) : a.type === 'voice' ? voiceView(c.file, m, a) : fileView(c.file, m, a));
   if (!m.attachment || m.body) li.append(h('p', { class: 'text' }, ...linkify(m.body ?? '')));
   if (m.editedAt !== undefined) meta.append(h('span', { class: 'edited' }, '(edited)'));
+  if (c.mentionsMe?.(m)) {
+    li.classList.add('mentions-me');
+    meta.append(h('span', { class: 'mention-tag' }, h('span', { 'aria-hidden': 'true' }, '@ '), 'Mentions you'));
+  }
   const reactions = reactionsOf(c, m);
   if (reactions) li.append(reactions);
   const foot = h('div', { class: 'foot' });
