@@ -21,6 +21,7 @@ import { quotedRecord } from './quote.js';
 import { ChatMutes, isMuted, moveReadMarker, shouldNotify, unreadOf, type MuteSetting, type Unread } from './chat-state.js';
 import { chatTimer, expireDue, isTimerSeconds, nextExpiry, timerText, trackExpiry, type Expired, type TimerSetting } from './disappearing.js';
 import { Drafts } from './drafts.js';
+import { stampAfter } from './meta-lock.js';
 import { mentionsMe } from './mentions.js';
 import { isPinnable, pinnedMessages, pinStamp } from './message-pins.js';
 import { isAttachmentPlain, isHistoryPlain, isRecordsPlain, type PlainInput } from './plaintext.js';
@@ -445,8 +446,11 @@ export class Conversations {
    */
   async setTimer(chat: ChatId, seconds: number): Promise<ChatMessage | null> {
     if (!isTimerSeconds(seconds)) throw new SdkError('invalid', { message: 'Not a disappearing messages choice.' });
-    if ((await chatTimer(this.store, chat)).seconds === seconds) return null;
-    const now = this.m.api.now();
+    const held = await chatTimer(this.store, chat);
+    if (held.seconds === seconds) return null;
+    // Stamped after the change this device holds, so a clock that runs behind the other member's
+    // cannot make a change made after seeing theirs lose to it (meta-lock.ts, stampAfter).
+    const now = stampAfter(this.m.api.now(), held.sentAt > 0 ? held.sentAt : undefined);
     const plain: PlainInput = { type: 'timer', seconds, sentAt: now, mid: newMid() };
     const r = await ingest(this.rules, {
       ok: true,

@@ -74,8 +74,14 @@ export function play(audio: Locator): Promise<Played> {
     while (!a.src && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
     a.muted = true;
     await a.play();
-    while (a.currentTime <= 0.3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    // The most data the element had while it played: right after a pause it may report less.
+    let readyState = a.readyState;
+    while (a.currentTime <= 0.3 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 100));
+      readyState = Math.max(readyState, a.readyState);
+    }
+    readyState = Math.max(readyState, a.readyState);
     a.pause();
-    return { src: a.src, currentTime: a.currentTime, readyState: a.readyState, duration: a.duration };
+    return { src: a.src, currentTime: a.currentTime, readyState, duration: a.duration };
   });
 }
