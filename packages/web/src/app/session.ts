@@ -223,7 +223,7 @@ export class Session extends Emitter<SessionEvents> {
     if (a && isShown(a)) {
       const incoming = a.from !== this.nick;
       if (incoming && (await this.conv.shouldNotify(a))) notifyHidden(this.nick, (id) => this.m.room(id)?.name, a);
-      if (incoming && this.mutes.get(a.chat) && this.conv.mentionsMe(a)) this.mentionedMuted.add(a.chat);
+      if (incoming && this.isMuted(a.chat) && this.conv.mentionsMe(a)) this.mentionedMuted.add(a.chat);
       await this.chats.touch(a.chat, a.ts, incoming && !this.isReading(a.chat), previewOf(a, this.nick));
       touched = true;
     }
@@ -315,6 +315,18 @@ export class Session extends Emitter<SessionEvents> {
     const list = this.trust.annotate(this.chats.list());
     for (const c of list) if (isMuted(this.mutes.get(c.chat), now)) c.muted = { mentioned: this.mentionedMuted.has(c.chat) };
     this.emit('chats', list);
+    // Chats listed since the mutes were read (contacts and rooms arrive once online): read theirs.
+    const unknown = list.filter((c) => !this.mutes.has(c.chat)).map((c) => c.chat as ChatId);
+    if (unknown.length === 0) return;
+    for (const chat of unknown) this.mutes.set(chat, null);
+    void Promise.all(unknown.map((chat) => this.readMute(chat)))
+      .then(() => {
+        if (!unknown.some((chat) => this.isMuted(chat))) return;
+        this.armMuteTimer();
+        this.emit('mute', '');
+        this.publishChats();
+      })
+      .catch((e: unknown) => console.warn('mute:', e));
   }
 
   // ---- mute ----

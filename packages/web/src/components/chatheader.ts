@@ -91,12 +91,7 @@ function timerDialog(opener: HTMLElement, current: number): Promise<number | nul
   const form = h(
     'form',
     { method: 'dialog' },
-    h(
-      'fieldset',
-      { class: 'choices' },
-      h('legend', { class: 'sr-only' }, 'Messages disappear after'),
-      ...radios.map((r) => r.label),
-    ),
+    h('fieldset', { class: 'choices' }, h('legend', { class: 'sr-only' }, 'Messages disappear after'), ...radios.map((r) => r.label)),
     h('div', { class: 'row actions' }, cancel, save),
   );
   const dialog = h(
@@ -147,7 +142,8 @@ export function pinnedView(s: Session, chat: ChatId, reveal: (id: string) => voi
   el.hidden = true;
   let seq = 0;
   const line = (m: ChatMessage): string => {
-    const what = m.body || (m.attachment ? (m.attachment.type === 'photo' ? 'Photo' : m.attachment.type === 'voice' ? 'Voice message' : m.attachment.name) : '');
+    const what =
+      m.body || (m.attachment ? (m.attachment.type === 'photo' ? 'Photo' : m.attachment.type === 'voice' ? 'Voice message' : m.attachment.name) : '');
     return what.replace(/\s+/g, ' ').slice(0, 160);
   };
   async function refresh(): Promise<void> {
@@ -177,4 +173,3 @@ export function pinnedView(s: Session, chat: ChatId, reveal: (id: string) => voi
   void refresh().catch(() => undefined);
   return { el, refresh: () => void refresh().catch(() => undefined), destroy: off };
 }
-

@@ -106,7 +106,8 @@ export function messageItem(c: ItemContext, m: ChatMessage): HTMLLIElement {
   const foot = h('div', { class: 'foot' });
   const left = m.expire ? c.expiresIn?.(m) : null;
   // A timer, not a live announcement: the log would otherwise read the countdown out as it changes.
-  if (left) foot.append(h('span', { class: 'expiry', role: 'timer', 'aria-label': `Disappears in ${left}`, title: `Disappears in ${left}` }, `⏱ ${left}`));
+  if (left)
+    foot.append(h('span', { class: 'expiry', role: 'timer', 'aria-label': `Disappears in ${left}`, title: `Disappears in ${left}` }, `⏱ ${left}`));
   if (mine) {
     const words = c.status(m);
     foot.append(statusEl(words));
