@@ -31,7 +31,7 @@ async function pinsAre(page: Page, expected: string[], who: string): Promise<voi
       return JSON.stringify(last) === JSON.stringify(expected) ? true : undefined;
     });
   } catch (e) {
-    throw new Error(`${(e as Error).message}; they are ${JSON.stringify(last)}`);
+    throw new Error(`${(e as Error).message}; they are ${JSON.stringify(last)}`, { cause: e });
   }
 }
 
