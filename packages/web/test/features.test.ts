@@ -151,7 +151,11 @@ describe('web client: replies, reactions, edits, deletion, receipts and search',
       const draft = scene.text('alice first draft');
       await send(alice.page, draft);
       await seeMessage(bob.page, draft);
-      assert.deepEqual(await actionsOffered(bob.page, draft), ['Reply', 'React'], "bob may not edit or delete alice's message");
+      assert.deepEqual(
+        await actionsOffered(bob.page, draft),
+        ['Reply', 'React', 'Pin'],
+        "bob may not edit or delete alice's message, but may pin it",
+      );
 
       await chooseAction(alice.page, draft, 'Edit');
       assert.equal(await messageBox(alice.page).inputValue(), draft, 'Edit puts the text in the message box');

@@ -56,6 +56,8 @@ export interface ChatSummary {
   mentioned?: boolean;
   /** The chat's draft as the list shows it, "Draft: <first line>" (set by the session). */
   draft?: string;
+  /** Set by Session.publishChats when the chat is muted now; `mentioned`: an unread message mentions this account. */
+  muted?: { mentioned: boolean };
 }
 
 export class ChatList {
@@ -163,6 +165,15 @@ export class ChatList {
     const meta = this.metas.get(chat);
     if (!meta || ts < meta.lastTs) return;
     meta.preview = preview;
+    await this.save(meta);
+  }
+
+  /** The last message disappeared: the line becomes the newest message still shown, or none. */
+  async replacePreview(chat: string, preview: string | undefined): Promise<void> {
+    const meta = this.metas.get(chat);
+    if (!meta || meta.preview === preview) return;
+    if (preview === undefined) delete meta.preview;
+    else meta.preview = preview;
     await this.save(meta);
   }
 

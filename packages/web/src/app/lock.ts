@@ -1,8 +1,9 @@
 /**
  * The app lock's settings and its idle clock, on this device: "Lock after" (`svc.lock-after`, in
- * ms, 0 = never) and the time of the last pointer or keyboard input in any tab of the app
- * (`svc.active`), so a tab left open in the background does not lock while another is in use.
- * A lock or unlock in one tab is told to the others through `svc.lock-event`.
+ * ms, 0 = never, the one value stored) and the last pointer or keyboard input in any tab of the
+ * app, so a tab left open in the background does not lock while another is in use. The tabs tell
+ * each other of input, and of a lock or an unlock, over a BroadcastChannel: no time of use is
+ * written anywhere (nothing at rest tells when the app was used, docs/CRYPTO.md).
  */
 export const LOCK_CHOICES = [
   { label: 'Never', ms: 0 },
@@ -12,8 +13,31 @@ export const LOCK_CHOICES = [
 ] as const;
 
 const AFTER = 'svc.lock-after';
-const ACTIVE = 'svc.active';
-const EVENT = 'svc.lock-event';
+/** The tabs' channel: `{ what: 'active' | 'lock' | 'unlock' }`. */
+const CHANNEL = 'svc-lock';
+
+type TabMessage = { what: 'active' | 'lock' | 'unlock' };
+
+let channel: BroadcastChannel | null | undefined;
+function tabs(): BroadcastChannel | null {
+  if (channel === undefined) channel = typeof BroadcastChannel === 'undefined' ? null : new BroadcastChannel(CHANNEL);
+  return channel;
+}
+
+function post(what: TabMessage['what']): void {
+  tabs()?.postMessage({ what } satisfies TabMessage);
+}
+
+function listen(f: (what: TabMessage['what']) => void): () => void {
+  const ch = tabs();
+  if (!ch) return () => undefined;
+  const on = (e: MessageEvent) => {
+    const what = (e.data as Partial<TabMessage> | null)?.what;
+    if (what === 'active' || what === 'lock' || what === 'unlock') f(what);
+  };
+  ch.addEventListener('message', on);
+  return () => ch.removeEventListener('message', on);
+}
 
 /** The chosen idle time before the app locks, in ms; 0 when it never locks by itself. */
 export function lockAfter(): number {
@@ -25,27 +49,19 @@ export function setLockAfter(ms: number): void {
   if (!LOCK_CHOICES.some((c) => c.ms === ms)) throw new Error(`"Lock after" takes one of its choices, not ${ms} ms.`);
   if (ms === 0) localStorage.removeItem(AFTER);
   else localStorage.setItem(AFTER, String(ms));
-  markActive();
-}
-
-function markActive(): void {
-  localStorage.setItem(ACTIVE, String(Date.now()));
+  post('active');
 }
 
 /** Tells the app's other tabs that it was locked or unlocked here. */
 export function tellTabs(what: 'lock' | 'unlock'): void {
-  localStorage.setItem(EVENT, `${what} ${Date.now()}`);
+  post(what);
 }
 
 /** Calls `f` when another tab locks or unlocks the app. Returns the function that stops listening. */
 export function onTabs(f: (what: 'lock' | 'unlock') => void): () => void {
-  const listen = (e: StorageEvent) => {
-    if (e.key !== EVENT || !e.newValue) return;
-    const what = e.newValue.split(' ')[0];
-    if (what === 'lock' || what === 'unlock') f(what);
-  };
-  window.addEventListener('storage', listen);
-  return () => window.removeEventListener('storage', listen);
+  return listen((what) => {
+    if (what !== 'active') f(what);
+  });
 }
 
 const INPUT = ['pointerdown', 'pointermove', 'keydown', 'wheel', 'touchstart'] as const;
@@ -56,23 +72,27 @@ const INPUT = ['pointerdown', 'pointermove', 'keydown', 'wheel', 'touchstart'] a
  */
 export function watchIdle(onIdle: () => void): () => void {
   let last = Date.now();
-  markActive();
+  post('active');
   const onInput = () => {
     const now = Date.now();
-    // Written at most once a second, so moving the pointer costs nothing.
+    // Told at most once a second, so moving the pointer costs nothing.
     if (now - last < 1_000) return;
     last = now;
-    markActive();
+    post('active');
   };
+  // Input in another tab counts as input here, timed by this tab's own clock.
+  const stop = listen((what) => {
+    if (what === 'active') last = Date.now();
+  });
   for (const type of INPUT) window.addEventListener(type, onInput, { capture: true, passive: true });
   const timer = setInterval(() => {
     const after = lockAfter();
     if (after === 0) return;
-    const active = Math.max(last, Number(localStorage.getItem(ACTIVE)) || 0);
-    if (Date.now() - active >= after) onIdle();
+    if (Date.now() - last >= after) onIdle();
   }, 1_000);
   return () => {
     clearInterval(timer);
+    stop();
     for (const type of INPUT) window.removeEventListener(type, onInput, { capture: true });
   };
 }

@@ -9,6 +9,7 @@ import {
   attachTransfer,
   isAttachmentPlain,
   isShown,
+  isMuted,
   isTransferRoom,
   splitChatId,
   type Change,
@@ -18,18 +19,22 @@ import {
   type HistoryTransfer,
   type KeptFilesSource,
   type Messenger,
+  type MuteSetting,
   type TransferEvent,
 } from '@svc/sdk';
 import { ChatList, type ChatSummary } from './chats.js';
 import { Emitter } from './emitter.js';
 import { Db } from './idb.js';
 import { Membership } from './membership.js';
-import { notifyHidden } from './notify.js';
+import { closeNotifications, notifyHidden } from './notify.js';
 import { KeptFiles, uploadFiles } from './keptfiles.js';
 import { keptSource } from './keptsource.js';
 import { IdbConversationStore } from './store.js';
 import { Tags } from './tags.js';
 import { Trust } from './trust.js';
+
+/** The longest a browser timer waits (setTimeout overflows past 2^31 ms); a later deadline is looked at again then. */
+const MAX_TIMER_MS = 24 * 60 * 60_000;
 
 export type EndReason = 'signed_out' | 'session_ended' | 'device_removed' | 'account_deleted';
 
@@ -42,6 +47,8 @@ export interface SessionEvents extends Record<string, unknown> {
   rooms: undefined;
   /** A chat went away (room deleted, left, or removed from it). */
   gone: string;
+  /** A chat's mute changed, here or on another of the account's devices (the chat id). */
+  mute: string;
   /** A room's membership record or its standing against the service's list changed (the room id). */
   membership: string;
   ended: EndReason;
@@ -92,6 +99,14 @@ export class Session extends Emitter<SessionEvents> {
   /** Chats whose draft and unread mention were read from the store. */
   private readonly marksRead = new Set<string>();
   private transferLoaded = false;
+  /** Each chat's mute as last read from the store, and the muted chats with an unread mention of this account. */
+  private readonly mutes = new Map<string, MuteSetting | null>();
+  private readonly mentionedMuted = new Set<string>();
+  private muteTimer: ReturnType<typeof setTimeout> | null = null;
+  /** The one timer of the next disappearing message, and when it fires (ms, the service's clock). */
+  private expiryTimer: ReturnType<typeof setTimeout> | null = null;
+  private expiryAt: number | null = null;
+  private closed = false;
 
   constructor(
     readonly m: Messenger,
@@ -139,6 +154,9 @@ export class Session extends Emitter<SessionEvents> {
       for (const m of [...c.changed, ...(c.added ? [c.added] : []), ...(c.imported ?? [])]) this.search.put(m);
       this.emit('change', c);
       void this.book(c).catch((e: unknown) => console.warn('chat list:', e));
+      // A message with a timer was sent or seen: its deadline may be the next one.
+      if ([...c.changed, ...(c.added ? [c.added] : []), ...(c.imported ?? [])].some((m) => m.expire && m.seenAt !== undefined && !m.expired))
+        void this.scheduleExpiry();
     });
   }
 
@@ -213,6 +231,7 @@ export class Session extends Emitter<SessionEvents> {
       // A muted chat raises nothing, unless the message mentions this account.
       if (incoming && (await this.conv.shouldNotify(a))) notifyHidden(this.nick, (id) => this.m.room(id)?.name, a);
       if (incoming && !this.isReading(a.chat) && this.conv.mentionsMe(a)) this.mentioned.add(a.chat);
+      if (incoming && this.isMuted(a.chat) && this.conv.mentionsMe(a)) this.mentionedMuted.add(a.chat);
       await this.chats.touch(a.chat, a.ts, incoming && !this.isReading(a.chat), previewOf(a, this.nick));
       touched = true;
     }
@@ -271,7 +290,13 @@ export class Session extends Emitter<SessionEvents> {
     await this.uploads.files.sweep();
     await this.trust.load();
     await this.chats.load();
+    // What expired while the app was closed goes before anything is shown (conv.load would cut it
+    // too, but the chat list's last-message lines and the kept files are the app's to clear).
+    await this.expireNow();
     await this.conv.load();
+    await this.loadMutes();
+    await this.scheduleExpiry();
+
     await this.dropUploadsGone();
     await this.membership.load();
     await this.membership.update();
@@ -348,7 +373,121 @@ export class Session extends Emitter<SessionEvents> {
   }
 
   publishChats(): void {
-    this.emit('chats', this.summaries());
+    const now = this.m.api.now();
+    const list = this.summaries();
+    for (const c of list) if (isMuted(this.mutes.get(c.chat), now)) c.muted = { mentioned: this.mentionedMuted.has(c.chat) };
+    this.emit('chats', list);
+    // Chats listed since the mutes were read (contacts and rooms arrive once online): read theirs.
+    const unknown = list.filter((c) => !this.mutes.has(c.chat)).map((c) => c.chat as ChatId);
+    if (unknown.length === 0) return;
+    for (const chat of unknown) this.mutes.set(chat, null);
+    void Promise.all(unknown.map((chat) => this.readMute(chat)))
+      .then(() => {
+        if (!unknown.some((chat) => this.isMuted(chat))) return;
+        this.armMuteTimer();
+        this.emit('mute', '');
+        this.publishChats();
+      })
+      .catch((e: unknown) => console.warn('mute:', e));
+  }
+
+  // ---- mute ----
+
+  /** Whether `chat` is muted now ("Unmute" in its header, "Muted" in the list). */
+  isMuted(chat: string): boolean {
+    return isMuted(this.mutes.get(chat), this.m.api.now());
+  }
+
+  /** Mutes `chat` until `until` (ms), always, or unmutes it (0); the account's other devices follow. */
+  async setMute(chat: ChatId, until: number | 'always'): Promise<void> {
+    await this.conv.setMute(chat, until);
+    await this.refreshMute(chat);
+  }
+
+  /** Reads the mute of every chat in the list (at start, and when another device changed one). */
+  async loadMutes(): Promise<void> {
+    for (const c of this.chats.list()) await this.readMute(c.chat as ChatId);
+    this.armMuteTimer();
+  }
+
+  private async readMute(chat: ChatId): Promise<void> {
+    const mute = await this.conv.mute(chat);
+    this.mutes.set(chat, mute);
+    if (isMuted(mute, this.m.api.now()) && (await this.conv.unread(chat)).mentioned) this.mentionedMuted.add(chat);
+    else this.mentionedMuted.delete(chat);
+  }
+
+  /** A chat's mute changed (here, or a `mute` message from another of the account's devices). */
+  async refreshMute(chat: ChatId): Promise<void> {
+    await this.readMute(chat);
+    this.armMuteTimer();
+    this.emit('mute', chat);
+    this.publishChats();
+  }
+
+  /** A chat read: its unread mention no longer counts in the title. */
+  readMuted(chat: string): void {
+    if (this.mentionedMuted.delete(chat)) this.publishChats();
+  }
+
+  /** One timer for the mute that ends first, so "Muted" goes from the list when it does. */
+  private armMuteTimer(): void {
+    if (this.muteTimer) clearTimeout(this.muteTimer);
+    this.muteTimer = null;
+    const now = this.m.api.now();
+    let next = Infinity;
+    for (const mute of this.mutes.values()) if (mute && mute.until !== 'always' && mute.until > now) next = Math.min(next, mute.until);
+    if (next === Infinity || this.closed) return;
+    this.muteTimer = setTimeout(
+      () => {
+        this.armMuteTimer();
+        this.publishChats();
+      },
+      Math.min(next - now + 50, MAX_TIMER_MS),
+    );
+  }
+
+  // ---- disappearing messages ----
+
+  /** Sets the one timer for the message that disappears next; called whenever a deadline may have changed. */
+  async scheduleExpiry(): Promise<void> {
+    const next = await this.conv.nextExpiry();
+    if (this.closed) return;
+    if (next?.at === this.expiryAt && this.expiryTimer) return;
+    if (this.expiryTimer) clearTimeout(this.expiryTimer);
+    this.expiryTimer = null;
+    this.expiryAt = next?.at ?? null;
+    if (!next) return;
+    const wait = Math.max(0, Math.min(next.at - this.m.api.now(), MAX_TIMER_MS));
+    this.expiryTimer = setTimeout(() => {
+      this.expiryTimer = null;
+      this.expiryAt = null;
+      void this.expireNow()
+        .catch((e: unknown) => console.warn('disappearing messages:', e))
+        .then(() => this.scheduleExpiry());
+    }, wait);
+  }
+
+  /**
+   * Cuts every message whose timer ran out (the SDK makes their records tombstones and tells the
+   * views), then drops what the app keeps of them: search index entries, kept files, notifications
+   * shown for their chats, and the chat list's last-message line when it was one of them.
+   */
+  async expireNow(): Promise<number> {
+    const { records, attachments } = await this.conv.expireDue();
+    for (const m of records) this.search.remove(m.id);
+    for (const id of attachments) {
+      this.urls.delete(id);
+      await this.files.remove(id).catch((e: unknown) => console.warn('removing a kept file:', e));
+    }
+    const chats = new Set(records.map((m) => m.chat));
+    for (const chat of chats) {
+      closeNotifications(chat);
+      const last = (await this.store.chat(chat, { limit: 50 })).filter(isShown).at(-1);
+      await this.chats.replacePreview(chat, last ? previewOf(last, this.nick) : undefined);
+    }
+    if (chats.size > 0) this.publishChats();
+    return records.length;
   }
 
   /** Whether a message in `chat` is being read right now. */
@@ -358,6 +497,9 @@ export class Session extends Emitter<SessionEvents> {
 
   /** Stops sending (sign-out, the session ended). */
   close(): void {
+    this.closed = true;
+    if (this.expiryTimer) clearTimeout(this.expiryTimer);
+    if (this.muteTimer) clearTimeout(this.muteTimer);
     this.conv.stop();
   }
 }

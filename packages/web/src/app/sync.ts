@@ -16,7 +16,13 @@ import type { Session } from './session.js';
  * already stored is just acknowledged.
  */
 async function onMsg(s: Session, env: Envelope): Promise<void> {
-  await s.conv.receive(env);
+  const r = await s.conv.receive(env);
+  // Another of this account's devices muted or unmuted a chat: the header and the list follow.
+  if (r.ignored === 'mute') {
+    await s.loadMutes();
+    s.emit('mute', '');
+    s.publishChats();
+  }
 }
 
 export async function refreshContacts(s: Session): Promise<void> {

@@ -1,6 +1,6 @@
 /**
  * The "Message actions" menu of one message (role `menu`, items "Reply", "React", "Edit",
- * "Delete for everyone"), and the emoji picker that "React" opens (buttons named by the emoji).
+ * "Delete for everyone", "Pin" / "Unpin"), and the emoji picker that "React" opens (buttons named by the emoji).
  * Keyboard: arrows move between items, Escape closes and gives focus back to the button.
  */
 import { h } from './dom.js';
@@ -83,7 +83,8 @@ function show(anchor: HTMLButtonElement, el: HTMLElement, items: HTMLElement[]):
   items[0]?.focus();
 }
 
-export function openActionMenu(anchor: HTMLButtonElement, items: MenuItem[]): void {
+/** A menu after `anchor`: "Message actions" by default, or another (the chat header's "Mute"). */
+export function openActionMenu(anchor: HTMLButtonElement, items: MenuItem[], label = 'Message actions'): void {
   if (anchor.getAttribute('aria-expanded') === 'true') return closePopups(true);
   const buttons = items.map((it) => {
     const b = h('button', { type: 'button', role: 'menuitem', tabindex: '-1' }, it.label);
@@ -93,7 +94,7 @@ export function openActionMenu(anchor: HTMLButtonElement, items: MenuItem[]): vo
     });
     return b;
   });
-  show(anchor, h('div', { class: 'popup menu', role: 'menu', 'aria-label': 'Message actions' }, ...buttons), buttons);
+  show(anchor, h('div', { class: 'popup menu', role: 'menu', 'aria-label': label }, ...buttons), buttons);
 }
 
 export function openEmojiPicker(anchor: HTMLButtonElement, pick: (emoji: string) => void): void {

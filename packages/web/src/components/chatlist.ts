@@ -1,7 +1,7 @@
 /**
  * The sidebar: "New chat" and "New room" forms and the chat list, a navigation landmark named
  * "Chats" whose links are named exactly by the peer's nick or the room's name (time, unread
- * count and "Verified" / "Safety number changed" are aria-hidden and given as the link's
+ * count, "Verified" / "Safety number changed" and "Muted" are aria-hidden and given as the link's
  * description instead).
  */
 import type { ChatSummary } from '../app/chats.js';
@@ -104,6 +104,7 @@ function entry(c: ChatSummary, current: string | null): HTMLLIElement {
     c.kind === 'room' ? 'Room' : 'Direct chat',
     c.closed,
     trust?.text,
+    c.muted ? 'Muted' : '',
     c.unread > 0 ? `${c.unread} unread` : '',
     c.mentioned ? 'Mentioned' : '',
     c.draft ?? (c.preview ? `last message ${c.preview}` : ''),
@@ -136,6 +137,7 @@ function entry(c: ChatSummary, current: string | null): HTMLLIElement {
       c.unread > 0 ? h('span', { class: 'badge' }, String(c.unread)) : null,
       c.mentioned ? h('span', { class: 'mention-tag' }, 'Mentioned') : null,
       trust ? h('span', { class: trust.class }, trust.text) : null,
+      c.muted ? h('span', { class: 'mute-tag' }, 'Muted') : null,
     ),
   );
   return h('li', {}, link, h('span', { id: descId, hidden: true }, desc));

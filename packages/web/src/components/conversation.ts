@@ -11,6 +11,7 @@ import { heldPeers } from '../app/held.js';
 import { go, splitChat } from '../app/route.js';
 import type { Session } from '../app/session.js';
 import { closePopups, openActionMenu, openEmojiPicker, type MenuItem } from './actionmenu.js';
+import { muteButton, pinnedView, remainingWords, timerButton } from './chatheader.js';
 import { composerView } from './composer.js';
 import { dropTarget, sendFiles, sendVoice, uploadWatch } from './sendfiles.js';
 import { mediaReady, mediaUrl } from '../app/media.js';
@@ -22,6 +23,12 @@ import { keyChangeAlert, safetyPanel } from './safety.js';
 
 /** Said in place of a voice message when the page has no service worker to play it from. */
 const NO_PLAYER = 'This voice message cannot play until the app has finished starting. Reload the page to play it.';
+
+/** Whether a countdown's words are worth changing now: seconds only at each ten (a timer is read out when asked, not as it runs). */
+function tens(left: string): boolean {
+  const m = /^(\d+) seconds?$/.exec(left);
+  return !m || Number(m[1]) % 10 === 0;
+}
 
 export interface ConversationView {
   el: HTMLElement;
@@ -54,9 +61,11 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
       go({ name: 'home' });
     });
   });
-  const head = h('div', { class: 'conv-head' }, back, title, panelBtn, dropBtn);
-
   const fail = (e: unknown) => (problem.textContent = describeError(e));
+  const mute = muteButton(s, chat, fail);
+  const timer = timerButton(s, chat, fail);
+  const head = h('div', { class: 'conv-head' }, back, title, mute.el, timer.el, panelBtn, dropBtn);
+  const pins = pinnedView(s, chat, (mid) => void focusMessage(mid));
   const composer = composerView({
     send: (body, replyTo) => {
       problem.textContent = '';
@@ -105,6 +114,12 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
       onReact: (m, emoji) => void s.conv.react(m, emoji).catch(fail),
       onRetry: (m) => void s.conv.retry(m.id).catch(fail),
       onQuote: (target) => void log.reveal(target),
+      expiresIn: (m) => {
+        if (!m.expire) return null;
+        if (m.seenAt === undefined) return remainingWords(m.expire * 1000);
+        timed.add(m.id);
+        return remainingWords(m.seenAt + m.expire * 1000 - s.m.api.now());
+      },
       file: {
         uploaded: (mid) => {
           const m = log.get(mid);
@@ -130,13 +145,43 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
     }
     if (s.conv.canEdit(m)) items.push({ label: 'Edit', run: () => composer.edit(m) });
     if (s.conv.canDelete(m)) items.push({ label: 'Delete for everyone', run: () => void s.conv.deleteForEveryone(log.get(m.id) ?? m).catch(fail) });
+    if (s.conv.canPin(m)) {
+      const pinned = m.pin?.op === 'pin';
+      items.push({ label: pinned ? 'Unpin' : 'Pin', run: () => void (pinned ? s.conv.unpin(m) : s.conv.pin(m)).catch(fail) });
+    }
     if (items.length === 0) items.push({ label: 'Copy text', run: () => void navigator.clipboard?.writeText(m.note ?? '') });
     return items;
   }
 
+  /** Rows with a running disappearing timer: their countdown words are checked every second and change seldom. */
+  const timed = new Set<string>();
   const tick = setInterval(() => {
     if (waiting.size > 0) log.refresh([...waiting]);
+    for (const id of timed) {
+      const m = log.get(id);
+      if (!m?.expire || m.seenAt === undefined || m.expired) {
+        timed.delete(id);
+        continue;
+      }
+      const el = log.el.querySelector<HTMLElement>(`[data-id="${CSS.escape(id)}"] .expiry`);
+      const left = remainingWords(m.seenAt + m.expire * 1000 - s.m.api.now());
+      const label = `Disappears in ${left}`;
+      if (el && el.getAttribute('aria-label') !== label && tens(left)) {
+        el.setAttribute('aria-label', label);
+        el.title = label;
+        el.textContent = `⏱ ${left}`;
+      }
+    }
   }, 1_000);
+
+  /** Scrolls to a message (a pinned one) and gives it the focus. */
+  async function focusMessage(mid: string): Promise<void> {
+    if (!(await log.reveal(mid))) return;
+    const row = log.el.querySelector<HTMLElement>(`[data-id="${CSS.escape(mid)}"]`);
+    if (!row) return;
+    row.tabIndex = -1;
+    row.focus();
+  }
 
   function room() {
     return kind === 'room' ? s.m.room(id) : undefined;
@@ -207,6 +252,7 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
     if (s.isReading(chat)) {
       s.readChat(chat);
       void s.conv.markRead(chat, log.records()).catch(() => undefined);
+      s.readMuted(chat);
     }
     void s.chats.markRead(chat).then(() => s.publishChats());
   }
@@ -256,7 +302,18 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
     void s.membership.checkPeer(id).then((gone) => gone && s.publishChats());
   }
 
-  const el = h('section', { class: 'main', 'aria-labelledby': 'conv-title' }, head, alertSlot, memberSlot, panelSlot, problem, log.el, composer.el);
+  const el = h(
+    'section',
+    { class: 'main', 'aria-labelledby': 'conv-title' },
+    head,
+    alertSlot,
+    memberSlot,
+    panelSlot,
+    problem,
+    pins.el,
+    log.el,
+    composer.el,
+  );
   dropTarget(el, (files) => composer.attach(files));
   return {
     el,
@@ -266,6 +323,9 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
       composer.stop();
       log.destroy();
       clearInterval(tick);
+      mute.destroy();
+      timer.destroy();
+      pins.destroy();
       uploads.stop();
       for (const off of offs) off();
       document.removeEventListener('visibilitychange', onVisible);

@@ -158,7 +158,8 @@ export function messageLog(o: {
   async function loadOlder(): Promise<number> {
     const first = order[0];
     const page = await o.load(first ? { ts: first.ts, id: first.id } : undefined);
-    const fresh = page.filter((m) => !rows.has(m.id));
+    // A message that disappeared is never drawn (its record stays, as a tombstone).
+    const fresh = page.filter((m) => !rows.has(m.id) && !m.expired);
     for (const m of fresh) recs.set(m.id, m);
     for (const m of fresh) rows.set(m.id, render(m));
     order = [...fresh, ...order].sort(byTime);
@@ -181,6 +182,7 @@ export function messageLog(o: {
     },
     upsert(m) {
       if (m.chat !== o.chat) return;
+      if (m.expired) return this.remove(m.id);
       const follow = atBottom();
       const i = order.findIndex((x) => x.id === m.id);
       if (i >= 0) {
@@ -212,7 +214,7 @@ export function messageLog(o: {
       if (follow || m.from === o.item.me) el.scrollTop = el.scrollHeight;
     },
     upsertMany(ms) {
-      const mine = ms.filter((m) => m.chat === o.chat);
+      const mine = ms.filter((m) => m.chat === o.chat && !m.expired);
       if (mine.length === 0) return;
       const follow = atBottom();
       const byId = new Map(order.map((m) => [m.id, m]));

@@ -26,6 +26,8 @@ export interface ItemContext {
   onQuote(id: string): void;
   /** Whether the message mentions the reader (highlighted, and said). */
   mentionsMe?(m: ChatMessage): boolean;
+  /** The words of the time left before a message with a timer disappears ("29 seconds"), or null while its clock has not started. */
+  expiresIn?(m: ChatMessage): string | null;
   file: FileContext;
 }
 
@@ -108,6 +110,10 @@ export function messageItem(c: ItemContext, m: ChatMessage): HTMLLIElement {
   const reactions = reactionsOf(c, m);
   if (reactions) li.append(reactions);
   const foot = h('div', { class: 'foot' });
+  const left = m.expire ? c.expiresIn?.(m) : null;
+  // A timer, not a live announcement: the log would otherwise read the countdown out as it changes.
+  if (left)
+    foot.append(h('span', { class: 'expiry', role: 'timer', 'aria-label': `Disappears in ${left}`, title: `Disappears in ${left}` }, `⏱ ${left}`));
   if (mine) {
     const words = c.status(m);
     foot.append(statusEl(words));
