@@ -121,9 +121,25 @@ export async function* downloadFile(api: ApiClient, ref: FileRef, o: DownloadOpt
     if (!reader) throw new SdkError('bad_response', { message: 'The download came without a body.' });
     try {
       for (;;) {
+        const reading = reader.read();
+        // While the next bytes are awaited, hand out the parts already opened, so a slow or
+        // stalled connection does not hold back what came before it.
+        const arrived = reading.then(
+          () => true,
+          () => true,
+        );
+        while (opening.length > 0) {
+          const head = opening[0]!.plain.then(
+            () => false,
+            () => false,
+          );
+          if (await Promise.race([arrived, head])) break;
+          const piece = await next();
+          if (piece.length > 0) yield piece;
+        }
         let chunk: ReadableStreamReadResult<Uint8Array>;
         try {
-          chunk = await reader.read();
+          chunk = await reading;
         } catch (cause) {
           if (o.signal?.aborted) throw cause;
           break; // a cut: resume from `got`
