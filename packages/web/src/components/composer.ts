@@ -5,7 +5,8 @@
  * padding it says how much room is left, and past 100 % it disables Send and says why; the count
  * runs once per frame, so pasting a megabyte does not freeze the page. Files attached (the
  * paperclip, a drop onto the chat, a pasted image) go with the text as their caption; "Record
- * voice message" records one in place of the row (components/recorder.ts).
+ * voice message" records one in place of the row (components/recorder.ts). Keyboard: Up in an
+ * empty textbox edits one's last message (while it may be edited), Escape cancels a reply or an edit.
  */
 import { textRoom, type ChatMessage } from '@svc/sdk';
 import { attachTray, pastedName } from './attach.js';
@@ -23,6 +24,8 @@ export interface Composer {
   attach(files: Iterable<File>): void;
   /** Discards a recording in progress and releases the microphone. */
   stop(): void;
+  /** Cancels a reply or an edit; false when there was none. */
+  cancel(): boolean;
 }
 
 export interface ComposerActions {
@@ -34,6 +37,8 @@ export interface ComposerActions {
   sendVoice(r: VoiceRecording): void;
   /** The largest file the service takes, in bytes (a recording stops before it). */
   maxFileBytes(): Promise<number>;
+  /** One's last message, when it may still be edited (Up in an empty textbox edits it). */
+  editLast?(): ChatMessage | null;
 }
 
 export function composerView(a: ComposerActions): Composer {
@@ -139,8 +144,23 @@ export function composerView(a: ComposerActions): Composer {
     } else if (e.key === 'Escape' && (replying || editing)) {
       e.preventDefault();
       cancel.click();
+    } else if (e.key === 'ArrowUp' && text.value === '' && !editing && tray.files().length === 0 && !e.shiftKey && !e.altKey) {
+      const last = a.editLast?.();
+      if (!last) return;
+      e.preventDefault();
+      startEdit(last);
     }
   });
+
+  function startEdit(m: ChatMessage): void {
+    replying = null;
+    editing = m;
+    setMode('edit', 'Editing your message');
+    text.value = m.body ?? '';
+    measure();
+    text.focus();
+    text.setSelectionRange(text.value.length, text.value.length);
+  }
 
   return {
     el: h('div', { class: 'composer-wrap' }, form, note),
@@ -152,13 +172,11 @@ export function composerView(a: ComposerActions): Composer {
       measure();
       text.focus();
     },
-    edit(m) {
-      replying = null;
-      editing = m;
-      setMode('edit', 'Editing your message');
-      text.value = m.body ?? '';
-      measure();
-      text.focus();
+    edit: startEdit,
+    cancel() {
+      if (!replying && !editing) return false;
+      cancel.click();
+      return true;
     },
     attach: (files) => tray.add(files),
     stop: () => voice.stop(),
