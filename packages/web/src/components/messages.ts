@@ -80,7 +80,12 @@ function svg(tag: string, attrs: Record<string, string>): SVGElement {
 function statusIcon(words: string): SVGElement | null {
   const rings = words === 'Sent' || words === 'Sending' ? 1 : words === 'Delivered' || words === 'Read' ? 2 : 0;
   if (rings === 0) return null;
-  const icon = svg('svg', { viewBox: `0 0 ${rings === 1 ? 14 : 24} 14`, class: `tick ${words.toLowerCase()}`, 'aria-hidden': 'true', focusable: 'false' });
+  const icon = svg('svg', {
+    viewBox: `0 0 ${rings === 1 ? 14 : 24} 14`,
+    class: `tick ${words.toLowerCase()}`,
+    'aria-hidden': 'true',
+    focusable: 'false',
+  });
   for (let i = 0; i < rings; i++) {
     const x = 7 + i * 10;
     icon.append(svg('circle', { cx: String(x), cy: '7', r: '6' }));
