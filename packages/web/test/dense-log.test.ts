@@ -23,6 +23,7 @@ import {
   searchBox,
   seeMessage,
   send,
+  signIn,
   signUp,
   startChat,
   statusShows,
@@ -241,6 +242,27 @@ describe('web client: a denser log, unread and keyboard', { skip: missingBrowser
       await openChat(b.page, alice);
       await seeMessage(b.page, unread.at(-1)!);
       assert.equal(await messageLog(b.page).getByRole('separator', { name: 'New messages' }).count(), 0, 'nothing new after reading');
+    })();
+  });
+
+  test("the chat list's unread count follows reading on another of the account's devices", async () => {
+    await scene.step(async () => {
+      const phone = await scene.device('bob phone', { viewport: DESKTOP });
+      await signIn(phone.page, bob, password);
+      await b.page.evaluate(() => (location.hash = '#/'));
+      await messageBox(b.page).waitFor({ state: 'detached' });
+      const texts = [scene.text('read elsewhere one'), scene.text('read elsewhere two')];
+      for (const t of texts) await send(a.page, t);
+      const description = (page: Page) =>
+        chatEntry(page, alice).evaluate((el) => document.getElementById(el.getAttribute('aria-describedby')!)?.textContent ?? '');
+      await until('the phone counts 2 unread', async () => (await description(phone.page)).includes('2 unread') || undefined, 60_000);
+      await openChat(b.page, alice);
+      await seeMessage(b.page, texts[1]!);
+      await until(
+        'the phone counts none once the laptop read them',
+        async () => !(await description(phone.page)).includes('unread') || undefined,
+        60_000,
+      );
     })();
   });
 });
