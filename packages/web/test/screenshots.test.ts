@@ -172,8 +172,8 @@ describe('web client: screenshots of the main screens', { skip: missingBrowser()
       await seeMessage(leo.page, 'We start at 7.');
       for (const t of ['Hey! Yes, I will be there.', 'Which book is it this time?']) await send(leo.page, t);
       await seeMessage(maya.page, 'Which book is it this time?');
-      for (const t of ['"The Left Hand of Darkness".', 'Bring snacks if you can 🙂']) await send(maya.page, t);
-      await seeMessage(leo.page, 'Bring snacks if you can 🙂');
+      for (const t of ['"The Left Hand of Darkness".', 'Bring snacks if you can.']) await send(maya.page, t);
+      await seeMessage(leo.page, 'Bring snacks if you can.');
       await send(leo.page, 'Deal, see you then.');
       await statusShows(leo.page, 'Deal, see you then.', 'Read');
       await statusShows(leo.page, 'Which book is it this time?', 'Read');
