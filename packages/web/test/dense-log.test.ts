@@ -255,7 +255,7 @@ describe('web client: a denser log, unread and keyboard', { skip: missingBrowser
       for (const t of texts) await send(a.page, t);
       const description = (page: Page) =>
         chatEntry(page, alice).evaluate((el) => document.getElementById(el.getAttribute('aria-describedby')!)?.textContent ?? '');
-      await until('the phone counts 2 unread', async () => (await description(phone.page)).includes('2 unread') || undefined, 60_000);
+      await until('the phone counts 2 unread', async () => (await description(phone.page)).includes('2 unread') || undefined, 90_000);
       await openChat(b.page, alice);
       await seeMessage(b.page, texts[1]!);
       await until(
