@@ -261,7 +261,7 @@ describe('web client: a denser log, unread and keyboard', { skip: missingBrowser
       await until(
         'the phone counts none once the laptop read them',
         async () => !(await description(phone.page)).includes('unread') || undefined,
-        60_000,
+        90_000,
       );
     })();
   });
