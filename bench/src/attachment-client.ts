@@ -117,13 +117,18 @@ export class AttachmentClient {
     });
   }
 
-  /** Uploads `file` under a fresh id with `inFlight` parts at a time, then finishes it; returns the id. */
+  /**
+   * Uploads `file` under a fresh id as the SDK does (its first part alone, then `inFlight` parts
+   * at a time), then finishes it; returns the id.
+   */
   async upload(file: BenchFile, inFlight: number): Promise<string> {
     const id = id16();
-    await pool(file.bodies, inFlight, async (body, n) => {
+    const put = async (body: string, n: number) => {
       const r = await this.send('PUT', `/api/attachments/${id}/parts/${n}`, body);
       if (r.status !== 204) throw new Error(`part ${n}: HTTP ${r.status} ${r.body.slice(0, 300)}`);
-    });
+    };
+    await put(file.bodies[0]!, 0);
+    await pool(file.bodies.slice(1), inFlight, (body, i) => put(body, i + 1));
     const r = await this.send('POST', `/api/attachments/${id}/finish`, file.finish);
     if (r.status !== 201) throw new Error(`finish: HTTP ${r.status} ${r.body.slice(0, 300)}`);
     return id;

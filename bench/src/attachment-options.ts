@@ -1,4 +1,5 @@
 /** Command-line options of `npm run bench:attachments -- …`. */
+import { UPLOAD_IN_FLIGHT } from '@svc/sdk';
 
 export interface AttachmentOptions {
   backend: 'sqlite' | 'postgres';
@@ -11,7 +12,7 @@ export interface AttachmentOptions {
   /** The photo sent to the room, in MB, and the room's size (its sender included). */
   photoMb: number;
   members: number;
-  /** Parts in flight of the photo's upload: the largest of `inFlight`. */
+  /** Parts in flight of the photo's upload: the SDK's count. */
   photoInFlight: number;
 }
 
@@ -20,7 +21,8 @@ export const attachmentUsage = `npm run bench:attachments -- [options]
   --runs N                    repetitions of each measurement (default 5; --quick 1)
   --quick                     one run of each, to try the harness
   --sizes a,b                 file sizes in MB whose upload and download are timed (default 1,25; at most 25)
-  --inflight a,b              parts an upload keeps in flight, each timed (default 1,4)
+  --inflight a,b              parts an upload keeps in flight, each timed (default 1,${UPLOAD_IN_FLIGHT}: one
+                              at a time, and the SDK's count)
   --photo MB                  the photo sent to the room (default 5)
   --members N                 members of the room, the sender included (default 20)
   --help`;
@@ -34,7 +36,15 @@ function int(v: string | undefined, name: string, min: number, max: number): num
 const list = (v: string | undefined, name: string, min: number, max: number) => (v ?? '').split(',').map((x) => int(x, name, min, max));
 
 export function parseAttachmentOptions(argv: string[]): AttachmentOptions | 'help' {
-  const o: AttachmentOptions = { backend: 'sqlite', runs: 5, sizesMb: [1, 25], inFlight: [1, 4], photoMb: 5, members: 20, photoInFlight: 4 };
+  const o: AttachmentOptions = {
+    backend: 'sqlite',
+    runs: 5,
+    sizesMb: [1, 25],
+    inFlight: [1, UPLOAD_IN_FLIGHT],
+    photoMb: 5,
+    members: 20,
+    photoInFlight: UPLOAD_IN_FLIGHT,
+  };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     const v = () => argv[++i];
@@ -51,6 +61,5 @@ export function parseAttachmentOptions(argv: string[]): AttachmentOptions | 'hel
     else if (a === '--members') o.members = int(v(), '--members', 2, 256);
     else throw new Error(`unknown option ${a}\n${attachmentUsage}`);
   }
-  o.photoInFlight = Math.max(...o.inFlight);
   return o;
 }

@@ -4,6 +4,7 @@
  * it. Timed from the first part to the last member's last byte, with the upload and the message's
  * delivery apart. Each member holds one device with an open event stream and a socket of its own.
  */
+import { UPLOAD_IN_FLIGHT } from '@svc/sdk';
 import { roomBody, ulid } from './fixtures.js';
 import { pool } from './http.js';
 import { AttachmentClient, type BenchFile } from './attachment-client.js';
@@ -43,7 +44,7 @@ export class RoomPhoto {
     const accounts = await t.createAccounts(tag, size, 1);
     const room = await t.createRoom(accounts);
     const members: Member[] = [];
-    const photo = new RoomPhoto(room, new AttachmentClient(t.api.port, accounts[0]!.cookie, 4), members);
+    const photo = new RoomPhoto(room, new AttachmentClient(t.api.port, accounts[0]!.cookie, UPLOAD_IN_FLIGHT), members);
     await pool(accounts.slice(1), 16, async (account) => {
       const member = { account, client: new AttachmentClient(t.api.port, account.cookie) } as Member;
       member.stream = await EventStream.open(t.api.port, account.devices[0]!, account.cookie, {

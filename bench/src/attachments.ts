@@ -20,6 +20,7 @@ import { storedBytes } from './attachment-metrics.js';
 import { postgresBackend, sqliteBackend } from './backends.js';
 import { runTag } from './fixtures.js';
 import { median } from './stats.js';
+import { UPLOAD_IN_FLIGHT } from '@svc/sdk';
 import { CeilingTarget, ServiceTarget, type Target } from './targets.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -170,7 +171,7 @@ async function main(): Promise<void> {
     const s = runs.get(service)!;
     const c = runs.get(ceiling)!;
     const label = o.runs > 1 ? `medians of ${o.runs} runs` : 'one run';
-    const text = `\n## Attachments: ${backend.describe}\n\n${command} — ${date} — ${label}; parts sent one at a time (×1) or ${Math.max(...o.inFlight)} in flight\n\n${table(o, s, c, photo, stored)}\n\nLoad average at end ${loadavg()
+    const text = `\n## Attachments: ${backend.describe}\n\n${command} — ${date} — ${label}; ×N: the first part alone, then N in flight, as the SDK sends them (N = ${UPLOAD_IN_FLIGHT})\n\n${table(o, s, c, photo, stored)}\n\nLoad average at end ${loadavg()
       .map((x) => x.toFixed(2))
       .join(' ')}\n`;
     process.stdout.write(text);

@@ -1,5 +1,5 @@
 /**
- * The account's steps with the service, for Messenger (client.ts): sign-up, sign-in and what a
+ * The account's steps with the service, for Messenger (messenger.ts): sign-up, sign-in and what a
  * sign-in refuses, a new password, deletion. Each returns what Messenger keeps and holds no state;
  * the crypto of each step (what a password makes) is credentials.ts.
  */

@@ -27,13 +27,13 @@ export {
   type DecryptFailure,
   type SentMessage,
   type SendOptions,
-} from './client.js';
-export { splitChatId } from './messages.js';
+} from './messenger.js';
+export { splitChatId } from './envelopes.js';
 export { Peers } from './peers.js';
 export { RoomBook, type RoomGuard, type MemberChange } from './rooms.js';
 export { checkSessionState, SESSION_STATE_VERSION, type SessionState } from './session.js';
 export { portableSession, resumePortable, type PortableSession } from './portable.js';
-export { KeyPins, metaPins, type Pin, type PinStorage } from './pins.js';
+export { KeyPins, metaPins, type Pin, type PinStorage } from './key-pins.js';
 
 export { seal, open, importAesKey, IV_BYTES, type Sealed } from './crypto/aead.js';
 export { hkdf, sha256 } from './crypto/hkdf.js';
@@ -141,7 +141,7 @@ export { quotedRecord } from './conversation/quote.js';
 export { Outbox, RECEIPT_DELAY_MS, type OutboxDeps } from './conversation/outbox.js';
 export { Pacer, DEFAULT_MESSAGE_LIMIT, WINDOW_MS, type PacerSnapshot } from './conversation/pacer.js';
 export { SearchIndex, fold, type SearchHit } from './conversation/search.js';
-export { applyPin, isPinnable, pinnedMessages, pinKey } from './conversation/message-pins.js';
+export { applyPin, isPinnable, pinnedMessages, pinKey, pinStamp } from './conversation/message-pins.js';
 export {
   TIMER_CHOICES,
   TIMER_SECONDS,
@@ -284,6 +284,7 @@ export {
   MemoryUploadProgress,
   progressInMeta,
   limitLabel,
+  UPLOAD_IN_FLIGHT,
   type UploadState,
   type UploadedFile,
   type UploadProgressStore,

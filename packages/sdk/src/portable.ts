@@ -10,7 +10,7 @@
  */
 import { isPlainObject, type Kdf } from '@svc/protocol';
 import { b64, buf, subtle, unb64 } from './bytes.js';
-import { Messenger, type MessengerOptions } from './client.js';
+import { Messenger, type MessengerOptions } from './messenger.js';
 import { keysFor } from './credentials.js';
 import { openIdentity } from './crypto/identity.js';
 import type { Argon2Fn } from './crypto/kdf.js';

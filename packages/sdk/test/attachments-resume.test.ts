@@ -9,7 +9,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { ATTACHMENT } from '@svc/protocol';
-import { chunkCount, downloadBytes, isSdkError, MemoryUploadProgress, Uploader, type FetchLike } from '../src/index.js';
+import { chunkCount, downloadBytes, isSdkError, MemoryUploadProgress, UPLOAD_IN_FLIGHT, Uploader, type FetchLike } from '../src/index.js';
 import { loginDevice, register, startServer, type TestServer } from './server.js';
 
 /** A fetch that can go offline after `partsBefore` more parts, and records every attachment request and its status. */
@@ -49,14 +49,14 @@ test('an upload cut by the network resumes from the acknowledged parts and finis
   n.state.offlineAfter = 13;
   await assert.rejects(up.run(s, file), (e: unknown) => isSdkError(e, 'network'));
   const saved = await progress.get(s.id);
-  assert.equal(saved?.done, 8, 'the progress saved every 8 parts: 8 of the 13 that went');
+  assert.equal(saved?.done, 13, 'the progress holds the 13 parts answered before the cut');
 
   // A reload: a new Uploader over the same progress store, the network back.
   n.state.offlineAfter = Infinity;
   const again = new Uploader(alice.api, progress);
   const done = await again.run(await again.resume(s.id, s.key, file.length), file);
   const puts = n.log.filter((l) => l.what.startsWith('PUT'));
-  assert.equal(puts.length, 13 + (parts - 8), 'after the cut only the parts from the saved progress went again');
+  assert.equal(puts.length, 13 + (parts - 13), 'after the cut only the parts not answered went');
   assert.deepEqual(
     n.log.filter((l) => l.what.endsWith('/finish')),
     [{ what: 'POST /att/finish', status: 201 }],
@@ -65,6 +65,59 @@ test('an upload cut by the network resumes from the acknowledged parts and finis
   assert.equal(await progress.get(s.id), undefined, 'the progress is forgotten once finished');
   const rows = await server.query(`SELECT size FROM attachments WHERE id = '${s.id}'`);
   assert.deepEqual(rows, [{ size: done.size }]);
+  assert.ok(Buffer.from(await downloadBytes(bob.api, done)).equals(Buffer.from(file)));
+});
+
+test('an upload keeps four parts in flight, never more, and its progress records only the parts up to the first unanswered one', async () => {
+  let now = 0;
+  let most = 0;
+  const order: number[] = [];
+  /** Part 2's first try is cut by the network once parts 3 and 4 were answered. */
+  const later: (() => void)[] = [];
+  let cut = true;
+  const wrap =
+    (f: FetchLike): FetchLike =>
+    async (url, init) => {
+      const m = /\/parts\/(\d+)$/.exec(new URL(url).pathname);
+      if (!m || init?.method !== 'PUT') return f(url, init);
+      const part = Number(m[1]);
+      most = Math.max(most, ++now);
+      try {
+        if (part === 2 && cut) {
+          cut = false;
+          await new Promise<void>((resolve) => later.push(resolve));
+          throw new TypeError('fetch failed');
+        }
+        const res = await f(url, init);
+        order.push(part);
+        if (part === 4) for (const go of later.splice(0)) go();
+        return res;
+      } finally {
+        now--;
+      }
+    };
+  const alice = await register(server, undefined, undefined, { wrap });
+  const bob = await register(server);
+  const progress = new MemoryUploadProgress();
+  const file = new Uint8Array(randomBytes(300_000));
+  const parts = chunkCount(file.length);
+  const up = new Uploader(alice.api, progress);
+  const s = await up.begin(file.length);
+  await assert.rejects(up.run(s, file), (e: unknown) => isSdkError(e, 'network'));
+  assert.equal(most, UPLOAD_IN_FLIGHT, 'four parts were in flight at once');
+  assert.deepEqual(order.slice(0, 2), [0, 1], 'the first part went alone');
+  assert.ok(order.includes(3) && order.includes(4), 'parts after the cut one were answered');
+  assert.equal((await progress.get(s.id))?.done, 2, 'the progress stops at the first part not answered');
+
+  order.length = 0;
+  most = 0;
+  const done = await new Uploader(alice.api, progress).run(await up.resume(s.id, s.key, file.length), file);
+  assert.deepEqual(
+    [...order].sort((a, b) => a - b),
+    Array.from({ length: parts - 2 }, (_, i) => i + 2),
+    'the resume sent every part from the first unanswered one',
+  );
+  assert.ok(most <= UPLOAD_IN_FLIGHT);
   assert.ok(Buffer.from(await downloadBytes(bob.api, done)).equals(Buffer.from(file)));
 });
 

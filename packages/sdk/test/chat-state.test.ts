@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import {
+  ChatMutes,
   Drafts,
   insertMention,
   isTransferRoom,
@@ -120,6 +121,34 @@ test('a mute follows the person to their other device through their private room
   } finally {
     await Promise.all([A1.close(), A2.close(), B.close()]);
   }
+});
+
+test('a mute set on a device whose clock runs behind still holds over the one it had from another device', async () => {
+  // Each device's server-corrected clock is good to about a second: the other device's change came
+  // stamped 800 ms ahead of this one's clock.
+  const store = new MemoryStore();
+  const sent: unknown[] = [];
+  const link = {
+    me: 'alice',
+    now: () => 1_000_000,
+    carrier: async () => 'room:devices' as ChatId,
+    isCarrier: (chat: ChatId) => chat === 'room:devices',
+    enqueue: async (_chat: ChatId, plain: unknown) => void sent.push(plain),
+  };
+  let mids = 0;
+  const mutes = new ChatMutes(
+    store,
+    () => link,
+    () => `m${++mids}`,
+  );
+  const dm: ChatId = 'dm:bob';
+  const theirs = { type: 'mute', chat: dm, until: 0, sentAt: 1_000_800, mid: 'z' } as const;
+  assert.equal(await mutes.handle({ from: 'alice', chat: 'room:devices', plain: { v: 1, ...theirs } }), true);
+  const mine = await mutes.set(dm, 'always');
+  assert.ok(mine.sentAt > theirs.sentAt, 'stamped after the one it had');
+  assert.deepEqual(await mutes.get(dm), mine, 'it holds here');
+  assert.equal((sent[0] as { sentAt: number }).sentAt, mine.sentAt, 'and goes to the other devices with that stamp');
+  assert.equal(await mutes.handle({ from: 'alice', chat: 'room:devices', plain: { v: 1, ...theirs } }), false, 'the older one again changes nothing');
 });
 
 test('unread: the count, the first unread message and "Mentioned" until read; a read on one device clears it on the other', async () => {

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { ingest, MemoryStore, pinnedMessages, type ChatId, type Plain, type PlainInput, type RuleContext } from '../src/index.js';
+import { ingest, MemoryStore, pinnedMessages, pinStamp, type ChatId, type Plain, type PlainInput, type RuleContext } from '../src/index.js';
 import { register, startServer, type TestServer } from './server.js';
 import { roomOf, run, until, type App } from './room-apps.js';
 
@@ -63,6 +63,21 @@ test('a pin and an unpin that cross resolve the same on every device: the later 
     results.push(`${m?.pin?.op} by ${m?.pin?.by}; listed ${(await pinnedIds(d.store, ROOM)).join()}`);
   }
   assert.deepEqual(results, Array(3).fill(`pin by bob; listed ${t}`), 'bob’s pin (same sentAt, greater mid) holds everywhere');
+});
+
+test('a pin made after seeing another is stamped later than it, even on a device whose clock runs behind, and is listed first', async () => {
+  const d = device(MEMBERS);
+  const [t1, t2] = [id(), id()];
+  await d.arrive('bob', ROOM, { type: 'text', body: 'one', sentAt: 10 }, t1);
+  await d.arrive('bob', ROOM, { type: 'text', body: 'two', sentAt: 11 }, t2);
+  assert.equal(await pinStamp(d.store, ROOM, 500), 500, 'nothing pinned yet: the clock');
+  await d.arrive('bob', ROOM, { type: 'pin', target: t1, op: 'pin', sentAt: 1_800, mid: MID('z') });
+  // This device's clock reads 1 000: bob's came stamped 800 ms ahead of it.
+  const at = await pinStamp(d.store, ROOM, 1_000);
+  assert.equal(at, 1_801);
+  await d.arrive('alice', ROOM, { type: 'pin', target: t2, op: 'pin', sentAt: at, mid: MID('a') });
+  assert.deepEqual(await pinnedIds(d.store, ROOM), [t2, t1], 'the newer pin first');
+  assert.equal(await pinStamp(d.store, ROOM, 5_000), 5_000, 'a clock ahead of every pin is taken as it is');
 });
 
 test('a pin from someone not in the chat changes nothing; a pin of a message not here yet waits for it', async () => {

@@ -11,6 +11,7 @@ import {
   type ConnectionState,
   type FetchLike,
   type MessengerOptions,
+  type SessionState,
 } from '../src/index.js';
 import type { Envelope } from '@svc/protocol';
 import { ORIGIN, type TestServer } from '@svc/testkit/harness';
@@ -77,6 +78,13 @@ export function client(server: TestServer, o: ClientOptions = {}): Device {
 export async function reload(server: TestServer, d: Device, state: unknown, o: ClientOptions = {}): Promise<Device> {
   const { api, opts, requests, jar } = parts(server, { ...o, jar: d.jar });
   const m = await Messenger.resume(opts, state);
+  return { m, api, deviceId: api.device ?? '', requests, jar };
+}
+
+/** `d` opened again, with the same cookie jar, from a saved state without its private key and the password (Messenger.unlock). */
+export async function unlockAgain(server: TestServer, d: Device, state: Omit<SessionState, 'privateKey'>, password: string): Promise<Device> {
+  const { api, opts, requests, jar } = parts(server, { jar: d.jar });
+  const m = await Messenger.unlock(opts, state, password);
   return { m, api, deviceId: api.device ?? '', requests, jar };
 }
 

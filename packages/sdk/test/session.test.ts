@@ -7,7 +7,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Messenger, openAtRest, sealAtRest, type DecryptedMessage, type SessionState } from '../src/index.js';
 import { fixtureIdentity } from './fixtures.js';
-import { Inbox, client, loginDevice, register, reload, startServer, type TestServer } from './server.js';
+import { Inbox, client, loginDevice, register, reload, startServer, unlockAgain, type TestServer } from './server.js';
 
 let server: TestServer;
 before(async () => {
@@ -109,4 +109,38 @@ test('malformed, foreign-format or mismatched states are refused with bad_sessio
   const s: SessionState = fresh.m.exportSession();
   assert.equal(s.deviceId, null);
   assert.equal((await reload(server, fresh, structuredClone(s))).api.device, undefined);
+});
+
+test('a saved session without its private key opens again with the password alone: one GET /api/me, no new login, the same keys', async () => {
+  const alice = await register(server);
+  const bob = await register(server);
+  const record = await sealAtRest(alice.m.historyKey, { body: 'kept' }, 'ctx');
+  const { privateKey: _dropped, ...locked } = structuredClone(alice.m.exportSession());
+  // A wrong password opens nothing and changes nothing at the service.
+  await assert.rejects(unlockAgain(server, alice, locked, 'not the password'), { code: 'bad_identity' });
+  const again = await unlockAgain(server, alice, locked, alice.password);
+  assert.deepEqual(again.requests, ['GET /api/me']);
+  assert.deepEqual([again.m.nick, again.m.publicKey, again.m.kdf, again.api.device], [alice.m.nick, alice.m.publicKey, alice.m.kdf, alice.deviceId]);
+  assert.deepEqual(await openAtRest(again.m.historyKey, record, 'ctx'), { body: 'kept' });
+  assert.equal(again.m.exportSession().privateKey.extractable, false);
+  // The service session is the one it was: sending works without a login.
+  const bobIn = new Inbox(bob).start();
+  try {
+    await bobIn.ready();
+    await again.m.sendDm(bob.m.nick, 'after unlock');
+    await bobIn.count(1);
+    assert.equal(body(await bob.m.decryptEnvelope(bobIn.envelopes[0]!)), 'after unlock');
+  } finally {
+    await bobIn.close();
+  }
+});
+
+test('unlocking a session the service ended says so (unauthenticated), and a state of another key is refused', async () => {
+  const alice = await register(server);
+  const { privateKey: _dropped, ...locked } = structuredClone(alice.m.exportSession());
+  const carol = await register(server);
+  await assert.rejects(unlockAgain(server, alice, { ...locked, publicKey: carol.m.publicKey }, alice.password), { code: 'bad_response' });
+  const other = await loginDevice(server, alice.m.nick, alice.password, `dev-${alice.m.nick}-2`);
+  await other.m.changePassword(alice.password, 'new password');
+  await assert.rejects(unlockAgain(server, alice, locked, alice.password), { code: 'unauthenticated' });
 });

@@ -5,15 +5,17 @@
  */
 import './styles.css';
 import { ApiClient } from '@svc/sdk';
-import { deviceGone, forgetLocalKeys, resume, signOut } from './app/account.js';
+import { deviceGone, forgetLocalKeys, isLockedNow, lock, resume, signOut, signOutLocked, type Resumed } from './app/account.js';
 import { describeError } from './app/errors.js';
 import { onOpenChatRequest, registerServiceWorker } from './app/push.js';
 import { go, isChatId, parseRoute } from './app/route.js';
 import type { EndReason, Session } from './app/session.js';
 import { keepChats } from './app/chatcache.js';
 import { connect } from './app/connection.js';
-import { SIGN_IN_TITLE, trackTitle } from './app/title.js';
+import { onTabs, tellTabs, tellWorker, watchIdle } from './app/lock.js';
+import { LOCKED_TITLE, SIGN_IN_TITLE, trackTitle } from './app/title.js';
 import { authView } from './components/auth.js';
+import { lockView } from './components/lock.js';
 import { clear, h } from './components/dom.js';
 import { shellView, type ShellView } from './components/shell.js';
 
@@ -21,6 +23,8 @@ const root = document.getElementById('app')!;
 let registration: 'open' | 'invite' = 'open';
 let shell: ShellView | null = null;
 let stopSync: (() => Promise<void>) | null = null;
+/** The route when the app locked (it may name a chat), shown again once it is unlocked. */
+let lockedRoute: string | null = null;
 
 const END_NOTICE: Record<EndReason, string | null> = {
   signed_out: null,
@@ -47,6 +51,63 @@ async function end(s: Session, reason: EndReason): Promise<void> {
   showAuth(END_NOTICE[reason], reason === 'account_deleted' ? null : s.nick);
 }
 
+/**
+ * Locks the app: the event stream closes (the service queues what comes meanwhile), the saved
+ * session loses its private key, and the Session with every key and record in memory is dropped;
+ * the page then shows only the lock screen, and the route (which may name a chat) is put away.
+ */
+async function lockApp(s: Session, fromTab = false): Promise<void> {
+  await stopSync?.().catch(() => undefined);
+  stopSync = null;
+  shell?.destroy();
+  shell = null;
+  clear(root);
+  s.close();
+  if (location.hash && location.hash !== '#/') {
+    lockedRoute = location.hash;
+    history.replaceState(null, '', '#/');
+  }
+  if (!fromTab) await lock(s).catch((e: unknown) => console.warn('locking:', e));
+  else s.db.close();
+  if (!fromTab) tellTabs('lock');
+  await tellWorker(true).catch(() => undefined);
+  showLock();
+}
+
+function showLock(): void {
+  shell?.destroy();
+  shell = null;
+  clear(root);
+  document.title = LOCKED_TITLE;
+  root.append(
+    lockView({
+      onUnlocked: (r) => {
+        tellTabs('unlock');
+        opened(r);
+      },
+      onSignOut: () => {
+        void signOutLocked().then(() => {
+          tellTabs('unlock');
+          void tellWorker(false).catch(() => undefined);
+          showAuth();
+        });
+      },
+    }),
+  );
+}
+
+/** What resume or unlock gave: the app, the lock screen, or the sign-in screen. */
+function opened(r: Resumed): void {
+  if (r.session) {
+    void tellWorker(false).catch(() => undefined);
+    if (lockedRoute) history.replaceState(null, '', lockedRoute);
+    lockedRoute = null;
+    return showMain(r.session, r.deviceReady);
+  }
+  if (r.locked) return showLock();
+  showAuth(r.ended ? END_NOTICE.session_ended : null, r.nick);
+}
+
 function showMain(s: Session, deviceReady = true): void {
   let ended = false;
   const finish = (reason: EndReason) => {
@@ -54,13 +115,25 @@ function showMain(s: Session, deviceReady = true): void {
     ended = true;
     void end(s, reason);
   };
+  const lockNow = (fromTab = false) => {
+    if (ended) return;
+    ended = true;
+    void lockApp(s, fromTab);
+  };
   clear(root);
-  shell = shellView(s, { onSignOut: () => finish('signed_out'), onEnded: finish });
+  shell = shellView(s, { onSignOut: () => finish('signed_out'), onEnded: finish, onLock: () => lockNow() });
   root.append(shell.el);
   const connection = connect(s, { deviceReady });
   const stopTitle = trackTitle(s);
   const stopKeeping = keepChats(s);
+  const stopIdle = watchIdle(() => lockNow());
+  // Another tab locked the app: this one drops its keys too.
+  const stopTabs = onTabs((what) => {
+    if (what === 'lock') void isLockedNow().then((yes) => yes && lockNow(true));
+  });
   stopSync = () => {
+    stopIdle();
+    stopTabs();
     stopTitle();
     stopKeeping();
     return connection.close();
@@ -70,6 +143,13 @@ function showMain(s: Session, deviceReady = true): void {
 }
 
 window.addEventListener('hashchange', () => shell?.show(parseRoute(location.hash)));
+// Unlocked (or signed out) in another tab: this one follows, from what is stored.
+onTabs((what) => {
+  if (what !== 'unlock' || shell) return;
+  void resume()
+    .then(opened)
+    .catch(() => undefined);
+});
 onOpenChatRequest((chat) => {
   if (isChatId(chat)) go({ name: 'chat', chat });
 });
@@ -82,9 +162,7 @@ async function boot(): Promise<void> {
     registration = 'open';
   }
   try {
-    const r = await resume();
-    if (r.session) return showMain(r.session, r.deviceReady);
-    showAuth(r.ended ? END_NOTICE.session_ended : null, r.nick);
+    opened(await resume());
   } catch (e) {
     showAuth(`Could not reopen your account: ${describeError(e)}`);
   }

@@ -224,16 +224,27 @@ sw.addEventListener('message', (event) => {
   if (data?.type === 'claim') event.waitUntil(sw.clients.claim());
 });
 
+/** Whether the app is locked (app/lock.ts): then a notification names no chat. */
+async function locked(): Promise<boolean> {
+  const hit = await caches
+    .open('svc-lock')
+    .then((c) => c.match('/locked'))
+    .catch(() => undefined);
+  return hit !== undefined;
+}
+
 sw.addEventListener('push', (event) => {
   const { title, body, chat } = readPayload(event.data);
   event.waitUntil(
-    sw.registration.showNotification(title, {
-      body,
-      tag: chat ?? 'svc',
-      icon: '/icon-192.png',
-      badge: '/icon-192.png',
-      data: { chat },
-    }),
+    locked().then((hide) =>
+      sw.registration.showNotification(hide ? 'New message' : title, {
+        body: hide ? '' : body,
+        tag: hide ? 'svc' : (chat ?? 'svc'),
+        icon: '/icon-192.png',
+        badge: '/icon-192.png',
+        data: { chat: hide ? null : chat },
+      }),
+    ),
   );
 });
 

@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import type { Device } from './harness/browser.js';
 import { missingBrowser } from './harness/browser.js';
-import { attachmentCount } from './harness/db.js';
+import { attachmentCount, plaintextFound } from './harness/db.js';
 import { attachInput, download, dropFiles, pasteFiles, sendFiles } from './harness/files.js';
 import { dumpStorage } from './harness/storage.js';
 import { dropAttachmentsBehindClients } from './harness/tamper.js';
@@ -187,6 +187,29 @@ describe('web client: files', { skip: missingBrowser() }, () => {
         .getByText('File no longer available', { exact: true })
         .waitFor();
       assert.equal(bob.forgiveErrors(/HTTP 404 GET \/api\/attachments\//), 1, 'the one refused download is the only error');
+    })();
+  });
+
+  test('the service keeps no byte of a file, nor its name or caption, in any table, index or log of its database', async () => {
+    await scene.step(async () => {
+      const marker = `file content marker ${randomBytes(8).toString('hex')} `;
+      const content = Buffer.from(marker.repeat(2_000));
+      const name = `${scene.text('plans for the garden').replace(/\s+/g, '-')}.txt`;
+      const caption = scene.text('where the roses go');
+      await sendFiles(alice.page, [{ name, mimeType: 'text/plain', buffer: content }], caption);
+      await statusShows(alice.page, caption, /Sent|Delivered|Read/, 60_000);
+      await seeMessage(bob.page, caption);
+      const got = await download(bob.page, name);
+      assert.ok(got.equals(content), 'the file arrived, so its parts were stored');
+      // The parts travel as base64url: look for the content in that form too, at its three alignments.
+      const b64 = [0, 1, 2].map((o) =>
+        content
+          .subarray(o, o + 300)
+          .toString('base64url')
+          .slice(4, 200),
+      );
+      assert.deepEqual(plaintextFound(scene.server.dbPath, [aliceNick]), [aliceNick], 'the scan reads the right file: it finds open metadata');
+      assert.deepEqual(plaintextFound(scene.server.dbPath, [marker, name, caption, 'report.bin', 'old.txt', ...b64, ...scene.typed]), []);
     })();
   });
 });

@@ -4,6 +4,8 @@
  *
  * - Each part's tag is checked under the file key with its index and last flag, so a part altered,
  *   swapped, dropped or cut off fails; the padding after the stated length must be zero bytes.
+ *   A few parts are opened at once (WebCrypto works off the main thread) while the next ones
+ *   arrive; their plaintext is handed out in order, each only once its own tag checked.
  * - The total size and the SHA-256 of the ciphertext must be those the message states; the last
  *   piece of the file is handed out only after both checked, so a consumer that waits for the end
  *   never holds a file that failed.
@@ -35,6 +37,9 @@ export interface DownloadOptions {
 const corrupt = (why: string): SdkError =>
   new SdkError('attachment_corrupt', { message: `This file did not pass its check (${why}): it was damaged or altered, and was not kept.` });
 
+/** Parts being opened at once while the next ones arrive. */
+const OPENING = 4;
+
 export const fileGone = (): SdkError => new SdkError('unknown_attachment', { message: 'File no longer available.' });
 
 /** The file's size as the response announces it: Content-Range's total for a 206, else Content-Length. */
@@ -53,27 +58,42 @@ export async function* downloadFile(api: ApiClient, ref: FileRef, o: DownloadOpt
   const hash = sha256.create();
   const retries = o.retries ?? 5;
   let got = 0;
+  /** The part being received. */
   let n = 0;
   let part = new Uint8Array(partLength(0));
   let fill = 0;
   let failures = 0;
+  /** Parts received and being opened, in order: at most OPENING at once. */
+  const opening: { n: number; plain: Promise<Uint8Array>; got: number }[] = [];
+  let hashOk = true;
 
-  /** Opens the full part `n`: its plaintext without the padding. */
-  const open = async (): Promise<Uint8Array> => {
+  /** The full part `n` is in: hashed in order, and its opening started. */
+  const received = (): void => {
     const last = n === parts - 1;
-    let plain: Uint8Array;
-    try {
-      plain = await openChunk(key, n, last, part);
-    } catch {
-      throw corrupt(`part ${n} failed its tag`);
-    }
     hash.update(part);
-    const keep = Math.max(0, Math.min(plain.length, ref.plainSize - n * CHUNK_BYTES));
-    for (let i = keep; i < plain.length; i++) if (plain[i] !== 0) throw corrupt('its padding is not empty');
-    if (last && b64(hash.digest()) !== ref.sha256) throw corrupt('its SHA-256 is not the one in the message');
+    if (last) hashOk = b64(hash.digest()) === ref.sha256;
+    const plain = openChunk(key, n, last, part);
+    // Looked at in order by `next`; a failure met earlier throws first, and this one must not go unhandled.
+    plain.catch(() => undefined);
+    opening.push({ n, plain, got });
     n++;
     if (n < parts) part = new Uint8Array(partLength(n));
     fill = 0;
+  };
+
+  /** The oldest part being opened, checked: its plaintext without the padding. */
+  const next = async (): Promise<Uint8Array> => {
+    const { n: i, plain: opened, got: at } = opening.shift()!;
+    let plain: Uint8Array;
+    try {
+      plain = await opened;
+    } catch {
+      throw corrupt(`part ${i} failed its tag`);
+    }
+    const keep = Math.max(0, Math.min(plain.length, ref.plainSize - i * CHUNK_BYTES));
+    for (let j = keep; j < plain.length; j++) if (plain[j] !== 0) throw corrupt('its padding is not empty');
+    if (i === parts - 1 && !hashOk) throw corrupt('its SHA-256 is not the one in the message');
+    o.onProgress?.(at, ref.size);
     return plain.subarray(0, keep);
   };
 
@@ -123,9 +143,11 @@ export async function* downloadFile(api: ApiClient, ref: FileRef, o: DownloadOpt
           got += take;
           v = v.subarray(take);
           if (fill === part.length) {
-            const piece = await open();
-            o.onProgress?.(got, ref.size);
-            if (piece.length > 0) yield piece;
+            received();
+            if (opening.length >= OPENING) {
+              const piece = await next();
+              if (piece.length > 0) yield piece;
+            }
           }
         }
       }
@@ -133,6 +155,10 @@ export async function* downloadFile(api: ApiClient, ref: FileRef, o: DownloadOpt
       await reader.cancel().catch(() => undefined);
     }
     failures = got > before ? 0 : failures + 1;
+  }
+  while (opening.length > 0) {
+    const piece = await next();
+    if (piece.length > 0) yield piece;
   }
 }
 

@@ -3,7 +3,7 @@
  * and how to open it, and whose `body` is the caption. Being a text, it takes edits (of the
  * caption), reactions, receipts, replies and deletion by the same rules as any text.
  */
-import type { ChatId } from '../messages.js';
+import type { ChatId } from '../envelopes.js';
 import type { AttachmentRef } from '../conversation/attachment-plain.js';
 import type { ChatMessage } from '../conversation/model.js';
 import type { AttachmentPlain } from '../conversation/plaintext.js';

@@ -20,7 +20,7 @@ import type { Outbox } from '../conversation/outbox.js';
 import { encodePlaintext, type AttachmentPlain } from '../conversation/plaintext.js';
 import type { ConversationStore } from '../conversation/store.js';
 import { isSdkError, SdkError } from '../errors.js';
-import type { ChatId } from '../messages.js';
+import type { ChatId } from '../envelopes.js';
 import { downloadFile, type DownloadOptions, type FileRef } from './download.js';
 import type { AttachmentFiles, KeptFile } from './files.js';
 import { attachmentRecord } from './record.js';

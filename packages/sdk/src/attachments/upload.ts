@@ -1,15 +1,18 @@
 /**
- * Uploading a file: encrypt it a chunk at a time (crypto/file.ts), send the parts in order, then
- * the finish with the part count, size and SHA-256 of the ciphertext (hashed as it goes: WebCrypto
- * has no incremental digest, so @noble/hashes does it).
+ * Uploading a file: encrypt it a chunk at a time (crypto/file.ts), send the parts with a few in
+ * flight (UPLOAD_IN_FLIGHT), then the finish with the part count, size and SHA-256 of the
+ * ciphertext (hashed in order as it goes: WebCrypto has no incremental digest, so @noble/hashes
+ * does it). The first part a pass sends goes alone: it makes the upload, or finds it finished.
  *
  * What happens to an upload that does not go through:
  * - the service's upload budget (parts a minute, from GET /api/config) is kept by a pacer, so the
  *   client never sends a part it knows would be refused; a 429 anyway (another device of the
  *   account) waits its Retry-After and sends the same part again;
- * - a network failure throws; run() again with the same state resumes after the last part
- *   recorded in the progress store (saved every few parts, so a few may go twice: parts are
- *   idempotent), re-encrypting the earlier parts only to hash them;
+ * - a network failure throws once the parts in flight have settled; run() again with the same
+ *   state resumes after the last part recorded in the progress store, re-encrypting the earlier
+ *   parts only to hash them. Parts are answered out of order, so the progress records only the
+ *   parts up to the first one not yet answered (saved every few parts and when the upload fails,
+ *   so after a reload a few may go twice: parts are idempotent);
  * - the progress lost (a reload before it was saved): the ciphertext is the same for the same key,
  *   so starting over under the same id is safe, and a finished upload answers its finish again;
  * - a file over the service's limit is refused before anything is sent.
@@ -33,7 +36,7 @@ export interface UploadState {
   /** Ciphertext bytes. */
   size: number;
   parts: number;
-  /** Parts 0 to done − 1 were acknowledged (as last saved). */
+  /** Parts 0 to done − 1 were acknowledged (as last saved); parts after it may have been too. */
   done: number;
 }
 
@@ -89,8 +92,15 @@ export interface UploadOptions {
   onWait?: (ms: number, why: 'pacing' | 'rate_limited') => void;
 }
 
-/** The progress is saved after this many parts (and at the end): a resume sends at most these again. */
+/** The progress is saved after this many parts (and at the end): a resume sends at most these again, and those in flight. */
 const SAVE_EVERY = 8;
+
+/**
+ * Parts an upload keeps in flight. One at a time, each part waits for its round trip and the
+ * service's commit before the next leaves; four keep the service and the network busy
+ * (docs/BENCHMARKS.md, "Attachments") and hold at most four parts in memory.
+ */
+export const UPLOAD_IN_FLIGHT = 4;
 
 /** "25 MB" for the web app's "<name> is too large (limit 25 MB)". */
 export function limitLabel(maxBytes: number): string {
@@ -192,24 +202,51 @@ export class Uploader {
   private async pass(s: UploadState, source: FileSource, o: UploadOptions): Promise<UploadedFile> {
     const key = await importFileKey(unb64(s.key, 32), 'encrypt');
     const hash = sha256.create();
-    let n = 0;
-    let unsaved = 0;
+    const from = s.done;
+    /** Parts answered beyond the first one not yet answered (`s.done`). */
+    const answered = new Set<number>();
+    const inFlight = new Set<Promise<void>>();
+    let saved = s.done;
     let finished = false;
+    let failure: { error: unknown } | null = null;
+    const held = () => Math.min(s.size, (s.done + answered.size) * ATTACHMENT.partBytes);
+    let n = 0;
     for await (const chunk of plainChunks(source, s.plainSize)) {
       const part = await sealChunk(key, n, n === s.parts - 1, chunk);
       hash.update(part);
-      if (n >= s.done && !finished) {
-        finished = await this.sendPart(s.id, n, part, o);
-        s.done = n + 1;
-        if (++unsaved >= SAVE_EVERY) {
-          await this.progress.put(s);
-          unsaved = 0;
+      if (n < from) o.onProgress?.(Math.min(s.size, (n + 1) * ATTACHMENT.partBytes), s.size);
+      else if (!finished && !failure) {
+        const i = n;
+        const sent: Promise<void> = this.sendPart(s.id, i, part, o)
+          .then(
+            (already) => {
+              if (already) finished = true;
+              answered.add(i);
+              while (answered.delete(s.done)) s.done++;
+              o.onProgress?.(held(), s.size);
+            },
+            (error: unknown) => {
+              failure ??= { error };
+            },
+          )
+          .finally(() => inFlight.delete(sent));
+        inFlight.add(sent);
+        // The first part alone; then up to UPLOAD_IN_FLIGHT at once.
+        while (inFlight.size >= (i === from ? 1 : UPLOAD_IN_FLIGHT)) await Promise.race(inFlight);
+        if (s.done - saved >= SAVE_EVERY) {
+          saved = s.done;
+          await this.progress.put({ ...s });
         }
       }
       n++;
-      o.onProgress?.(Math.min(s.size, n * ATTACHMENT.partBytes), s.size);
     }
-    await this.progress.put(s);
+    await Promise.all(inFlight);
+    if (failure) {
+      // What was answered before the failure is kept, so that a resume sends none of it again.
+      await this.progress.put({ ...s }).catch(() => undefined);
+      throw (failure as { error: unknown }).error;
+    }
+    await this.progress.put({ ...s });
     const sha = b64(hash.digest());
     await this.finish(s, sha, o);
     await this.progress.remove(s.id);
@@ -219,13 +256,16 @@ export class Uploader {
   /** One part, paced and sent again after a 429; true when the upload turns out finished already. */
   private async sendPart(id: string, n: number, part: Uint8Array, o: UploadOptions): Promise<boolean> {
     const data = b64(part);
-    // Only a 429 makes the loop go round, so a wait after the first is the Retry-After.
+    // A wait right after a 429 is its Retry-After; any other is the pacer's.
     let why: 'pacing' | 'rate_limited' = 'pacing';
     for (;;) {
+      // Parts in flight share the budget: after a wait another part may have taken the slot, so look again.
       const wait = this.pacer.waitMs('user');
       if (wait > 0) {
         o.onWait?.(wait, why);
         await sleep(wait, o.signal);
+        why = 'pacing';
+        continue;
       }
       this.pacer.note();
       try {

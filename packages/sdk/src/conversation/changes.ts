@@ -3,7 +3,7 @@
  * Conversations (conversations.ts) makes them, and the history transfer and the app read them,
  * without either importing the other.
  */
-import type { DecryptedMessage } from '../messages.js';
+import type { DecryptedMessage } from '../envelopes.js';
 import type { ChatMessage } from './model.js';
 import type { HistoryPlain } from './plaintext.js';
 

@@ -6,7 +6,8 @@
  * Mute: `mute:<chat>` among the store's named values, `{until, sentAt, mid}`; a change goes to the
  * account's other devices as a `mute` message in its private room ("Devices"), the room the
  * history transfer and the membership records use, whose only member is the account. The change
- * with the greatest (sentAt, mid) holds on every device.
+ * with the greatest (sentAt, mid) holds on every device; a change made on a device is stamped later
+ * than the one it holds, so a change made after seeing another's wins whatever the devices' clocks.
  *
  * Read marker: `read:<chat>`, the (ts, id) of the newest record the person had on screen when the
  * chat was marked read. It is not a message of its own: a chat marked read on one device sends read
@@ -15,9 +16,9 @@
  * the marker follows the person at no cost in messages, and it only ever moves forward.
  */
 import { SdkError } from '../errors.js';
-import type { ChatId } from '../messages.js';
+import type { ChatId } from '../envelopes.js';
 import { mentionsMe } from './mentions.js';
-import { isLater, withMeta } from './meta-lock.js';
+import { isLater, stampAfter, withMeta } from './meta-lock.js';
 import { byTime } from './store.js';
 import { isShown, type ChatMessage } from './model.js';
 import type { MutePlain } from './plaintext.js';
@@ -85,8 +86,13 @@ export class ChatMutes {
       throw new SdkError('invalid', { message: 'A mute lasts until a time, or always.' });
     if (!/^(dm|room):/.test(chat)) throw new SdkError('invalid', { message: 'Not a chat.' });
     const l = this.link();
-    const setting: MuteSetting = { until, sentAt: l.now(), mid: this.newMid() };
-    await this.apply(chat, setting);
+    // Later than the setting this device holds, which may have come from a device whose clock runs ahead.
+    const setting = await withMeta(this.store, async () => {
+      const cur = await this.get(chat);
+      const s: MuteSetting = { until, sentAt: stampAfter(l.now(), cur?.sentAt), mid: this.newMid() };
+      await this.store.putMeta(muteKey(chat), s);
+      return s;
+    });
     const plain: Omit<MutePlain, 'v'> = { type: 'mute', chat, until, sentAt: setting.sentAt, mid: setting.mid };
     await l.enqueue(await l.carrier(), plain);
     return setting;

@@ -11,9 +11,9 @@ import type { Envelope } from '@svc/protocol';
 import type { AttachmentFiles } from '../attachments/files.js';
 import { AttachmentSender, type SendFileInput } from '../attachments/sender.js';
 import { b64, randomBytes } from '../bytes.js';
-import type { Messenger } from '../client.js';
+import type { Messenger } from '../messenger.js';
 import { SdkError } from '../errors.js';
-import { splitChatId, type ChatId } from '../messages.js';
+import { splitChatId, type ChatId } from '../envelopes.js';
 import { deliveryStatus, type ChatMessage, type DeliveryStatus, type MembershipEvent, type OutboxItem } from './model.js';
 import { Outbox } from './outbox.js';
 import { Pacer } from './pacer.js';
@@ -22,7 +22,7 @@ import { ChatMutes, isMuted, moveReadMarker, shouldNotify, unreadOf, type MuteSe
 import { chatTimer, expireDue, isTimerSeconds, nextExpiry, timerText, trackExpiry, type Expired, type TimerSetting } from './disappearing.js';
 import { Drafts } from './drafts.js';
 import { mentionsMe } from './mentions.js';
-import { isPinnable, pinnedMessages } from './message-pins.js';
+import { isPinnable, pinnedMessages, pinStamp } from './message-pins.js';
 import { isAttachmentPlain, isHistoryPlain, isRecordsPlain, type PlainInput } from './plaintext.js';
 import { RecordTransfer } from './record-transfer.js';
 import { RoomMembers } from './room-members.js';
@@ -424,7 +424,7 @@ export class Conversations {
 
   private async pinOp(m: ChatMessage, op: 'pin' | 'unpin'): Promise<void> {
     if (!isPinnable(m)) throw new SdkError('invalid', { message: 'Only a sent message that is not deleted can be pinned.' });
-    await this.act(m.chat, { type: 'pin', target: m.id, op, sentAt: this.m.api.now(), mid: newMid() });
+    await this.act(m.chat, { type: 'pin', target: m.id, op, sentAt: await pinStamp(this.store, m.chat, this.m.api.now()), mid: newMid() });
   }
 
   /** The chat's pinned messages as they stand now, the most recently pinned first (the region "Pinned messages"). */

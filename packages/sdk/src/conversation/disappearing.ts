@@ -14,7 +14,7 @@
  * messages whose clock runs, as an index (`expiry.index`, [deadline, id] pairs, soonest first), so
  * that the next expiry is found without reading the history, also at the next start.
  */
-import type { ChatId } from '../messages.js';
+import type { ChatId } from '../envelopes.js';
 import { isLater, withMeta } from './meta-lock.js';
 import type { ChatMessage } from './model.js';
 import type { ConversationStore } from './store.js';

@@ -3,7 +3,7 @@
  * values (`draft:<chat>`), so a store that seals records at rest seals them too. Sending a text
  * clears its chat's draft (Conversations.sendText).
  */
-import type { ChatId } from '../messages.js';
+import type { ChatId } from '../envelopes.js';
 import type { ConversationStore } from './store.js';
 
 export const draftKey = (chat: ChatId): string => `draft:${chat}`;

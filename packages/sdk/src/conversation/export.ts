@@ -32,7 +32,7 @@ import { isId16, isNick } from '@svc/protocol';
 import type { KeptFilesSource } from '../attachments/files.js';
 import type { BlobLike } from '../attachments/source.js';
 import { concat, fromUtf8, utf8 } from '../bytes.js';
-import type { Messenger } from '../client.js';
+import type { Messenger } from '../messenger.js';
 import { SdkError } from '../errors.js';
 import type { Conversations } from './conversations.js';
 import { checkedRecords, compress, decompressJson, isSettled, recordsFromJson, recordsJson, TOO_LARGE } from './history-codec.js';

@@ -5,7 +5,8 @@
  *
  * The state of one message is its last pin or unpin, by (sentAt, mid): every device ends at the same
  * state whatever order the changes came in, and a pin and an unpin that cross resolve the same
- * way everywhere. A pin of a message not here yet waits for it like an edit (waiting.ts); a
+ * way everywhere. A change made here is stamped later than every one of the chat this device
+ * holds, so one made after seeing another is the later everywhere, whatever the devices' clocks. A pin of a message not here yet waits for it like an edit (waiting.ts); a
  * deleted or expired message is never listed, whenever its pin came. The pinned list shows each
  * message as it stands (an edit changes the text shown), the most recently pinned first.
  *
@@ -13,8 +14,8 @@
  * per chat the ids ever pinned (`pins:<chat>` among the store's named values), so listing a chat's
  * pins reads those records only.
  */
-import type { ChatId } from '../messages.js';
-import { isLater, withMeta } from './meta-lock.js';
+import type { ChatId } from '../envelopes.js';
+import { isLater, stampAfter, withMeta } from './meta-lock.js';
 import { isShown, type ChatMessage } from './model.js';
 import type { PinPlain } from './plaintext.js';
 import type { ConversationStore } from './store.js';
@@ -42,6 +43,22 @@ export function notePinned(store: ConversationStore, chat: ChatId, ids: readonly
     const add = ids.filter((id) => !list.includes(id));
     if (add.length > 0) await store.putMeta(pinKey(chat), [...list, ...add]);
   });
+}
+
+/**
+ * The `sentAt` for a pin or unpin made here now: later than every pin and unpin of the chat this
+ * device holds. The devices' server-corrected clocks agree to about a second only, so a pin made
+ * after seeing another one could otherwise be stamped earlier than it, and be listed below it, or
+ * lose to it, on every device.
+ */
+export async function pinStamp(store: ConversationStore, chat: ChatId, now: number): Promise<number> {
+  const ids = ((await store.getMeta(pinKey(chat))) as string[] | undefined) ?? [];
+  let seen: number | undefined;
+  for (const id of ids) {
+    const at = (await store.get(id))?.pin?.sentAt;
+    if (at !== undefined && (seen === undefined || at > seen)) seen = at;
+  }
+  return stampAfter(now, seen);
 }
 
 /** The chat's pinned messages as they stand, the most recently pinned first. */

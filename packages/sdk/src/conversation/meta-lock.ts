@@ -21,3 +21,13 @@ export function withMeta<T>(store: ConversationStore, f: () => Promise<T>): Prom
 export function isLater(a: { sentAt: number; mid?: string }, b: { sentAt: number; mid?: string }): boolean {
   return a.sentAt > b.sentAt || (a.sentAt === b.sentAt && (a.mid ?? '') > (b.mid ?? ''));
 }
+
+/**
+ * The `sentAt` of a change made here now, given the latest change of the same thing this device
+ * holds: later than that one even when this device's clock runs behind the device that made it (each
+ * device's server-corrected clock is good to about a second only), so that a change made after
+ * seeing another is taken as the later one everywhere.
+ */
+export function stampAfter(now: number, seen: number | undefined): number {
+  return seen === undefined ? now : Math.max(now, seen + 1);
+}

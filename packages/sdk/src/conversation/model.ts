@@ -4,7 +4,7 @@
  * did to it folded in (edits, deletion, reactions, receipts). Reactions, edits and the rest are not
  * records of their own: they change their target, or wait for it (PendingAction).
  */
-import type { ChatId } from '../messages.js';
+import type { ChatId } from '../envelopes.js';
 import type { AttachmentRef } from './attachment-plain.js';
 import type { Plain, PlainInput } from './plaintext.js';
 

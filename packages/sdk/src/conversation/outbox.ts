@@ -25,7 +25,7 @@
  */
 import { ulidTime } from '@svc/protocol';
 import { isSdkError, SdkError } from '../errors.js';
-import type { ChatId } from '../messages.js';
+import type { ChatId } from '../envelopes.js';
 import type { OutboxItem, Priority } from './model.js';
 import { Pacer } from './pacer.js';
 import { MAX_RECEIPT_IDS, type PlainInput, type ReceiptPlain } from './plaintext.js';

@@ -3,7 +3,7 @@
  * any id it knows, so the quote is taken only from the reply's own chat: a record of another chat
  * reads as not found, as a missing one does, and never shows its text where it does not belong.
  */
-import type { ChatId } from '../messages.js';
+import type { ChatId } from '../envelopes.js';
 import type { ChatMessage } from './model.js';
 import type { ConversationStore } from './store.js';
 

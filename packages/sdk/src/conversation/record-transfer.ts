@@ -16,7 +16,7 @@
  * newer than what another device kept).
  */
 import { b64, randomBytes, unb64, utf8 } from '../bytes.js';
-import type { ChatId } from '../messages.js';
+import type { ChatId } from '../envelopes.js';
 import { compress, decompressJson } from './history-codec.js';
 import { parseRecord, type MembershipRecord } from './membership-record.js';
 import { MAX_PADDED_BYTES, MAX_RECORD_PARTS, type RecordsPlain, type RecordsRequestPlain } from './plaintext.js';

@@ -4,7 +4,7 @@
  * again if the leave does not happen or the account is added back.
  */
 import type { Room } from '@svc/protocol';
-import type { ChatId } from '../messages.js';
+import type { ChatId } from '../envelopes.js';
 
 export class RoomExits {
   /** Rooms left or deleted, with the keyIds they had then (rejoined()). */

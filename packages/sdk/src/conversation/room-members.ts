@@ -12,9 +12,9 @@
  * never wait for that grace: they refuse, or hold, at once.
  */
 import type { Room } from '@svc/protocol';
-import type { Messenger } from '../client.js';
+import type { Messenger } from '../messenger.js';
 import { SdkError } from '../errors.js';
-import type { ChatId, DecryptedMessage } from '../messages.js';
+import type { ChatId, DecryptedMessage } from '../envelopes.js';
 import type { MemberChange, RoomGuard } from '../rooms.js';
 import { WarnClock } from './membership-clock.js';
 import { waitMessage, type MembershipStatus } from './membership-status.js';

@@ -19,7 +19,7 @@
  *   whose plaintext is malformed) as a decryption error, never as text.
  */
 import { attachmentRecord } from '../attachments/record.js';
-import type { DecryptedMessage } from '../messages.js';
+import type { DecryptedMessage } from '../envelopes.js';
 import { applyTimer, timerText } from './disappearing.js';
 import { applyPin, notePinned } from './message-pins.js';
 import type { ChatMessage, PendingAction } from './model.js';

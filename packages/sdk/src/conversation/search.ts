@@ -4,7 +4,7 @@
  * ever written out in the clear. Matching is case- and accent-insensitive; every word of the
  * query must occur in the text, or for a file, photo or voice message in its name or caption.
  */
-import type { ChatId } from '../messages.js';
+import type { ChatId } from '../envelopes.js';
 import type { ChatMessage } from './model.js';
 
 export interface SearchHit {

@@ -4,7 +4,7 @@
  * the tests. Every method resolves once the change is durable, so a caller may acknowledge an
  * envelope after the store took it.
  */
-import type { ChatId } from '../messages.js';
+import type { ChatId } from '../envelopes.js';
 import type { ChatMessage, OutboxItem, PendingAction } from './model.js';
 
 export interface ConversationStore {

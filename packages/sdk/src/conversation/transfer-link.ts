@@ -10,9 +10,9 @@
 import type { Room } from '@svc/protocol';
 import type { KeptFilesSource } from '../attachments/files.js';
 import { maxPlainSize } from '../crypto/file.js';
-import type { Messenger } from '../client.js';
+import type { Messenger } from '../messenger.js';
 import { SdkError } from '../errors.js';
-import { splitChatId, type ChatId } from '../messages.js';
+import { splitChatId, type ChatId } from '../envelopes.js';
 import type { Change, HistoryMessage } from './changes.js';
 import type { OutboxItem } from './model.js';
 import type { Outbox } from './outbox.js';

@@ -3,7 +3,7 @@
  * protocol; docs/CRYPTO.md, "History transfer").
  */
 import type { KeptFilesSource } from '../attachments/files.js';
-import type { ChatId } from '../messages.js';
+import type { ChatId } from '../envelopes.js';
 import type { Change } from './changes.js';
 import type { ChatMessage, OutboxItem } from './model.js';
 import type { ArchivePart, HistoryPlain, PlainInput } from './plaintext.js';

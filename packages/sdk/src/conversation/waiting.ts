@@ -14,7 +14,7 @@
  * is not pushed out by a flood. The server's contact list is no sign of knowing someone: the
  * first message of a stranger creates it.
  */
-import type { ChatId } from '../messages.js';
+import type { ChatId } from '../envelopes.js';
 import type { PendingAction } from './model.js';
 import type { Plain } from './plaintext.js';
 import type { ConversationStore } from './store.js';

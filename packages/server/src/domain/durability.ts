@@ -12,3 +12,15 @@ export async function whenDurable<T>(store: Store, action: () => Promise<T>): Pr
   await store.durable(mark);
   return result;
 }
+
+/**
+ * Runs `action` and settles with its result once everything it wrote is committed (it survives
+ * the process ending) though perhaps not yet synced: only for an attachment's part, whose
+ * finish waits for `whenDurable` (docs/DESIGN.md, "Attachments").
+ */
+export async function whenCommitted<T>(store: Store, action: () => Promise<T>): Promise<T> {
+  const mark = store.lossMark();
+  const result = await action();
+  await store.committed(mark);
+  return result;
+}

@@ -7,7 +7,7 @@
 import { ApiError, API, ROUTES, type RouteName } from '@svc/protocol';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Deps } from '../domain/deps.js';
-import { whenDurable } from '../domain/durability.js';
+import { whenCommitted, whenDurable } from '../domain/durability.js';
 import { parseJsonObject } from '../http/body.js';
 import { clientIp, limitAddress } from '../http/client-ip.js';
 import { TOUCH_EVERY_MS, authenticate, rememberedCaller } from '../http/session.js';
@@ -58,6 +58,9 @@ export function registerRoutes(app: FastifyInstance, deps: Deps): void {
     // Other routes answer once what they wrote is durable, and with a 500 if it was lost; their
     // events may already be out.
     const writes = spec.method !== 'GET';
+    // An attachment's part is answered once committed, before the disk has it; its finish waits
+    // for the disk, and so for every part it covers (docs/DESIGN.md, "Attachments").
+    const barrier = spec.name === 'uploadAttachmentPart' ? whenCommitted : whenDurable;
     const onRequest = [];
     const provisional = remembered !== undefined && spec.name === 'sendMessage';
     if (spec.auth) {
@@ -102,7 +105,7 @@ export function registerRoutes(app: FastifyInstance, deps: Deps): void {
         };
         let result: Awaited<ReturnType<typeof handler>>;
         try {
-          result = writes ? await whenDurable(deps.store, () => handler(ctx)) : await handler(ctx);
+          result = writes ? await barrier(deps.store, () => handler(ctx)) : await handler(ctx);
         } catch (err) {
           if (req.caller?.provisional && remembered) await beforeRefusal(deps, req, reply, req.caller, remembered, err);
           throw err;

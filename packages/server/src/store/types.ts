@@ -354,6 +354,13 @@ export interface Store {
    */
   lossMark(): number;
   durable(mark: number): Promise<void>;
+  /**
+   * The weaker barrier of an attachment's part (docs/DESIGN.md, "Attachments"): resolves once
+   * every write settled so far is committed, so that it survives the service's process ending,
+   * though perhaps not yet a power loss; rejects as `durable` does. The finish waits for
+   * `durable`, which covers every part committed before it.
+   */
+  committed(mark: number): Promise<void>;
 
   // operations
   /** Cheap counts, read on every metrics scrape: each is a count over accounts, devices or rooms, never over messages. */

@@ -436,6 +436,57 @@ test('settleBeforeSync: when the transaction holding settled writes is given up,
   }
 });
 
+test('committed(): the open transaction commits without waiting for the sync under way; durable() still waits for the next sync', async () => {
+  const t = heldSyncs(true);
+  try {
+    const mark = t.group.lossMark();
+    await Promise.all([t.group.run(t.insert('first')), t.turn()]);
+    assert.equal(t.pending.length, 1, 'the first write is committed and its sync under way');
+    const second = t.group.run(t.insert('second'));
+    await t.turn();
+    assert.equal(await t.state(second), 'resolved');
+    const durable = t.group.durable(mark);
+    await t.group.committed(mark);
+    // Committed: a second connection sees it, though no sync has ended.
+    const other = new Database(t.db.name, { readonly: true });
+    try {
+      assert.deepEqual(
+        (other.prepare('SELECT code FROM invites ORDER BY code').all() as { code: string }[]).map((r) => r.code),
+        ['first', 'second'],
+      );
+    } finally {
+      other.close();
+    }
+    assert.equal(t.pending.length, 1, 'no second sync began while the first runs');
+    assert.equal(await t.state(durable), 'pending');
+    t.pending.shift()!(null);
+    assert.equal(await t.state(durable), 'pending', 'the sync that ended began before the second write was committed');
+    assert.equal(t.pending.length, 1, 'the next sync covers the write committed meanwhile');
+    t.pending.shift()!(null);
+    await durable;
+    assert.equal(await t.state(t.group.committed(mark)), 'resolved', 'nothing is left to commit');
+  } finally {
+    t.done();
+  }
+});
+
+test('committed(): a sync that fails after an early commit rejects durable() for the writes committed during it', async () => {
+  const t = heldSyncs(true);
+  try {
+    await Promise.all([t.group.run(t.insert('a')), t.turn()]);
+    const mark = t.group.lossMark();
+    await Promise.all([t.group.run(t.insert('b')), t.turn()]);
+    await t.group.committed(mark);
+    const durable = t.group.durable(mark);
+    t.pending.shift()!(new Error('EIO'));
+    await assert.rejects(durable, /EIO/);
+    await assert.rejects(t.group.committed(t.group.lossMark()), /EIO/);
+    assert.equal(t.pending.length, 0, 'nothing is synced after a failed sync');
+  } finally {
+    t.done();
+  }
+});
+
 test('without settleBeforeSync a write settles only after its sync, and durable() has nothing to wait for', async () => {
   const t = heldSyncs(false);
   try {

@@ -10,7 +10,7 @@
  * The account's database is named by a tag of its index key (idb.ts), known once signed in; a
  * database of the old layout, named by the nick, is moved into it then (migrate.ts).
  */
-import { ApiClient, Messenger, isSdkError, type KeyCheck, type MessengerOptions, type OnProgress } from '@svc/sdk';
+import { ApiClient, Messenger, isSdkError, type KeyCheck, type MessengerOptions, type OnProgress, type SessionState } from '@svc/sdk';
 import { restoreChats } from './chatcache.js';
 import { currentAccount, deviceIdFor, forgetDeviceId, rememberKdf, seenKdf, setCurrentAccount } from './device.js';
 import { Db, STORES, accountDbName, done, isAccountDbName, openExisting } from './idb.js';
@@ -123,6 +123,15 @@ export interface Resumed {
   nick: string | null;
   /** False after an offline start: the device is registered once the service answers. */
   deviceReady: boolean;
+  /** The app was locked: the password opens it again (unlock). */
+  locked?: boolean;
+}
+
+/** The saved session while the app is locked: the same, without the private key. */
+type LockedState = Omit<SessionState, 'privateKey'> & { locked: true };
+
+function isLocked(state: unknown): state is LockedState {
+  return typeof state === 'object' && state !== null && (state as { locked?: unknown }).locked === true;
 }
 
 /** Runs `f` on the `kv` store of a database that exists, without creating or upgrading it. */
@@ -155,6 +164,7 @@ export async function resume(): Promise<Resumed> {
   const nick = typeof state?.nick === 'string' ? state.nick : legacyNick;
   const none = { session: null, ended: false, nick, deviceReady: false };
   if (!state || (legacyNick !== null && state.nick !== legacyNick)) return none;
+  if (isLocked(state)) return { ...none, locked: true };
   const { opts, bindTrust } = await messengerOptions();
   let m: Messenger;
   try {
@@ -179,6 +189,64 @@ export async function resume(): Promise<Resumed> {
   const { session, deviceReady } = await open(m, bindTrust, true);
   await restoreChats(session);
   return { session, ended: false, nick, deviceReady };
+}
+
+/**
+ * Locks the app: the saved session loses its private key (the rest stays, so the password opens
+ * it again without a new login) and the database closes; the caller drops the Session, and with it
+ * every key in memory. A reload while locked asks for the password.
+ */
+export async function lock(s: Session): Promise<void> {
+  const { privateKey: _dropped, ...rest } = s.m.exportSession();
+  const locked: LockedState = { ...rest, locked: true };
+  try {
+    await s.db.put(STORES.kv, locked, SAVED);
+  } finally {
+    s.db.close();
+  }
+}
+
+/** Whether the account this browser is signed in to is locked now (another tab may have locked it). */
+export async function isLockedNow(): Promise<boolean> {
+  const name = currentAccount();
+  return name !== null && isAccountDbName(name) && isLocked(await readSaved(name));
+}
+
+/**
+ * Opens the locked account with its password: the keys are derived again with the saved KDF
+ * parameters and open the identity the service keeps (Messenger.unlock: GET /api/me with the
+ * session cookie, no new login); then the account opens as after a reload. A wrong password
+ * throws `bad_identity` and changes nothing. When the service ended the session meanwhile, the
+ * saved session is forgotten and `ended` says so (sign in again).
+ */
+export async function unlock(password: string, onProgress: OnProgress): Promise<Resumed> {
+  const name = currentAccount();
+  const state = name && isAccountDbName(name) ? await readSaved(name) : undefined;
+  if (!name || !isLocked(state)) return resume();
+  const { opts, bindTrust } = await messengerOptions(state.nick);
+  let m: Messenger;
+  try {
+    m = await Messenger.unlock(opts, state, password, onProgress);
+  } catch (e) {
+    if (isSdkError(e, 'unauthenticated')) {
+      await dropSaved(name);
+      setCurrentAccount(null);
+      return { session: null, ended: true, nick: state.nick, deviceReady: false };
+    }
+    throw e;
+  }
+  if ((await accountDbName(m.indexKey)) !== name) throw new Error('This password opens another account than the one locked here.');
+  const { session, deviceReady } = await open(m, bindTrust, true);
+  await restoreChats(session);
+  return { session, ended: false, nick: state.nick, deviceReady };
+}
+
+/** "Sign out" on the lock screen: ends the service session and forgets the saved session. */
+export async function signOutLocked(): Promise<void> {
+  const name = currentAccount();
+  await new ApiClient().logout().catch(() => undefined);
+  if (name && isAccountDbName(name)) await dropSaved(name).catch(() => undefined);
+  setCurrentAccount(null);
 }
 
 /** Forgets the keys this browser holds for the account; the encrypted history stays. */

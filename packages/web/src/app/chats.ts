@@ -52,6 +52,10 @@ export interface ChatSummary {
   verified?: boolean;
   /** DMs only, set by Trust.annotate: the peer's key changed and the change is not accepted yet. */
   keyChanged?: boolean;
+  /** An unread message of the chat mentions this account (set by the session). */
+  mentioned?: boolean;
+  /** The chat's draft as the list shows it, "Draft: <first line>" (set by the session). */
+  draft?: string;
 }
 
 export class ChatList {

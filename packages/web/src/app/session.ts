@@ -85,6 +85,12 @@ export class Session extends Emitter<SessionEvents> {
   readonly transfer: HistoryTransfer;
   /** Set by a sign-in on a device without history: it asks the other devices once it is connected. */
   askHistory = false;
+  /** Chats with an unread message that mentions this account ("Mentioned" in the chat list). */
+  private readonly mentioned = new Set<string>();
+  /** Each chat's draft as the chat list shows it ("Draft: …"). */
+  private readonly draftLines = new Map<string, string>();
+  /** Chats whose draft and unread mention were read from the store. */
+  private readonly marksRead = new Set<string>();
   private transferLoaded = false;
 
   constructor(
@@ -204,7 +210,9 @@ export class Session extends Emitter<SessionEvents> {
     const a = c.added;
     if (a && isShown(a)) {
       const incoming = a.from !== this.nick;
-      if (incoming) notifyHidden(this.nick, (id) => this.m.room(id)?.name, a);
+      // A muted chat raises nothing, unless the message mentions this account.
+      if (incoming && (await this.conv.shouldNotify(a))) notifyHidden(this.nick, (id) => this.m.room(id)?.name, a);
+      if (incoming && !this.isReading(a.chat) && this.conv.mentionsMe(a)) this.mentioned.add(a.chat);
       await this.chats.touch(a.chat, a.ts, incoming && !this.isReading(a.chat), previewOf(a, this.nick));
       touched = true;
     }
@@ -273,6 +281,48 @@ export class Session extends Emitter<SessionEvents> {
   }
 
   /**
+   * Reads the draft and whether an unread message mentions this account, once for each chat the
+   * list shows (rooms and contacts come in after the start), then shows the list again.
+   */
+  private readMarks(chats: ChatSummary[]): void {
+    const fresh = chats.filter((c) => !this.marksRead.has(c.chat));
+    if (fresh.length === 0) return;
+    for (const c of fresh) this.marksRead.add(c.chat);
+    const read = async () => {
+      let changed = false;
+      for (const c of fresh) {
+        const chat = c.chat as ChatId;
+        const draft = await this.conv.drafts.preview(chat);
+        if (draft && !this.draftLines.has(chat)) {
+          this.draftLines.set(chat, draft);
+          changed = true;
+        }
+        if (c.unread > 0 && (await this.conv.unread(chat)).mentioned) {
+          this.mentioned.add(chat);
+          changed = true;
+        }
+      }
+      if (changed) this.publishChats();
+    };
+    void read().catch((e: unknown) => console.warn('drafts and mentions:', e));
+  }
+
+  /** Keeps `text` as the chat's draft (sealed in the store); white space alone removes it. */
+  async setDraft(chat: ChatId, text: string): Promise<void> {
+    await this.conv.drafts.set(chat, text);
+    const line = await this.conv.drafts.preview(chat);
+    if (line === (this.draftLines.get(chat) ?? null)) return;
+    if (line) this.draftLines.set(chat, line);
+    else this.draftLines.delete(chat);
+    this.publishChats();
+  }
+
+  /** The chat was read: its "Mentioned" goes. */
+  readChat(chat: string): void {
+    this.mentioned.delete(chat);
+  }
+
+  /**
    * Removes waiting files whose message is no longer in the outbox: the tab closed between the end
    * of an upload (or the message's deletion) and the removal of its file.
    */
@@ -288,8 +338,20 @@ export class Session extends Emitter<SessionEvents> {
     this.search.forgetChat(chat);
   }
 
+  /** The chat list as the views show it: key states, unread mentions and drafts marked. */
+  summaries(): ChatSummary[] {
+    const list = this.trust.annotate(this.chats.list());
+    this.readMarks(list);
+    for (const c of list) {
+      if (this.mentioned.has(c.chat)) c.mentioned = true;
+      const draft = this.draftLines.get(c.chat);
+      if (draft) c.draft = draft;
+    }
+    return list;
+  }
+
   publishChats(): void {
-    this.emit('chats', this.trust.annotate(this.chats.list()));
+    this.emit('chats', this.summaries());
   }
 
   /** Whether a message in `chat` is being read right now. */

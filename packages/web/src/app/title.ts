@@ -7,6 +7,8 @@ import type { Session } from './session.js';
 
 export const APP_TITLE = 'Messenger';
 export const SIGN_IN_TITLE = `Sign in · ${APP_TITLE}`;
+/** The locked app's title: no count, nothing of any chat. */
+export const LOCKED_TITLE = `Locked · ${APP_TITLE}`;
 
 export function titleFor(chats: readonly Pick<ChatSummary, 'unread'>[]): string {
   const unread = chats.reduce((n, c) => n + Math.max(0, c.unread), 0);

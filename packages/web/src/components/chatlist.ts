@@ -105,7 +105,8 @@ function entry(c: ChatSummary, current: string | null): HTMLLIElement {
     c.closed,
     trust?.text,
     c.unread > 0 ? `${c.unread} unread` : '',
-    c.preview ? `last message ${c.preview}` : '',
+    c.mentioned ? 'Mentioned' : '',
+    c.draft ?? (c.preview ? `last message ${c.preview}` : ''),
     c.lastTs > 0 ? `last activity ${fullTime(c.lastTs)}` : '',
   ]
     .filter(Boolean)
@@ -123,13 +124,17 @@ function entry(c: ChatSummary, current: string | null): HTMLLIElement {
       'span',
       { class: 'chat-text' },
       h('span', { class: 'chat-name' }, c.title),
-      c.closed || c.preview ? h('span', { class: 'chat-preview', 'aria-hidden': 'true' }, c.closed ?? c.preview) : null,
+      c.closed ? h('span', { class: 'chat-preview', 'aria-hidden': 'true' }, c.closed) : null,
+      // A draft takes the place of the last message.
+      !c.closed && c.draft ? h('span', { class: 'chat-preview draft', 'aria-hidden': 'true' }, c.draft) : null,
+      !c.closed && !c.draft && c.preview ? h('span', { class: 'chat-preview', 'aria-hidden': 'true' }, c.preview) : null,
     ),
     h(
       'span',
       { class: 'chat-meta', 'aria-hidden': 'true' },
       h('span', {}, when),
       c.unread > 0 ? h('span', { class: 'badge' }, String(c.unread)) : null,
+      c.mentioned ? h('span', { class: 'mention-tag' }, 'Mentioned') : null,
       trust ? h('span', { class: trust.class }, trust.text) : null,
     ),
   );

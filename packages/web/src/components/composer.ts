@@ -5,12 +5,14 @@
  * padding it says how much room is left, and past 100 % it disables Send and says why; the count
  * runs once per frame, so pasting a megabyte does not freeze the page. Files attached (the
  * paperclip, a drop onto the chat, a pasted image) go with the text as their caption; "Record
- * voice message" records one in place of the row (components/recorder.ts). Keyboard: Up in an
- * empty textbox edits one's last message (while it may be edited), Escape cancels a reply or an edit.
+ * voice message" records one in place of the row (components/recorder.ts). In a room, "@" and
+ * letters open the listbox "Mention" of the room's members; the text
+ * typed and not sent is kept as the chat's draft. Keyboard: Up in an empty textbox edits one's
+ * last message (while it may be edited), Escape cancels a reply or an edit.
  */
-import { textRoom, type ChatMessage } from '@svc/sdk';
+import { insertMention, mentionCandidates, mentionQuery, textRoom, type ChatMessage } from '@svc/sdk';
 import { attachTray, pastedName } from './attach.js';
-import { h } from './dom.js';
+import { h, uid } from './dom.js';
 import { recorder, type VoiceRecording } from './recorder.js';
 
 export interface Composer {
@@ -39,6 +41,10 @@ export interface ComposerActions {
   maxFileBytes(): Promise<number>;
   /** One's last message, when it may still be edited (Up in an empty textbox edits it). */
   editLast?(): ChatMessage | null;
+  /** Who "@" may mention here (a room's members but oneself); none in a DM. */
+  mentionable?(): string[];
+  /** The chat's draft: read once when the chat opens, kept as the text changes. */
+  draft?: { load(): Promise<string>; save(text: string): void };
 }
 
 export function composerView(a: ComposerActions): Composer {
@@ -65,6 +71,26 @@ export function composerView(a: ComposerActions): Composer {
   row.insertBefore(voice.control, sendBtn);
   const form = h('form', { class: 'composer', 'aria-label': 'Write a message' }, mode, tray.list, row, voice.panel, voice.note, room);
   text.setAttribute('aria-describedby', 'composer-room');
+  const mention = mentionList(text, () => a.mentionable?.() ?? []);
+  row.append(mention.el);
+  let draftTimer: ReturnType<typeof setTimeout> | null = null;
+  /** Keeps the text as the draft, a moment after typing stops (at once with `now`); an edit is no draft. */
+  const saveDraft = (now = false) => {
+    if (!a.draft || editing) return;
+    if (draftTimer) clearTimeout(draftTimer);
+    draftTimer = null;
+    if (now) a.draft.save(text.value);
+    else draftTimer = setTimeout(() => saveDraft(true), 300);
+  };
+  let draftLoaded = !a.draft;
+  void a.draft?.load().then((d) => {
+    // Whatever was typed before the draft came back wins.
+    if (d && text.value === '' && !editing) {
+      text.value = d;
+      measure();
+    }
+    draftLoaded = true;
+  });
 
   let replying: ChatMessage | null = null;
   let editing: ChatMessage | null = null;
@@ -104,6 +130,8 @@ export function composerView(a: ComposerActions): Composer {
 
   let scheduled = false;
   text.addEventListener('input', () => {
+    mention.update();
+    if (draftLoaded) saveDraft();
     if (scheduled) return;
     scheduled = true;
     requestAnimationFrame(() => {
@@ -118,6 +146,11 @@ export function composerView(a: ComposerActions): Composer {
     const files = editing ? [] : tray.files();
     if ((body.trim() === '' && files.length === 0) || sendBtn.disabled) return;
     text.value = '';
+    mention.close();
+    // Sending a text clears its draft; a file's caption or an edit clears it here.
+    if (draftTimer) clearTimeout(draftTimer);
+    draftTimer = null;
+    if (a.draft && (files.length > 0 || editing)) a.draft.save('');
     if (files.length > 0) {
       tray.clear();
       a.sendFiles(files, body);
@@ -138,6 +171,7 @@ export function composerView(a: ComposerActions): Composer {
     tray.add(files.map((f) => new File([f], pastedName(f), { type: f.type })));
   });
   text.addEventListener('keydown', (e) => {
+    if (mention.key(e)) return;
     if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
       e.preventDefault();
       submit();
@@ -179,7 +213,11 @@ export function composerView(a: ComposerActions): Composer {
       return true;
     },
     attach: (files) => tray.add(files),
-    stop: () => voice.stop(),
+    stop: () => {
+      voice.stop();
+      // Leaving the chat keeps what was typed.
+      if (draftTimer) saveDraft(true);
+    },
     block(reason, whole = false) {
       blocked = reason;
       voice.disable(reason !== null);
@@ -189,6 +227,92 @@ export function composerView(a: ComposerActions): Composer {
       measure();
     },
   };
+}
+
+/**
+ * The listbox "Mention" above the composer's textbox: "@" and letters before the caret list the
+ * members whose nick starts with them; Up and Down move, Enter, Tab or a click puts "@nick " in,
+ * Escape closes. The textbox stays a textbox (a textarea may not take the combobox role, nor
+ * aria-expanded): it autocompletes from the list (aria-autocomplete, aria-controls while open), and
+ * the option chosen is its aria-activedescendant, so a screen reader reads it as the arrows move.
+ */
+function mentionList(text: HTMLTextAreaElement, members: () => string[]) {
+  const listId = uid('mention');
+  const box = h('ul', { id: listId, role: 'listbox', 'aria-label': 'Mention', class: 'mention-list' });
+  box.hidden = true;
+  text.setAttribute('aria-autocomplete', 'list');
+  let open: { start: number; nicks: string[]; active: number } | null = null;
+
+  function render(): void {
+    box.replaceChildren();
+    box.hidden = open === null;
+    if (!open) {
+      text.removeAttribute('aria-controls');
+      return text.removeAttribute('aria-activedescendant');
+    }
+    text.setAttribute('aria-controls', listId);
+    open.nicks.forEach((nick, i) => {
+      const opt = h('li', { id: `${listId}-${i}`, role: 'option', 'aria-selected': String(i === open!.active), class: 'mention-option' }, `@${nick}`);
+      opt.setAttribute('aria-label', nick);
+      // The textbox keeps focus (and the caret) while the option is clicked.
+      opt.addEventListener('mousedown', (e) => e.preventDefault());
+      opt.addEventListener('click', () => choose(i));
+      box.append(opt);
+    });
+    text.setAttribute('aria-activedescendant', `${listId}-${open.active}`);
+    box.querySelector('[aria-selected="true"]')?.scrollIntoView?.({ block: 'nearest' });
+  }
+
+  function close(): void {
+    if (!open) return;
+    open = null;
+    render();
+  }
+
+  function update(): void {
+    const caret = text.selectionStart ?? text.value.length;
+    const q = text.selectionEnd === caret ? mentionQuery(text.value, caret) : null;
+    const nicks = q ? mentionCandidates(q.query, members()) : [];
+    if (!q || nicks.length === 0) return close();
+    const keep = open?.nicks[open.active];
+    open = { start: q.start, nicks, active: Math.max(0, keep ? nicks.indexOf(keep) : 0) };
+    render();
+  }
+
+  function choose(i: number): void {
+    if (!open) return;
+    const nick = open.nicks[i];
+    const caret = text.selectionStart ?? text.value.length;
+    if (nick === undefined) return;
+    const next = insertMention(text.value, open.start, caret, nick);
+    open = null;
+    render();
+    text.value = next.text;
+    text.setSelectionRange(next.caret, next.caret);
+    text.focus();
+    text.dispatchEvent(new Event('input', { bubbles: true }));
+  }
+
+  /** Handles a key while the list is open; true when it was the list's. */
+  function key(e: KeyboardEvent): boolean {
+    if (!open || e.isComposing) return false;
+    const n = open.nicks.length;
+    if (e.key === 'ArrowDown' || e.key === 'ArrowUp') open.active = (open.active + (e.key === 'ArrowDown' ? 1 : n - 1)) % n;
+    else if (e.key === 'Enter' || e.key === 'Tab') {
+      if (e.shiftKey) return false;
+      choose(open.active);
+      e.preventDefault();
+      return true;
+    } else if (e.key === 'Escape') close();
+    else return false;
+    e.preventDefault();
+    render();
+    return true;
+  }
+
+  text.addEventListener('click', update);
+  text.addEventListener('blur', () => setTimeout(() => document.activeElement !== text && close(), 150));
+  return { el: box, update, close, key };
 }
 
 function plural(n: number, word: string): string {

@@ -60,7 +60,10 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
   const composer = composerView({
     send: (body, replyTo) => {
       problem.textContent = '';
-      s.conv.sendText(chat, body, replyTo ? { replyTo } : {}).catch(fail);
+      s.conv
+        .sendText(chat, body, replyTo ? { replyTo } : {})
+        .then(() => s.setDraft(chat, ''))
+        .catch(fail);
     },
     saveEdit: (m, body) => void s.conv.edit(m, body).catch(fail),
     sendFiles: (files, caption) => {
@@ -76,6 +79,8 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
       const last = [...log.records()].reverse().find((m) => m.from === s.nick && m.kind === 'text' && !m.deleted);
       return last && s.conv.canEdit(last) ? last : null;
     },
+    mentionable: () => (kind === 'room' ? s.conv.members(chat).filter((n) => n !== s.nick) : []),
+    draft: { load: () => s.conv.drafts.get(chat), save: (text) => void s.setDraft(chat, text).catch(fail) },
   });
   const uploads = uploadWatch(s);
 
@@ -90,6 +95,7 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
     fetch: (mid) => s.conv.quoted(chat, mid),
     item: {
       me: s.nick,
+      mentionsMe: (m) => s.conv.mentionsMe(m),
       status: (m) => {
         if (m.state === 'queued' || m.state === 'sending') {
           waiting.add(m.id);
@@ -202,7 +208,10 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
   }
 
   function markRead(): void {
-    if (s.isReading(chat)) void s.conv.markRead(chat, log.records()).catch(() => undefined);
+    if (s.isReading(chat)) {
+      s.readChat(chat);
+      void s.conv.markRead(chat, log.records()).catch(() => undefined);
+    }
     void s.chats.markRead(chat).then(() => s.publishChats());
   }
 

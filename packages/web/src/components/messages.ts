@@ -25,6 +25,8 @@ export interface ItemContext {
   onReact(m: ChatMessage, emoji: string): void;
   onRetry(m: ChatMessage): void;
   onQuote(id: string): void;
+  /** Whether the message mentions the reader (highlighted, and said). */
+  mentionsMe?(m: ChatMessage): boolean;
   file: FileContext;
 }
 
@@ -144,6 +146,10 @@ export function messageItem(c: ItemContext, m: ChatMessage): HTMLLIElement {
   const a = m.attachment;
   if (a) li.append(a.type === 'photo' ? photoView(c.file, m, a) : a.type === 'voice' ? voiceView(c.file, m, a) : fileView(c.file, m, a));
   if (!m.attachment || m.body) li.append(h('p', { class: 'text' }, ...linkify(m.body ?? '')));
+  if (c.mentionsMe?.(m)) {
+    li.classList.add('mentions-me');
+    meta.append(h('span', { class: 'mention-tag' }, h('span', { 'aria-hidden': 'true' }, '@ '), 'Mentions you'));
+  }
   const reactions = reactionsOf(c, m);
   if (reactions) li.append(reactions);
   const foot = h('div', { class: 'foot' });

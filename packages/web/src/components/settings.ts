@@ -5,6 +5,7 @@
  */
 import { changePassword, deleteAccount } from '../app/account.js';
 import { describeError } from '../app/errors.js';
+import { LOCK_CHOICES, lockAfter, setLockAfter } from '../app/lock.js';
 import type { Session } from '../app/session.js';
 import { confirmAction } from './confirm.js';
 import { devicesSection } from './devices.js';
@@ -14,6 +15,7 @@ import { notificationsSection } from './notifications.js';
 import { progressView } from './progress.js';
 
 export interface SettingsActions {
+  onLock: () => void;
   onAccountDeleted: () => void;
   onThisDeviceRemoved: () => void;
 }
@@ -46,6 +48,34 @@ function passwordSection(s: Session): HTMLElement {
       .finally(() => (btn.disabled = false));
   });
   return h('section', {}, form);
+}
+
+/** "App lock": "Lock after" (remembered on this device) and "Lock now". */
+function lockSection(a: SettingsActions): HTMLElement {
+  const id = 'lock-after';
+  const select = h('select', { id, 'aria-describedby': 'lock-after-hint' });
+  for (const c of LOCK_CHOICES) select.append(h('option', { value: String(c.ms) }, c.label));
+  select.value = String(lockAfter());
+  select.addEventListener('change', () => setLockAfter(Number(select.value)));
+  const now = h('button', { type: 'button' }, 'Lock now');
+  now.addEventListener('click', () => a.onLock());
+  return h(
+    'section',
+    { 'aria-labelledby': 'applock-title' },
+    h('h3', { id: 'applock-title' }, 'App lock'),
+    h(
+      'div',
+      { class: 'field' },
+      h('label', { for: id }, 'Lock after'),
+      select,
+      h(
+        'p',
+        { class: 'hint', id: 'lock-after-hint' },
+        'After this long without using this device, the app locks: it forgets its keys and hides your chats until you enter your password.',
+      ),
+    ),
+    now,
+  );
 }
 
 function deleteSection(s: Session, a: SettingsActions): HTMLElement {
@@ -99,6 +129,7 @@ export function settingsView(s: Session, a: SettingsActions): HTMLElement {
     h('p', {}, 'Signed in as ', h('strong', {}, s.nick), '.'),
     passwordSection(s),
     notificationsSection(s),
+    lockSection(a),
     devicesSection(s, a.onThisDeviceRemoved),
     historySection(s),
     deleteSection(s, a),

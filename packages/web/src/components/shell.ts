@@ -16,6 +16,7 @@ import { transferRequests, transferStatus } from './transfer.js';
 
 export interface ShellOptions {
   onSignOut: () => void;
+  onLock: () => void;
   onEnded: (reason: EndReason) => void;
 }
 
@@ -82,6 +83,7 @@ export function shellView(s: Session, o: ShellOptions): ShellView {
     } else if (r.name === 'settings') {
       swapMain(
         settingsView(s, {
+          onLock: o.onLock,
           onAccountDeleted: () => o.onEnded('account_deleted'),
           onThisDeviceRemoved: () => o.onEnded('device_removed'),
         }),
@@ -100,7 +102,7 @@ export function shellView(s: Session, o: ShellOptions): ShellView {
         ),
       );
     }
-    list.render(s.chats.list(), currentChat());
+    list.render(s.summaries(), currentChat());
   }
 
   function swapMain(el: HTMLElement): void {

@@ -14,7 +14,7 @@ interface Row {
 
 const PART_REFUSALS = new Set(['attachment_conflict', 'attachment_finished', 'quota_exceeded']);
 
-/** One round trip (migration 10's put_attachment_part), which checks, locks and writes in one transaction. */
+/** One round trip (put_attachment_part, migrations 10 and 11), which checks, locks and writes in one transaction, committed without waiting for the WAL's flush. */
 export async function putPart(
   q: Sql,
   p: AttachmentPart,
@@ -45,13 +45,17 @@ export async function get(q: Sql, id: string): Promise<AttachmentRecord | null> 
   };
 }
 
+/**
+ * PostgreSQL sends a BYTEA as hex text (pg asks for text results; its binary mode decodes every
+ * value as UTF-8), twice the bytes and a slow decode: base64 is a third more and decodes at memory speed.
+ */
 export async function readParts(q: Sql, id: string, from: number, limit: number): Promise<Uint8Array[]> {
-  const rows = await q.all<{ data: Buffer }>('SELECT data FROM attachment_parts WHERE attachment_id = $1 AND n >= $2 ORDER BY n LIMIT $3', [
-    id,
-    from,
-    limit,
-  ]);
-  return rows.map((r) => r.data);
+  const rows = await q.prepared<{ data: string }>(
+    'attachment-parts',
+    "SELECT encode(data, 'base64') AS data FROM attachment_parts WHERE attachment_id = $1 AND n >= $2 ORDER BY n LIMIT $3",
+    [id, from, limit],
+  );
+  return rows.map((r) => Buffer.from(r.data, 'base64'));
 }
 
 export async function finish(q: Sql, f: AttachmentFinish): Promise<'finished' | 'changed'> {

@@ -298,6 +298,9 @@ export class PostgresStore implements Store {
 
   async durable(_mark: number): Promise<void> {}
 
+  /** A part's write commits without waiting for the WAL's flush (migration 11); the finish's synchronous commit flushes it. */
+  async committed(_mark: number): Promise<void> {}
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;

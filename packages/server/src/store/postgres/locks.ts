@@ -10,7 +10,7 @@
 import type { Sql } from './db.js';
 
 /** Advisory lock namespaces: one per per-account limit that a count-then-insert must not overrun. */
-/** `attachments` is taken in SQL by put_attachment_part (migration 10), with the same numbers. */
+/** `attachments` is taken in SQL by put_attachment_part (migrations 10 and 11), with the same numbers. */
 export const LOCK = { devices: 1, contacts: 2, rooms: 3, attachments: 4 } as const;
 
 /** Serialises count-then-insert for these accounts and one limit until the transaction ends. */

@@ -17,6 +17,7 @@ import { QUEUE_LENGTHS } from './migrations/007-queue-lengths.js';
 import { LEAN_SEND_FACTS } from './migrations/008-lean-send-facts.js';
 import { SEND_FACTS_CALLER } from './migrations/009-send-facts-caller.js';
 import { ATTACHMENTS } from './migrations/010-attachments.js';
+import { PART_COMMIT } from './migrations/011-part-commit.js';
 
 import type { PgMigration } from './migrations/migration.js';
 
@@ -34,4 +35,5 @@ export const PG_MIGRATIONS: PgMigration[] = [
   LEAN_SEND_FACTS,
   SEND_FACTS_CALLER,
   ATTACHMENTS,
+  PART_COMMIT,
 ];

@@ -205,6 +205,8 @@ DECLARE
   v_before BIGINT := 0;
   v_used BIGINT;
 BEGIN
+  -- Local to the part's transaction (the call is a statement of its own): see the file's comment.
+  PERFORM set_config('synchronous_commit', 'off', true);
   PERFORM pg_advisory_xact_lock(4, hashtext(p_nick));
   SELECT uploader, finished_at INTO v_uploader, v_finished FROM attachments WHERE id = p_id FOR UPDATE;
   v_exists := FOUND;

@@ -22,6 +22,10 @@
  *   waiting for the disk) and answers the request only after the barrier (routes/index.ts), so an
  *   answered request still survives a power loss. Why: on a shared disk the fsync's tail (tens of
  *   ms) and the wait for the sync before it would otherwise sit in every delivery.
+ * - `committed()` is a weaker barrier for writes that may be answered once they survive the
+ *   process ending, before they survive a power loss (an attachment's parts: docs/DESIGN.md,
+ *   "Attachments"). It commits the open transaction at the end of the turn even while a sync is
+ *   under way, without waiting for that sync; the next sync makes it durable, as ever.
  *
  * Reads are not queued: they run at once on the same connection, so they may see writes that
  * are not yet committed or not yet synced. Their own clients have no answer yet; if the commit
@@ -102,9 +106,14 @@ export class GroupCommit {
   private open: Done[] = [];
   /** The sync under way, if any; it settles when its writes have been answered. */
   private syncing: Promise<void> | null = null;
-  /** For `durable()`: the writes settled in the open transaction, and those being synced. */
+  /** Writes committed while a sync was under way (`committed()`), waiting for the next sync. */
+  private unsynced: Done[] = [];
+  /** For `durable()`: the writes settled in the open transaction, those committed and waiting for a sync, and those being synced. */
   private openGen: Generation | null = null;
-  private syncGen: Generation | null = null;
+  private unsyncedGens: Generation[] = [];
+  private syncGens: Generation[] = [];
+  /** For `committed()`: settles when the open transaction commits, or is lost. */
+  private commitWaiters: Generation | null = null;
   private readonly early: boolean;
   private readonly onRollback: () => void;
   private readonly afterBegin: () => void;
@@ -176,6 +185,7 @@ export class GroupCommit {
     this.queue = [];
     if (jobs.length > 1 ? !this.runTogether(jobs) : jobs.length === 1) this.runEach(jobs);
     if (!this.syncing) this.commitAndSync();
+    else if (this.commitWaiters) this.commitOpen();
   }
 
   /**
@@ -326,6 +336,8 @@ export class GroupCommit {
     this.open = [];
     if (this.openGen) this.lose(this.openGen, err);
     this.openGen = null;
+    this.commitWaiters?.reject(err);
+    this.commitWaiters = null;
   }
 
   /** Settled writes were lost: those waiting on them are told, and so is every later `durable(mark)` of an older mark. */
@@ -350,39 +362,75 @@ export class GroupCommit {
     if (this.losses !== mark) return Promise.reject(new Error('a write settled during this request was lost before it was synced'));
     // The open transaction is committed and synced only after the sync under way, and a failure
     // of that sync rejects it too, so waiting for the newest generation covers both.
-    return this.openGen?.promise ?? this.syncGen?.promise ?? RESOLVED;
+    return this.openGen?.promise ?? this.unsyncedGens.at(-1)?.promise ?? this.syncGens.at(-1)?.promise ?? RESOLVED;
   }
 
-  /** Commits the open transaction and syncs it; when the sync ends, does the same for what joined meanwhile. */
-  private commitAndSync(): void {
-    if (!this.db.inTransaction) return;
+  /**
+   * Resolves once every write settled so far is committed: it survives the process ending, but
+   * not yet a power loss (that is `durable()`). Rejects as `durable(mark)` does when a write
+   * settled since `mark` was lost. The open transaction is committed at the end of this turn of
+   * the event loop, without waiting for a sync under way; the writes asked for in this turn join it.
+   */
+  committed(mark: number): Promise<void> {
+    if (this.failed !== null) return Promise.reject(this.failed);
+    if (this.losses !== mark) return Promise.reject(new Error('a write settled during this request was lost before it was committed'));
+    if (!this.openGen && this.open.length === 0) return RESOLVED;
+    this.commitWaiters ??= generation();
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(() => this.flush());
+    }
+    return this.commitWaiters.promise;
+  }
+
+  /** Commits the open transaction, its writes then waiting for the next sync; false when the COMMIT failed (they are lost). */
+  private commitOpen(): boolean {
+    if (!this.db.inTransaction) {
+      this.commitWaiters?.resolve();
+      this.commitWaiters = null;
+      return true;
+    }
     try {
       this.commitStmt.run();
     } catch (err) {
       this.rollbackQuietly();
       this.onRollback();
       this.loseOpen(err);
-      return;
+      return false;
     }
-    const batch = this.open;
-    const gen = this.openGen;
+    if (this.open.length > 0) {
+      this.commits++;
+      this.writes += this.open.length;
+      for (const d of this.open) this.unsynced.push(d);
+    }
+    if (this.openGen) this.unsyncedGens.push(this.openGen);
     this.open = [];
     this.openGen = null;
+    this.commitWaiters?.resolve();
+    this.commitWaiters = null;
+    return true;
+  }
+
+  /** Commits the open transaction and syncs what is committed; when the sync ends, does the same for what joined meanwhile. */
+  private commitAndSync(): void {
+    if (!this.commitOpen()) return;
+    const batch = this.unsynced;
+    const gens = this.unsyncedGens;
+    this.unsynced = [];
+    this.unsyncedGens = [];
     if (batch.length === 0) return;
-    this.commits++;
-    this.writes += batch.length;
-    this.syncGen = gen;
+    this.syncGens = gens;
     this.syncing = new Promise<void>((settle) =>
       this.durability.sync((err) => {
         this.syncs++;
         this.syncing = null;
-        this.syncGen = null;
+        this.syncGens = [];
         if (err) {
-          if (gen) this.lose(gen, err);
+          for (const gen of gens) this.lose(gen, err);
           this.fail(err, batch);
         } else {
           for (const d of batch) d.job.resolve(d.value);
-          gen?.resolve();
+          for (const gen of gens) gen.resolve();
           this.commitAndSync();
         }
         settle();
@@ -397,6 +445,9 @@ export class GroupCommit {
   private fail(err: unknown, batch: Done[]): void {
     if (this.failed === null) this.failed = err instanceof Error ? err : new Error(String(err));
     for (const d of batch) d.job.reject(err);
+    // Committed during the failed sync: whether the disk has them is as unknown.
+    for (const d of this.unsynced.splice(0)) d.job.reject(err);
+    for (const gen of this.unsyncedGens.splice(0)) this.lose(gen, err);
     this.rollbackQuietly();
     this.onRollback();
     this.loseOpen(err);

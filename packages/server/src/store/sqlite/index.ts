@@ -349,6 +349,10 @@ export class SqliteStore implements Store {
     return this.group.durable(mark);
   }
 
+  committed(mark: number): Promise<void> {
+    return this.group.committed(mark);
+  }
+
   async close(): Promise<void> {
     // Writes asked for in this turn of the event loop still commit, and are synced, before the file closes.
     if (!this.db.open) return;

@@ -3,7 +3,7 @@
  * the room-key bookkeeping: log in or register from a password, send and decrypt messages, make
  * and change rooms (a new room key on every membership change), and open the event stream.
  * The account's steps with the service (account.ts), peers (peers.ts), rooms (rooms.ts) and
- * message crypto (messages.ts) live in their own files; this one holds the signed-in state and the
+ * message crypto (envelopes.ts) live in their own files; this one holds the signed-in state and the
  * calls an app makes.
  *
  * Peer public keys come from GET /api/users/{nick} and pass the app's `keyCheck` hook before
@@ -16,8 +16,8 @@ import { deriveHistoryKey } from './crypto/atrest.js';
 import { deriveIndexKey } from './crypto/atrest-index.js';
 import { deriveOwnKey, INFO_EXPORT, INFO_TRANSFER } from './crypto/ownkeys.js';
 import { identityMatches, type Identity } from './crypto/identity.js';
-import { KDF_DEFAULTS, type Argon2Fn, type OnProgress } from './crypto/kdf.js';
-import type { KdfChoice } from './credentials.js';
+import { checkKdf, KDF_DEFAULTS, type Argon2Fn, type OnProgress } from './crypto/kdf.js';
+import { keysFor, openAccount, type KdfChoice } from './credentials.js';
 import * as account from './account.js';
 import { SdkError } from './errors.js';
 import { EventStream, type EventStreamOptions } from './events.js';
@@ -30,13 +30,13 @@ import {
   type MessageContext,
   type SendOptions,
   type SentMessage,
-} from './messages.js';
+} from './envelopes.js';
 import { Peers, type KeyCheck, type KeyPurpose } from './peers.js';
 import { RoomBook, type RoomGuard } from './rooms.js';
 import { checkSessionState, SESSION_STATE_VERSION, type SessionState } from './session.js';
 
 export type { KeyCheck, KeyPurpose } from './peers.js';
-export type { ChatId, DecryptFailure, DecryptedMessage, SendOptions, SentMessage } from './messages.js';
+export type { ChatId, DecryptFailure, DecryptedMessage, SendOptions, SentMessage } from './envelopes.js';
 
 export interface MessengerOptions {
   api: ApiClient;
@@ -184,6 +184,34 @@ export class Messenger {
     return m;
   }
 
+  /**
+   * Opens a Messenger again from a saved state without its private key (an app's lock drops the
+   * key from memory and storage, and keeps the service session): the password, derived with the
+   * saved KDF parameters as a sign-in does, opens the identity the service keeps for the session
+   * (GET /api/me, the session cookie: no new login, nothing sent but that request). SdkError
+   * `bad_identity` for a wrong password, `unauthenticated` when the service session ended,
+   * `bad_response` when the service answers with another account or key.
+   */
+  static async unlock(
+    opts: MessengerOptions,
+    state: Omit<SessionState, 'privateKey'>,
+    password: string,
+    onProgress?: OnProgress,
+  ): Promise<Messenger> {
+    const m = new Messenger(opts);
+    if (state.deviceId !== null) m.api.setDevice(state.deviceId);
+    const kdf = checkKdf(state.kdf);
+    onProgress?.('contacting_service');
+    const me = await m.api.me();
+    if (me.nick !== state.nick || me.publicKey !== state.publicKey)
+      throw new SdkError('bad_response', { message: `The service answered for another account or key than ${state.nick}'s; nothing was opened.` });
+    const keys = await keysFor(password, kdf, m.argon2, onProgress);
+    onProgress?.('opening_identity');
+    const identity = await openAccount(keys, me.encryptedKey, state.nick, state.publicKey);
+    await m.start(state.nick, identity, kdf, onProgress);
+    return m;
+  }
+
   private async start(nick: string, identity: Identity, kdf: Kdf, onProgress?: OnProgress): Promise<void> {
     this.reset();
     const [historyKey, indexKey, transferKey, exportKey] = await Promise.all([
@@ -281,7 +309,7 @@ export class Messenger {
     return this.send(`dm:${peer}`, { type: 'text', body: text, sentAt: 0 }, o);
   }
 
-  /** Sends under the room's newest key as the service lists it, never under an older one (messages.ts). */
+  /** Sends under the room's newest key as the service lists it, never under an older one (envelopes.ts). */
   sendRoom(roomId: string, text: string, o: SendOptions = {}): Promise<SentMessage> {
     return this.send(`room:${roomId}`, { type: 'text', body: text, sentAt: 0 }, o);
   }
