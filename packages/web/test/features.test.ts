@@ -209,7 +209,8 @@ describe('web client: replies, reactions, edits, deletion, receipts and search',
       await statusShows(alice.page, ping, 'Sent');
       // The service holds it for Bob's devices; nothing can say more until one of them is back.
       await until("the message queued for bob's laptop", () => (queueLength(scene.server.dbPath, bobDevice) > 0 ? true : undefined));
-      assert.equal(await messageStatus(alice.page, ping).innerText(), 'Sent');
+      // The status is an icon: its accessible name carries the word.
+      assert.equal(await messageStatus(alice.page, ping).getAttribute('aria-label'), 'Sent');
       // The row itself stays while its status changes: a click on its buttons as a receipt
       // arrives must not fall on a button that is being replaced.
       const actions = await messageItem(alice.page, ping).getByRole('button', { name: 'Message actions' }).elementHandle();

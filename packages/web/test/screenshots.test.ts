@@ -160,4 +160,25 @@ describe('web client: screenshots of the main screens', { skip: missingBrowser()
       await bob.page.setViewportSize(DESKTOP);
     })();
   });
+
+  test('a grouped log: one head per run of messages, time and status icons in the last line', async () => {
+    await scene.step(async () => {
+      const password = 'screenshot password';
+      const [maya, leo] = await Promise.all([scene.device('maya', { viewport: DESKTOP }), scene.device('leo', { viewport: DESKTOP })]);
+      await Promise.all([signUp(maya.page, 'maya', password), signUp(leo.page, 'leo', password)]);
+      await startChat(maya.page, 'leo');
+      for (const t of ['Hi Leo!', 'Are you coming to the book club on Thursday?', 'We start at 7.']) await send(maya.page, t);
+      await openChat(leo.page, 'maya');
+      await seeMessage(leo.page, 'We start at 7.');
+      for (const t of ['Hey! Yes, I will be there.', 'Which book is it this time?']) await send(leo.page, t);
+      await seeMessage(maya.page, 'Which book is it this time?');
+      for (const t of ['"The Left Hand of Darkness".', 'Bring snacks if you can.']) await send(maya.page, t);
+      await seeMessage(leo.page, 'Bring snacks if you can.');
+      await send(leo.page, 'Deal, see you then.');
+      await statusShows(leo.page, 'Deal, see you then.', 'Read');
+      await statusShows(leo.page, 'Which book is it this time?', 'Read');
+      await leo.page.mouse.move(0, 0);
+      await shot(leo, 'grouped-log');
+    })();
+  });
 });

@@ -198,6 +198,15 @@ export class ChatList {
     await this.save(meta);
   }
 
+  /** Sets the unread count (as the SDK counts it); false when it was that already. */
+  async setUnread(chat: string, unread: number): Promise<boolean> {
+    const meta = this.metas.get(chat);
+    if (!meta || meta.unread === unread) return false;
+    meta.unread = unread;
+    await this.save(meta);
+    return true;
+  }
+
   /** Drops the chat's entry (its messages are dropped by the conversation store). */
   async forget(chat: string): Promise<void> {
     this.metas.delete(chat);

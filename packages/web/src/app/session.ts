@@ -249,6 +249,9 @@ export class Session extends Emitter<SessionEvents> {
       if (isShown(m) && (!n || m.ts > n.ts)) newest.set(m.chat, m);
     }
     for (const m of newest.values()) await this.chats.touch(m.chat, m.ts, false, previewOf(m, this.nick));
+    // Read on another of the account's devices, or deleted: the count follows the SDK's unread.
+    const recount = new Set(c.changed.filter((m) => m.from !== this.nick && (this.chats.meta(m.chat)?.unread ?? 0) > 0).map((m) => m.chat));
+    for (const chat of recount) if (await this.chats.setUnread(chat, (await this.conv.unread(chat)).count)) touched = true;
     if (touched || newest.size > 0) this.publishChats();
   }
 

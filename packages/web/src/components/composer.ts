@@ -7,7 +7,8 @@
  * paperclip, a drop onto the chat, a pasted image) go with the text as their caption; "Record
  * voice message" records one in place of the row (components/recorder.ts). In a room, "@" and
  * letters open the listbox "Mention" of the room's members; the text
- * typed and not sent is kept as the chat's draft.
+ * typed and not sent is kept as the chat's draft. Keyboard: Up in an empty textbox edits one's
+ * last message (while it may be edited), Escape cancels a reply or an edit.
  */
 import { insertMention, mentionCandidates, mentionQuery, textRoom, type ChatMessage } from '@svc/sdk';
 import { attachTray, pastedName } from './attach.js';
@@ -25,6 +26,8 @@ export interface Composer {
   attach(files: Iterable<File>): void;
   /** Discards a recording in progress and releases the microphone. */
   stop(): void;
+  /** Cancels a reply or an edit; false when there was none. */
+  cancel(): boolean;
 }
 
 export interface ComposerActions {
@@ -36,6 +39,8 @@ export interface ComposerActions {
   sendVoice(r: VoiceRecording): void;
   /** The largest file the service takes, in bytes (a recording stops before it). */
   maxFileBytes(): Promise<number>;
+  /** One's last message, when it may still be edited (Up in an empty textbox edits it). */
+  editLast?(): ChatMessage | null;
   /** Who "@" may mention here (a room's members but oneself); none in a DM. */
   mentionable?(): string[];
   /** The chat's draft: read once when the chat opens, kept as the text changes. */
@@ -173,8 +178,23 @@ export function composerView(a: ComposerActions): Composer {
     } else if (e.key === 'Escape' && (replying || editing)) {
       e.preventDefault();
       cancel.click();
+    } else if (e.key === 'ArrowUp' && text.value === '' && !editing && tray.files().length === 0 && !e.shiftKey && !e.altKey) {
+      const last = a.editLast?.();
+      if (!last) return;
+      e.preventDefault();
+      startEdit(last);
     }
   });
+
+  function startEdit(m: ChatMessage): void {
+    replying = null;
+    editing = m;
+    setMode('edit', 'Editing your message');
+    text.value = m.body ?? '';
+    measure();
+    text.focus();
+    text.setSelectionRange(text.value.length, text.value.length);
+  }
 
   return {
     el: h('div', { class: 'composer-wrap' }, form, note),
@@ -186,13 +206,11 @@ export function composerView(a: ComposerActions): Composer {
       measure();
       text.focus();
     },
-    edit(m) {
-      replying = null;
-      editing = m;
-      setMode('edit', 'Editing your message');
-      text.value = m.body ?? '';
-      measure();
-      text.focus();
+    edit: startEdit,
+    cancel() {
+      if (!replying && !editing) return false;
+      cancel.click();
+      return true;
     },
     attach: (files) => tray.add(files),
     stop: () => {

@@ -84,6 +84,10 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
       void sendVoice(s, chat, r).catch(fail);
     },
     maxFileBytes: () => s.conv.attachments.uploader.maxFileBytes(),
+    editLast: () => {
+      const last = [...log.records()].reverse().find((m) => m.from === s.nick && m.kind === 'text' && !m.deleted);
+      return last && s.conv.canEdit(last) ? last : null;
+    },
     mentionable: () => (kind === 'room' ? s.conv.members(chat).filter((n) => n !== s.nick) : []),
     draft: { load: () => s.conv.drafts.get(chat), save: (text) => void s.setDraft(chat, text).catch(fail) },
   });
@@ -95,7 +99,7 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
     chat,
     label: 'Messages',
     empty: kind === 'room' ? 'No messages yet. Say hello to the room.' : `No messages yet. Say hello to ${id}.`,
-    load: (before) => s.store.chat(chat, { limit: PAGE, ...(before ? { before } : {}) }),
+    load: (before, limit = PAGE) => s.store.chat(chat, { limit, ...(before ? { before } : {}) }),
     // A reply's quote comes from this chat only; an id of another chat reads as not loaded.
     fetch: (mid) => s.conv.quoted(chat, mid),
     item: {
@@ -294,7 +298,12 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
   renderHead();
   renderTrust();
   renderMembership();
-  void log.open().then(markRead);
+  // Where the person stopped reading, asked before the chat is marked read.
+  void s.conv
+    .unread(chat)
+    .catch(() => undefined)
+    .then((unread) => log.open(unread))
+    .then(markRead);
   // A DM peer's key is checked (and pinned on first use) as soon as the chat opens.
   // A peer who deleted their account is found out now, before the person tries to send.
   if (kind === 'dm') {
@@ -302,6 +311,7 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
     void s.membership.checkPeer(id).then((gone) => gone && s.publishChats());
   }
 
+  const logWrap = h('div', { class: 'log-wrap' }, log.el, log.jump);
   const el = h(
     'section',
     { class: 'main', 'aria-labelledby': 'conv-title' },
@@ -311,9 +321,13 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
     panelSlot,
     problem,
     pins.el,
-    log.el,
+    logWrap,
     composer.el,
   );
+  // Escape anywhere in the chat (not in an open menu, which closes itself) cancels a reply or an edit.
+  el.addEventListener('keydown', (e) => {
+    if (e.key === 'Escape' && !e.defaultPrevented && composer.cancel()) e.preventDefault();
+  });
   dropTarget(el, (files) => composer.attach(files));
   return {
     el,

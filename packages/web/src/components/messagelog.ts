@@ -4,6 +4,11 @@
  * record appends its row; a changed record replaces only its own row (and the rows quoting it), or
  * only the row's status when nothing else changed; an older page is read when asked for. Nothing
  * else is rendered or decrypted again.
+ *
+ * Consecutive messages of one sender within 5 minutes form a group: its first row shows the name
+ * and time, the others only their text (the name and time stay for screen readers). Opened with
+ * unread messages, the log reads back to the first of them, puts the separator "New messages"
+ * above it and scrolls there; scrolled up from the bottom, a "Jump to latest" button shows.
  */
 import type { ChatId, ChatMessage } from '@svc/sdk';
 import { byTime } from '@svc/sdk';
@@ -15,10 +20,33 @@ import { messageItem, type ItemContext } from './messages.js';
 /** Records read when a chat opens and per "Show older messages". */
 export const PAGE = 100;
 
+/** Messages of one sender closer than this in time share one head (name and time). */
+export const GROUP_MS = 5 * 60_000;
+
+export const NEW_MESSAGES = 'New messages';
+
+/** Whether `m` continues the group of `prev`, the record before it in the log. */
+export function continues(prev: ChatMessage | undefined, m: ChatMessage): boolean {
+  return (
+    !!prev &&
+    prev.kind !== 'event' &&
+    m.kind !== 'event' &&
+    prev.from === m.from &&
+    m.ts >= prev.ts &&
+    m.ts - prev.ts < GROUP_MS &&
+    dayKey(prev.ts) === dayKey(m.ts)
+  );
+}
+
 export interface MessageLog {
   el: HTMLElement;
-  /** Reads the newest page; resolves when it is on screen. */
-  open(): Promise<void>;
+  /** "Jump to latest", shown while the log is scrolled up from the bottom (placed over the log's foot). */
+  jump: HTMLButtonElement;
+  /**
+   * Reads the newest page; resolves when it is on screen. With `unread` (the first unread record's
+   * id), reads back to it, shows "New messages" above it and scrolls there.
+   */
+  open(unread?: { first: string | null; count: number }): Promise<void>;
   upsert(m: ChatMessage): void;
   /** Many records at once (history from another device or a file): one rebuild for all. */
   upsertMany(ms: ChatMessage[]): void;
@@ -52,7 +80,7 @@ export function messageLog(o: {
   chat: ChatId;
   label: string;
   empty: string;
-  load: (before?: { ts: number; id: string }) => Promise<ChatMessage[]>;
+  load: (before?: { ts: number; id: string }, limit?: number) => Promise<ChatMessage[]>;
   /** A quoted record not on screen, of this chat only (Conversations.quoted). */
   fetch: (id: string) => Promise<ChatMessage | undefined>;
   item: Omit<ItemContext, 'quoted'>;
@@ -62,6 +90,16 @@ export function messageLog(o: {
   older.hidden = true;
   const emptyNote = h('p', { class: 'empty' }, o.empty);
   const el = h('div', { class: 'log', role: 'log', 'aria-label': o.label, 'aria-live': 'polite', tabindex: '0' }, older, list, emptyNote);
+  const jump = h('button', { type: 'button', class: 'jump' }, 'Jump to latest');
+  jump.hidden = true;
+  jump.addEventListener('click', () => {
+    el.scrollTop = el.scrollHeight;
+    jump.hidden = true;
+  });
+  el.addEventListener('scroll', () => (jump.hidden = atBottom()), { passive: true });
+  /** The first unread record when the chat opened: "New messages" goes above it. */
+  let unreadFirst: string | null = null;
+  const newSep = h('li', { class: 'new-sep' }, h('div', { role: 'separator', 'aria-label': NEW_MESSAGES }, NEW_MESSAGES));
 
   /** Records on screen in time order, and each one's row. */
   let order: ChatMessage[] = [];
@@ -103,17 +141,23 @@ export function messageLog(o: {
     return h('li', { class: 'day', 'aria-hidden': 'true', 'data-day': dayKey(ts) }, dayLabel(ts));
   }
 
-  /** Builds the list again from the rows (kept, not rendered again), with day separators. */
+  /** Builds the list again from the rows (kept, not rendered again), with day separators and groups. */
   function rebuild(): void {
     clear(list);
     let day = '';
+    let prev: ChatMessage | undefined;
     for (const m of order) {
       const k = dayKey(m.ts);
       if (k !== day) {
         day = k;
         list.append(daySep(m.ts));
       }
-      list.append(rows.get(m.id)!);
+      const row = rows.get(m.id)!;
+      const sep = m.id === unreadFirst;
+      if (sep) list.append(newSep);
+      row.classList.toggle('cont', !sep && continues(prev, m));
+      list.append(row);
+      prev = m;
     }
     emptyNote.hidden = order.length > 0;
   }
@@ -150,20 +194,22 @@ export function messageLog(o: {
       return;
     }
     const li = render(m);
+    // The group is the list's to say (rebuild), not the record's.
+    if (old?.classList.contains('cont')) li.classList.add('cont');
     if (old?.isConnected && patchedInPlace(old, li)) return;
     rows.set(m.id, li);
     if (old?.isConnected) old.replaceWith(li);
   }
 
-  async function loadOlder(): Promise<number> {
+  async function loadOlder(limit = PAGE): Promise<number> {
     const first = order[0];
-    const page = await o.load(first ? { ts: first.ts, id: first.id } : undefined);
+    const page = await o.load(first ? { ts: first.ts, id: first.id } : undefined, limit);
     // A message that disappeared is never drawn (its record stays, as a tombstone).
     const fresh = page.filter((m) => !rows.has(m.id) && !m.expired);
     for (const m of fresh) recs.set(m.id, m);
     for (const m of fresh) rows.set(m.id, render(m));
     order = [...fresh, ...order].sort(byTime);
-    older.hidden = page.length < PAGE;
+    older.hidden = page.length < limit;
     const keep = el.scrollHeight - el.scrollTop;
     rebuild();
     el.scrollTop = el.scrollHeight - keep;
@@ -172,12 +218,28 @@ export function messageLog(o: {
   older.addEventListener('click', () => void loadOlder());
   let opened: Promise<void> | null = null;
 
+  /** Reads pages until the first unread record is on screen (the count says how far, at least). */
+  async function openAt(unread?: { first: string | null; count: number }): Promise<void> {
+    const first = unread?.first ?? null;
+    await loadOlder(first ? Math.max(PAGE, unread!.count + 20) : PAGE);
+    for (let guard = 0; first && !rows.has(first) && guard < 200; guard++) {
+      if ((await loadOlder()) === 0) break;
+    }
+    if (!first || !rows.has(first)) {
+      el.scrollTop = el.scrollHeight;
+      return;
+    }
+    unreadFirst = first;
+    rebuild();
+    el.scrollTop = Math.max(0, newSep.offsetTop - 8);
+    jump.hidden = atBottom();
+  }
+
   return {
     el,
-    open() {
-      opened ??= loadOlder().then(() => {
-        el.scrollTop = el.scrollHeight;
-      });
+    jump,
+    open(unread) {
+      opened ??= openAt(unread);
       return opened;
     },
     upsert(m) {
@@ -204,6 +266,7 @@ export function messageLog(o: {
         if (!last || byTime(last, m) < 0) {
           // The usual case: the newest record, appended without touching the others.
           if (!last || dayKey(last.ts) !== dayKey(m.ts)) list.append(daySep(m.ts));
+          rows.get(m.id)!.classList.toggle('cont', continues(last, m));
           list.append(rows.get(m.id)!);
           emptyNote.hidden = true;
         } else {
@@ -212,6 +275,7 @@ export function messageLog(o: {
         }
       }
       if (follow || m.from === o.item.me) el.scrollTop = el.scrollHeight;
+      jump.hidden = atBottom();
     },
     upsertMany(ms) {
       const mine = ms.filter((m) => m.chat === o.chat && !m.expired);

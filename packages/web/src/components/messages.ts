@@ -1,10 +1,11 @@
 /**
- * One record of the log as a `listitem`: sender, time, the quoted message of a reply, a file,
- * photo or voice message, the text (links clickable, nothing else ever markup), "(edited)",
- * "Message deleted", reactions as buttons ("👍 2"), one's own message's status ("Sending",
- * "Waiting to send, 12 s", "Not sent" with Retry, "Sent", "Delivered", "Read"), and the
- * "Message actions" button. A record that did not open, or is of a newer client's type, shows
- * its note and never text.
+ * One record of the log as a `listitem`: sender and time (shown at the head of a group, read by
+ * screen readers on every row: components/messagelog.ts groups), the quoted message of a reply, a
+ * file, photo or voice message, the text (links clickable, nothing else ever markup), reactions as
+ * buttons ("👍 2"), and in the bubble's last line "(edited)", one's own message's time and status
+ * (an icon named "Sending", "Sent", "Delivered" or "Read"; the words "Waiting to send, 12 s" or
+ * "Not sent" with Retry), and "Message actions" beside the bubble, shown on hover and focus.
+ * A record that did not open, or is of a newer client's type, shows its note and never text.
  */
 import type { ChatMessage } from '@svc/sdk';
 import { h } from './dom.js';
@@ -71,10 +72,55 @@ function reactionsOf(c: ItemContext, m: ChatMessage): HTMLElement | null {
   return group;
 }
 
-/** The status element of one's own message; its words are its accessible name. */
+const SVG = 'http://www.w3.org/2000/svg';
+
+function svg(tag: string, attrs: Record<string, string>): SVGElement {
+  const el = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, v);
+  return el;
+}
+
+/** The status icons: a clock (Sending), one tick in a ring (Sent), two (Delivered), two filled (Read). */
+function statusIcon(words: string): SVGElement | null {
+  const rings = words === 'Sent' || words === 'Sending' ? 1 : words === 'Delivered' || words === 'Read' ? 2 : 0;
+  if (rings === 0) return null;
+  const icon = svg('svg', {
+    viewBox: `0 0 ${rings === 1 ? 14 : 24} 14`,
+    class: `tick ${words.toLowerCase()}`,
+    'aria-hidden': 'true',
+    focusable: 'false',
+  });
+  for (let i = 0; i < rings; i++) {
+    const x = 7 + i * 10;
+    icon.append(svg('circle', { cx: String(x), cy: '7', r: '6' }));
+    icon.append(svg('path', { d: words === 'Sending' ? `M${x} 3.5V7l2.5 1.5` : `M${x - 3} 7.2l2 2 4-4.2` }));
+  }
+  return icon;
+}
+
+/** The status element of one's own message; its words are its accessible name (and its tooltip). */
 function statusEl(words: string): HTMLElement {
-  const cls = words === 'Not sent' ? 'state failed' : words.startsWith('Waiting') || words === 'Sending' ? 'state pending' : 'state';
-  return h('span', { class: cls, role: 'status', 'aria-label': words }, words);
+  const icon = statusIcon(words);
+  const cls = words === 'Not sent' ? 'state wide failed' : words.startsWith('Waiting') ? 'state wide pending' : 'state';
+  return h('span', { class: cls, role: 'status', 'aria-label': words, title: words }, icon ?? words);
+}
+
+/** The "Message actions" button, beside the bubble: shown on hover and focus, always on touch screens. */
+function actionsButton(c: ItemContext, m: ChatMessage): HTMLButtonElement {
+  const actions = h(
+    'button',
+    {
+      type: 'button',
+      class: 'actions',
+      'aria-haspopup': 'menu',
+      'aria-expanded': 'false',
+      'aria-label': 'Message actions',
+      title: 'Message actions',
+    },
+    '⋯',
+  );
+  actions.addEventListener('click', () => c.onActions(m, actions));
+  return actions;
 }
 
 export function messageItem(c: ItemContext, m: ChatMessage): HTMLLIElement {
@@ -102,7 +148,6 @@ export function messageItem(c: ItemContext, m: ChatMessage): HTMLLIElement {
   const a = m.attachment;
   if (a) li.append(a.type === 'photo' ? photoView(c.file, m, a) : a.type === 'voice' ? voiceView(c.file, m, a) : fileView(c.file, m, a));
   if (!m.attachment || m.body) li.append(h('p', { class: 'text' }, ...linkify(m.body ?? '')));
-  if (m.editedAt !== undefined) meta.append(h('span', { class: 'edited' }, '(edited)'));
   if (c.mentionsMe?.(m)) {
     li.classList.add('mentions-me');
     meta.append(h('span', { class: 'mention-tag' }, h('span', { 'aria-hidden': 'true' }, '@ '), 'Mentions you'));
@@ -114,28 +159,20 @@ export function messageItem(c: ItemContext, m: ChatMessage): HTMLLIElement {
   // A timer, not a live announcement: the log would otherwise read the countdown out as it changes.
   if (left)
     foot.append(h('span', { class: 'expiry', role: 'timer', 'aria-label': `Disappears in ${left}`, title: `Disappears in ${left}` }, `⏱ ${left}`));
+  if (m.editedAt !== undefined) foot.append(h('span', { class: 'edited' }, '(edited)'));
   if (mine) {
     const words = c.status(m);
-    foot.append(statusEl(words));
+    foot.append(h('time', { datetime: new Date(m.ts).toISOString(), 'aria-hidden': 'true' }, clockTime(m.ts)), statusEl(words));
     if (words === 'Not sent') {
       if (m.note) foot.append(h('span', { class: 'hint' }, m.note));
       foot.append(h('button', { type: 'button', class: 'link', onclick: () => c.onRetry(m) }, 'Retry'));
     }
   }
-  const actions = h(
-    'button',
-    {
-      type: 'button',
-      class: 'actions',
-      'aria-haspopup': 'menu',
-      'aria-expanded': 'false',
-      'aria-label': 'Message actions',
-      title: 'Message actions',
-    },
-    '⋯',
-  );
-  actions.addEventListener('click', () => c.onActions(m, actions));
-  foot.append(actions);
-  li.append(foot);
+  // The last line holds the text and the foot together when nothing comes after the text.
+  if (foot.firstChild) {
+    if (!reactions && (!m.attachment || m.body)) li.classList.add('inline-foot');
+    li.append(foot);
+  }
+  li.append(actionsButton(c, m));
   return li;
 }

@@ -1,9 +1,11 @@
 /**
  * "Search messages": a search box over the decrypted history of every chat on this device, with
  * results in a list named "Search results"; choosing one opens its chat at that message. The index
- * lives in memory only (app/session.ts), so no search term or text is ever stored.
+ * lives in memory only (app/session.ts), so no search term or text is ever stored. Ctrl+K (⌘K on
+ * a Mac) focuses the box from anywhere in the app.
  */
 import type { SearchHit } from '@svc/sdk';
+import { go } from '../app/route.js';
 import type { Session } from '../app/session.js';
 import { clear, h } from './dom.js';
 import { shortTime } from './format.js';
@@ -61,6 +63,21 @@ export function searchView(s: Session, open: (hit: SearchHit) => void): HTMLElem
       void run();
     }
   });
+  const shortcut = (e: KeyboardEvent) => {
+    if (!input.isConnected) return document.removeEventListener('keydown', shortcut);
+    if (e.key.toLowerCase() !== 'k' || !(e.ctrlKey || e.metaKey) || e.altKey || e.shiftKey) return;
+    e.preventDefault();
+    const focus = () => {
+      input.focus();
+      input.select();
+    };
+    // On a phone the open chat hides the chat list, and the box with it: back to the list first.
+    if (input.offsetParent === null) {
+      window.addEventListener('hashchange', () => requestAnimationFrame(focus), { once: true });
+      go({ name: 'home' });
+    } else focus();
+  };
+  queueMicrotask(() => document.addEventListener('keydown', shortcut));
   // Changes to the history show in open results.
   s.on('change', () => {
     if (input.value.trim()) void run();
