@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import {
+  attachTransfer,
   ChatMutes,
   Drafts,
   insertMention,
@@ -84,6 +85,32 @@ test('shouldNotify: a muted chat raises nothing but a mention of the reader; a m
     MUTE_CHOICES.map((c) => c.label),
     ['Mute for 1 hour', 'Mute for 8 hours', 'Mute always'],
   );
+});
+
+test('a device added later learns the mutes that hold when it asks for history', async () => {
+  const alice = await register(server);
+  const bob = await register(server);
+  const carol = await register(server);
+  const A1 = await run(alice);
+  let A3: Awaited<ReturnType<typeof run>> | null = null;
+  try {
+    const dmBob: ChatId = `dm:${bob.m.nick}`;
+    const dmCarol: ChatId = `dm:${carol.m.nick}`;
+    await A1.conv.setMute(dmBob, 'always');
+    await A1.conv.setMute(dmCarol, Date.now() + 60 * 60_000);
+    await A1.conv.setMute(dmCarol, 0);
+    const set = await A1.conv.mute(dmBob);
+    const alice3 = await loginDevice(server, alice.m.nick, alice.password, `dev-${alice.m.nick}-3`);
+    A3 = await run(alice3);
+    assert.equal(await A3.conv.muted(dmBob), false, 'a new device starts with no mutes');
+    await attachTransfer(alice3.m, A3.conv).request();
+    await until(async () => (await A3!.conv.mute(dmBob))?.mid === set?.mid, 'the new device takes the mute as it was set');
+    assert.equal(await A3.conv.muted(dmBob), true);
+    assert.deepEqual(await A3.conv.mute(dmBob), set, 'the same setting: same time and mid, so nothing new to the others');
+    assert.equal(await A3.conv.muted(dmCarol), false, 'a mute that no longer holds is not sent');
+  } finally {
+    await Promise.all([A1.close(), A3?.close()]);
+  }
 });
 
 test('a mute follows the person to their other device through their private room; racing changes end the same on both', async () => {

@@ -8,6 +8,9 @@
  * history transfer and the membership records use, whose only member is the account. The change
  * with the greatest (sentAt, mid) holds on every device; a change made on a device is stamped later
  * than the one it holds, so a change made after seeing another's wins whatever the devices' clocks.
+ * A device added later never got those messages: when it asks for history (a `history-request` in
+ * that room), each device sends again the mutes that still hold, as they were (same sentAt and
+ * mid), which the devices that have them take as nothing new.
  *
  * Read marker: `read:<chat>`, the (ts, id) of the newest record the person had on screen when the
  * chat was marked read. It is not a message of its own: a chat marked read on one device sends read
@@ -26,6 +29,8 @@ import type { ConversationStore } from './store.js';
 import type { TransferLink } from './transfer-types.js';
 
 export const muteKey = (chat: ChatId): string => `mute:${chat}`;
+/** The chats that have a mute setting, so a new device can be told them all. */
+const MUTED_CHATS = 'mute.chats';
 export const readKey = (chat: ChatId): string => `read:${chat}`;
 
 /** A chat's mute: until when (ms), or always; `until` 0 means not muted. */
@@ -91,6 +96,7 @@ export class ChatMutes {
       const cur = await this.get(chat);
       const s: MuteSetting = { until, sentAt: stampAfter(l.now(), cur?.sentAt), mid: this.newMid() };
       await this.store.putMeta(muteKey(chat), s);
+      await this.remember(chat);
       return s;
     });
     const plain: Omit<MutePlain, 'v'> = { type: 'mute', chat, until, sentAt: setting.sentAt, mid: setting.mid };
@@ -110,8 +116,33 @@ export class ChatMutes {
       const cur = await this.get(chat);
       if (cur && !isLater(s, cur)) return false;
       await this.store.putMeta(muteKey(chat), s);
+      await this.remember(chat);
       return true;
     });
+  }
+
+  /** Adds `chat` to the list of chats with a setting (inside withMeta). */
+  private async remember(chat: ChatId): Promise<void> {
+    const chats = ((await this.store.getMeta(MUTED_CHATS)) as ChatId[] | undefined) ?? [];
+    if (!chats.includes(chat)) await this.store.putMeta(MUTED_CHATS, [...chats, chat]);
+  }
+
+  /**
+   * Sends again, to the account's other devices, every mute that still holds, as it was: for a
+   * device that joined after it was set. Returns how many went.
+   */
+  async announce(): Promise<number> {
+    const l = this.link();
+    const now = l.now();
+    let sent = 0;
+    for (const chat of ((await this.store.getMeta(MUTED_CHATS)) as ChatId[] | undefined) ?? []) {
+      const s = await this.get(chat);
+      if (!s || !isMuted(s, now)) continue;
+      const plain: Omit<MutePlain, 'v'> = { type: 'mute', chat, until: s.until, sentAt: s.sentAt, mid: s.mid };
+      await l.enqueue(await l.carrier(), plain);
+      sent++;
+    }
+    return sent;
   }
 }
 

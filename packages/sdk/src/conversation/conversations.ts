@@ -85,9 +85,11 @@ export class Conversations {
   private readonly sentHooks = new Set<(item: OutboxItem, ts: number) => Promise<void> | void>();
   private history: ((d: HistoryMessage) => Promise<void>) | null = null;
   private readonly receipts: boolean;
+  private readonly onError: (e: unknown) => void;
 
   constructor(o: ConversationsOptions) {
     this.m = o.messenger;
+    this.onError = o.onError ?? (() => undefined);
     this.store = o.store;
     this.receipts = o.receipts ?? true;
     this.pacer = o.pacer ?? new Pacer(undefined, () => this.m.api.now());
@@ -227,6 +229,9 @@ export class Conversations {
   /** Stores an already decrypted envelope (receive() without the decryption). */
   async take(d: Awaited<ReturnType<Messenger['decryptEnvelope']>>): Promise<Ingested> {
     if (d.ok && isHistoryPlain(d.plain)) {
+      // A device of the account asking for history is new: tell it the mutes that hold.
+      if (d.plain.type === 'history-request' && d.from === this.me && d.plain.device !== this.m.api.device)
+        void this.mutes.announce().catch((e: unknown) => this.onError(e));
       await this.history?.(d as HistoryMessage);
       return { changed: [], ignored: 'history transfer' };
     }
