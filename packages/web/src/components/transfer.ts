@@ -147,7 +147,11 @@ export function transferRequests(s: Session): TransferView {
     });
     el.append(dialog);
     open = dialog;
+    // A question that comes by itself, while the person may be typing or in a menu: shown without
+    // taking the focus (show() would move it into the dialog); the live region announces it.
+    const had = document.activeElement;
     dialog.show();
+    if (had instanceof HTMLElement && had !== document.body && had.isConnected) had.focus();
   }
 
   const off = s.on('transfer', (e) => {
