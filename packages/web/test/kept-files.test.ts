@@ -78,12 +78,19 @@ function newestAttachment(dbPath: string): string {
 /** The kept files' headers (one per file; its chunks are `<header>.<n>`). */
 const headers = (names: string[]): string[] => names.filter((n) => n.split('.').length === 2);
 
-/** Holds every part upload of `page` back `ms`, so an upload is still under way when the test cuts it. */
-async function slowParts(page: Page, ms: number): Promise<void> {
+/**
+ * Lets the first `n` part uploads of `page` through and holds every later one until `release`,
+ * so an upload stands still part way, whatever the machine's speed, when the test cuts it.
+ */
+async function holdPartsAfter(page: Page, n: number): Promise<{ release: () => void }> {
+  let passed = 0;
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
   await page.route(PARTS, async (route) => {
-    await new Promise((r) => setTimeout(r, ms));
+    if (passed++ >= n) await gate;
     await route.continue().catch(() => undefined);
   });
+  return { release };
 }
 
 /** Waits until the bar "Uploading <name>" is at least `fraction` along. */
@@ -139,12 +146,14 @@ describe('web client: the files it keeps', { skip: missingBrowser() }, () => {
       const bytes = randomBytes(1_500_000);
       const caption = scene.text('sent across a reload');
       const before = attachmentCount(scene.server.dbPath);
-      await slowParts(alice.page, 120);
+      // 1.5 MB is 63 to 70 parts of 24,000 bytes (padded): 30 go through, the rest wait for the reload.
+      const held = await holdPartsAfter(alice.page, 30);
       await sendFiles(alice.page, [{ name: 'reloaded.bin', mimeType: 'application/octet-stream', buffer: bytes }], caption);
       await uploadPast(alice.page, 'reloaded.bin', 0.3);
       assert.ok(headers(await kvNames(alice.page, 'upload.')).length === 1, 'the file waits in IndexedDB');
       await alice.page.unroute(PARTS);
       await alice.page.reload();
+      held.release();
       await openChat(alice.page, bobNick);
       await statusShows(alice.page, caption, /Sent|Delivered|Read/, 60_000);
       await seeMessage(bob.page, caption);
@@ -167,10 +176,12 @@ describe('web client: the files it keeps', { skip: missingBrowser() }, () => {
       const name = `letter-${randomBytes(4).toString('hex')}.txt`;
       const caption = scene.text('sent across a cut');
       const before = attachmentCount(scene.server.dbPath);
-      await slowParts(alice.page, 60);
+      // 1 MB is 42 to 47 parts of 24,000 bytes (padded): 20 go through, the rest wait for the cut.
+      const held = await holdPartsAfter(alice.page, 20);
       await sendFiles(alice.page, [{ name, mimeType: 'text/plain', buffer: bytes }], caption);
       await uploadPast(alice.page, name, 0.3);
       await alice.context.setOffline(true);
+      held.release();
       await alice.page.unroute(PARTS);
       await new Promise((r) => setTimeout(r, 2_000));
       await statusShows(alice.page, caption, /Sending|Waiting to send/);

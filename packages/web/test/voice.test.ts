@@ -71,18 +71,21 @@ describe('web client: voice messages', { skip: missingBrowser() }, () => {
 
   test('a voice message recorded in a DM reaches the other side with its duration and waveform, plays from the service worker, and lets go of the microphone', async () => {
     await scene.step(async () => {
+      const started = Date.now();
       await record(alice.page, 3);
       // The time recorded shows while recording; screen readers are not told it every second.
       assert.equal(await alice.page.getByRole('timer').getAttribute('aria-live'), null);
       assert.deepEqual(await allViolations(alice.page), [], 'the recording panel');
       await button(alice.page, 'Send voice message').click();
+      // The recording ran until Send: on a slow machine the checks above add seconds to it.
+      const recorded = (Date.now() - started) / 1000;
       await messageBox(alice.page).waitFor();
       assert.deepEqual(await microphoneTracks(alice.page), { got: 1, live: 0 }, 'the microphone is released after sending');
 
       await voiceCount(bob.page, 1);
       const heard = voiceMessages(bob.page).first();
       const seconds = await shownSeconds(heard);
-      assert.ok(seconds >= 3 && seconds <= 6, `the duration shown (${seconds} s) is the time recorded`);
+      assert.ok(seconds >= 3 && seconds <= Math.ceil(recorded) + 1, `the duration shown (${seconds} s) is the time recorded (${recorded} s)`);
       const bars = await heard.evaluate((a) => {
         const svg = a.parentElement?.querySelector('svg');
         return {
