@@ -265,7 +265,7 @@ export class PostgresStore implements Store {
   }
 
   async readAttachmentParts(id: string, from: number, limit: number): Promise<Uint8Array[]> {
-    return attachments.readParts(this.q, id, from, limit);
+    return attachments.readParts(this.pool, id, from, limit);
   }
 
   async finishAttachment(f: AttachmentFinish): Promise<'finished' | 'changed'> {
