@@ -49,7 +49,7 @@ export const USAGE = `npm run bench -- [options]
   --offline N                 envelopes stored for an offline device, timed, in the replay workload (default 5000, quick 1000)
   --instances N               service processes on one PostgreSQL schema and Redis prefix (default 1; --backend postgres only)
   --rate N                    the fixed rate of the first paced DM phase, messages/s (default 2000)
-  --devices N                 devices (event streams) of each DM recipient (default 2)
+  --devices N                 devices (event streams) of each DM recipient (default 1, as a person with one device; 2 doubles the ceiling's SSE writes)
   --ack N                     DM recipients acknowledge in batches of N ids while the phases run (default 0: no acks)
   --tails                     print for each phase when its deliveries at or above the p99 were sent, per 100 ms
   --profile                   start the service with --cpu-prof into bench/runs/profiles and list its top functions
@@ -84,7 +84,7 @@ export function parseOptions(argv: string[]): Options | 'help' {
     pacedRate: 2000,
     ackBatch: 0,
     tails: false,
-    recipientDevices: 2,
+    recipientDevices: 1,
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
