@@ -176,25 +176,7 @@ export class HistoryTransfer {
       if (max !== null && records.length > 0) return this.sendArchive(ask, chat, records, dropped, max);
       const transfer = b64(randomBytes(16));
       const built = await buildTransfer({ key: this.l.key, nick: this.l.me, transfer, device, records });
-      const s: SendState = {
-        transfer,
-        device,
-        chat,
-        total: built.total,
-        counts: built.chunks.map((c) => c.records),
-        digest: built.digest,
-        ...(dropped > 0 ? { dropped } : {}),
-        sent: 0,
-        createdAt: this.l.now(),
-        confirmed: false,
-      };
-      await this.l.store.putMeta(
-        K_CHUNKS + transfer,
-        built.chunks.map((c) => c.data),
-      );
-      this.sends.push(s);
-      await this.saveSends();
-      await this.dropRequest(device);
+      const s = await this.startSend({ transfer, device, chat, built, dropped });
       const offer = { type: 'history-offer' as const, transfer, device, nonce: ask.nonce, total: built.total, records: records.length };
       await this.l.enqueue(chat, { ...offer, tag: await makeTag(this.l.key, tagAad(this.l.me, offer)), sentAt: 0 });
       await queueChunks(this.l, s, 0);
@@ -202,6 +184,38 @@ export class HistoryTransfer {
       this.emit({ type: 'progress', progress: p });
       return p;
     });
+  }
+
+  /** Records a new send, paced or as an archive, with its sealed chunks kept to resend from; its request is answered. */
+  private async startSend(o: {
+    transfer: string;
+    device: string;
+    chat: SendState['chat'];
+    built: Awaited<ReturnType<typeof buildTransfer>>;
+    dropped: number;
+    archive?: SendState['archive'];
+  }): Promise<SendState> {
+    const s: SendState = {
+      transfer: o.transfer,
+      device: o.device,
+      chat: o.chat,
+      total: o.built.total,
+      counts: o.built.chunks.map((c) => c.records),
+      digest: o.built.digest,
+      ...(o.dropped > 0 ? { dropped: o.dropped } : {}),
+      sent: 0,
+      createdAt: this.l.now(),
+      confirmed: false,
+      ...(o.archive ? { archive: o.archive } : {}),
+    };
+    await this.l.store.putMeta(
+      K_CHUNKS + o.transfer,
+      o.built.chunks.map((c) => c.data),
+    );
+    this.sends.push(s);
+    await this.saveSends();
+    await this.dropRequest(o.device);
+    return s;
   }
 
   /** The largest attachment the service takes, or null when the history cannot go as an archive. */
@@ -241,26 +255,8 @@ export class HistoryTransfer {
       const plainSize = Math.min(max, length - i * max);
       parts.push({ ...(await a.create(plainSize)), plainSize, start: i * max });
     }
-    const s: SendState = {
-      transfer,
-      device,
-      chat,
-      total: built.total,
-      counts: built.chunks.map((c) => c.records),
-      digest: built.digest,
-      ...(dropped > 0 ? { dropped } : {}),
-      sent: 0,
-      createdAt: this.l.now(),
-      confirmed: false,
-      archive: { nonce: ask.nonce, records: records.length, files, parts, pointed: false },
-    };
-    await this.l.store.putMeta(
-      K_CHUNKS + transfer,
-      built.chunks.map((c) => c.data),
-    );
-    this.sends.push(s);
-    await this.saveSends();
-    await this.dropRequest(device);
+    const archive = { nonce: ask.nonce, records: records.length, files, parts, pointed: false };
+    const s = await this.startSend({ transfer, device, chat, built, dropped, archive });
     this.startUpload(s);
     const p = sendProgress(s);
     this.emit({ type: 'progress', progress: p });
