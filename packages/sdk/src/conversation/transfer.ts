@@ -9,6 +9,7 @@
  * resumes after a reload, when a chunk is missing, and once it holds all of them (with the last
  * chunk, not waiting for `history-done`, which the sender's budget may hold back).
  *
+ * This file holds the sending side and passes what a receiver takes to transfer-receive.ts.
  * Everything travels in the account's private room (transfer-link.ts), so the service relays
  * ciphertext between the account's own devices only. Both sides keep their state in the store
  * (getMeta/putMeta, transfer-types.ts), so a reload or a dropped connection on either side resumes.
@@ -16,32 +17,21 @@
  * the offer echoes, a finished transfer stays finished, and a request shows only for a device the
  * service lists now.
  */
-import { isDeviceId, isId16 } from '@svc/protocol';
+import { isDeviceId } from '@svc/protocol';
 import { sleep } from '../attachments/upload.js';
 import { b64, randomBytes, unb64 } from '../bytes.js';
-import { isSdkError, SdkError } from '../errors.js';
+import { SdkError } from '../errors.js';
 import type { HistoryMessage } from './changes.js';
 import { checkedRecords, isSettled } from './history-codec.js';
-import { mergeRecords } from './merge.js';
 import type { ChatMessage, OutboxItem } from './model.js';
-import {
-  MAX_ARCHIVE_PARTS,
-  type HistoryArchivePlain,
-  type HistoryChunkPlain,
-  type HistoryDonePlain,
-  type HistoryOfferPlain,
-  type HistoryPlain,
-  type HistoryRequestPlain,
-} from './plaintext.js';
-import { ARCHIVE_CHUNK_BYTES, archiveBytes, archiveLength, ArchiveReader, damaged, keptFiles, KIND_CHUNK, type Frame } from './transfer-archive.js';
+import { MAX_ARCHIVE_PARTS, type HistoryPlain, type HistoryRequestPlain } from './plaintext.js';
+import { ARCHIVE_CHUNK_BYTES, archiveBytes, archiveLength, keptFiles } from './transfer-archive.js';
 import {
   ACK_AGAIN_MS,
   K_CHUNKS,
-  K_RECEIVE,
   K_REQUESTS,
   K_SENDS,
   TRANSFER_KEEP_MS,
-  type ReceiveState,
   type SendState,
   type TransferEvent,
   type TransferLink,
@@ -49,22 +39,17 @@ import {
   type TransferRequest,
 } from './transfer-types.js';
 import { Freshness } from './transfer-fresh.js';
-import { openChunk, receiveProgress, type OpenedChunk } from './transfer-receive.js';
+import { HistoryReceiver } from './transfer-receive.js';
+import { backoff, passing, why } from './transfer-retry.js';
 import { dropQueued, queueChunks, sendProgress } from './transfer-send.js';
-import { buildTransfer, chainStart, checkTag, makeTag, tagAad } from './transfer-wire.js';
-
-/** Failures an archive's upload or download waits out and tries again (the connection, the service's budget). */
-const PASSING = new Set(['network', 'internal', 'bad_response', 'unauthenticated', 'rate_limited']);
-const passing = (e: unknown): boolean => isSdkError(e) && PASSING.has(e.code);
-const BACKOFF_MS = [1_000, 2_000, 5_000, 10_000, 30_000];
-const why = (e: unknown): string => (e instanceof Error ? e.message : String(e));
+import { buildTransfer, checkTag, makeTag, tagAad } from './transfer-wire.js';
 
 export class HistoryTransfer {
-  /** Transfers whose archive this device is uploading, and whether it is downloading one. */
+  /** Transfers whose archive this device is uploading. */
   private readonly uploading = new Set<string>();
-  private fetching = false;
   private sends: SendState[] = [];
-  private recv: ReceiveState | null = null;
+  /** The side that takes a history sent to this device. */
+  private readonly receiver: HistoryReceiver;
   private asks: TransferRequest[] = [];
   private readonly listeners = new Set<(e: TransferEvent) => void>();
   private queue: Promise<unknown> = Promise.resolve();
@@ -72,6 +57,11 @@ export class HistoryTransfer {
 
   constructor(private readonly l: TransferLink) {
     this.fresh = new Freshness(l.store, () => l.now());
+    this.receiver = new HistoryReceiver(l, this.fresh, {
+      serial: (f) => this.serial(f),
+      emit: (e) => this.emit(e),
+      refuse: (p, why) => this.refuse(p, why),
+    });
   }
 
   on(f: (e: TransferEvent) => void): () => void {
@@ -101,7 +91,7 @@ export class HistoryTransfer {
 
   private async read(): Promise<void> {
     this.sends = ((await this.l.store.getMeta(K_SENDS)) as SendState[] | undefined) ?? [];
-    this.recv = ((await this.l.store.getMeta(K_RECEIVE)) as ReceiveState | undefined) ?? null;
+    await this.receiver.read();
     // A request kept from before requests had a nonce cannot be answered: its device asks again.
     this.asks = (((await this.l.store.getMeta(K_REQUESTS)) as TransferRequest[] | undefined) ?? []).filter((a) => typeof a.nonce === 'string');
     await this.fresh.read();
@@ -117,15 +107,15 @@ export class HistoryTransfer {
   load(): Promise<void> {
     return this.serial(async () => {
       for (const s of this.sends) this.startUpload(s);
-      if (this.recv?.archive) this.startFetch();
-      else if (this.recv && !this.recv.done) await this.ack(this.recv, true);
+      await this.receiver.resume();
     });
   }
 
   /** Where every transfer on this device stands. */
   progress(): TransferProgress[] {
     const out = this.sends.map((s) => sendProgress(s));
-    if (this.recv) out.push(receiveProgress(this.recv, this.l.deviceId));
+    const r = this.receiver.progress();
+    if (r) out.push(r);
     return out;
   }
 
@@ -300,7 +290,7 @@ export class HistoryTransfer {
           });
           return;
         }
-        await sleep(BACKOFF_MS[Math.min(attempt, BACKOFF_MS.length - 1)]!, a.signal).catch(() => undefined);
+        await sleep(backoff(attempt), a.signal).catch(() => undefined);
       }
     }
   }
@@ -335,11 +325,7 @@ export class HistoryTransfer {
     return this.serial(async () => {
       const s = this.sends.find((x) => x.transfer === transfer);
       if (s) await this.forget(s);
-      if (this.recv?.transfer === transfer) {
-        this.recv = null;
-        await this.l.store.removeMeta(K_RECEIVE);
-        await this.fresh.finish(transfer);
-      }
+      await this.receiver.cancel(transfer);
     });
   }
 
@@ -374,13 +360,13 @@ export class HistoryTransfer {
         case 'history-request':
           return this.onRequest(p, { device: p.device, nonce: p.nonce, at: d.ts, ...(p.archive ? { archive: true as const } : {}) });
         case 'history-archive':
-          return this.onArchive(p);
+          return this.receiver.onArchive(p);
         case 'history-offer':
-          return this.onOffer(p);
+          return this.receiver.onOffer(p);
         case 'history-chunk':
-          return this.onChunk(p);
+          return this.receiver.onChunk(p);
         case 'history-done':
-          return this.onDone(p);
+          return this.receiver.onDone(p);
         case 'history-ack':
           return this.onAck(p.transfer, p.next);
       }
@@ -417,202 +403,6 @@ export class HistoryTransfer {
     this.emit({ type: 'request', request: r });
   }
 
-  private async onOffer(p: HistoryOfferPlain): Promise<void> {
-    if (this.fresh.isFinished(p.transfer)) return this.refuse(p, 'replayed');
-    const cur = this.recv;
-    // The first offer wins; another device's offer while it runs is left alone.
-    if (cur && (cur.transfer === p.transfer || (!cur.done && !cur.error))) return;
-    if (!(await this.fresh.take(p.nonce))) return this.refuse(p, 'not asked for');
-    const r: ReceiveState = {
-      transfer: p.transfer,
-      total: p.total,
-      records: p.records,
-      next: 0,
-      hash: b64(await chainStart(p.transfer)),
-      recordsDone: 0,
-      done: false,
-    };
-    await this.saveRecv(r);
-  }
-
-  private async onChunk(p: HistoryChunkPlain): Promise<void> {
-    if (this.fresh.isFinished(p.transfer)) return this.refuse(p, 'replayed');
-    const r = this.recv;
-    if (!r || r.transfer !== p.transfer) return this.refuse(p, 'no such transfer on this device');
-    if (r.done || p.seq < r.next) return this.refuse(p, 'replayed');
-    if (p.total !== r.total) return this.refuse(p, 'forged');
-    if (p.seq > r.next) {
-      this.refuse(p, 'out of order');
-      return this.ack(r);
-    }
-    const opened = await openChunk(this.l, r, p);
-    if (typeof opened === 'string') return this.refuse(p, opened);
-    const next = await this.merge(r, opened);
-    // The last chunk completes the transfer: each seal binds `total` and the chain before it, so
-    // holding chunk total-1 is holding all of them, in order. The sender's `history-done` may be
-    // held back a minute by its outbox's message budget (pacer.ts): the receiver does not wait
-    // for it, and its ack lets the sender drop that `history-done` if it has not gone yet.
-    if (next.next === next.total && !next.carry) {
-      await this.fresh.finish(next.transfer);
-      await this.saveRecv({ ...next, done: true });
-      return this.ack(this.recv!);
-    }
-    await this.saveRecv(next);
-  }
-
-  /** Merges an opened chunk into the store: the state after it. */
-  private async merge(r: ReceiveState, opened: OpenedChunk): Promise<ReceiveState> {
-    const merged = await mergeRecords(this.l.store, this.l.me, opened.records);
-    this.l.notify({ changed: merged.changed, imported: merged.added });
-    const next: ReceiveState = { ...r, next: r.next + 1, hash: opened.hash, recordsDone: r.recordsDone + opened.records.length + opened.dropped };
-    if (opened.dropped > 0) next.dropped = (r.dropped ?? 0) + opened.dropped;
-    if (opened.carry) next.carry = opened.carry;
-    else delete next.carry;
-    return next;
-  }
-
-  /** An archive for this device: taken like an offer (a request it waits on, not a finished transfer), then downloaded. */
-  private async onArchive(p: HistoryArchivePlain): Promise<void> {
-    if (this.fresh.isFinished(p.transfer)) return this.refuse(p, 'replayed');
-    const cur = this.recv;
-    if (cur?.transfer === p.transfer) return;
-    // While one runs, another archive for a request this device still waits on is left alone.
-    if (cur && !cur.done && !cur.error) return this.fresh.waitsOn(p.nonce) ? undefined : this.refuse(p, 'not asked for');
-    if (!this.l.archive) return this.refuse(p, 'no attachment store here');
-    if (!(await this.fresh.take(p.nonce))) return this.refuse(p, 'not asked for');
-    await this.saveRecv({
-      transfer: p.transfer,
-      total: p.total,
-      records: p.records,
-      next: 0,
-      hash: b64(await chainStart(p.transfer)),
-      recordsDone: 0,
-      done: false,
-      archive: { parts: p.parts, digest: p.digest, files: p.files, filesDone: 0, offset: 0 },
-    });
-    this.startFetch();
-  }
-
-  /** Downloads the archive being received from where it stands, in the background. */
-  private startFetch(): void {
-    const r = this.recv;
-    if (this.fetching || !r?.archive || r.done || r.error || !this.l.archive) return;
-    this.fetching = true;
-    void this.fetchArchive(r.transfer).finally(() => (this.fetching = false));
-  }
-
-  private async fetchArchive(transfer: string): Promise<void> {
-    const signal = this.l.archive!.signal;
-    for (let attempt = 0; ; attempt++) {
-      const r = this.recv;
-      if (!r || r.transfer !== transfer || r.done || r.error || signal?.aborted) return;
-      try {
-        return await this.readArchive(r);
-      } catch (e) {
-        if (signal?.aborted) return;
-        if (passing(e)) {
-          await sleep(BACKOFF_MS[Math.min(attempt, BACKOFF_MS.length - 1)]!, signal).catch(() => undefined);
-          continue;
-        }
-        // Damaged, altered or gone: the transfer stops here, with what it took so far (each chunk checked).
-        return this.serial(async () => {
-          const cur = this.recv;
-          if (cur?.transfer !== transfer || cur.done) return;
-          this.emit({ type: 'refused', kind: 'history-archive', transfer, why: why(e) });
-          await this.fresh.finish(transfer);
-          await this.saveRecv({ ...cur, error: why(e) });
-        });
-      }
-    }
-  }
-
-  /** Reads the archive from the frame after the last one taken (its attachment is downloaded again from its start). */
-  private async readArchive(r: ReceiveState): Promise<void> {
-    const a = this.l.archive!;
-    const arc = r.archive!;
-    const size = arc.parts.reduce((n, p) => n + p.plainSize, 0);
-    const reader = new ArchiveReader(size);
-    let i = 0;
-    let base = 0;
-    while (i < arc.parts.length && base + arc.parts[i]!.plainSize <= arc.offset) base += arc.parts[i++]!.plainSize;
-    let skip = arc.offset - base;
-    let offset = arc.offset;
-    for (; i < arc.parts.length; i++) {
-      for await (let piece of a.download(arc.parts[i]!)) {
-        if (skip > 0) {
-          const k = Math.min(skip, piece.length);
-          skip -= k;
-          piece = piece.subarray(k);
-        }
-        for (const f of reader.push(piece)) {
-          offset += f.spanned;
-          if (!(await this.serial(() => this.takeFrame(r.transfer, f, offset)))) return;
-        }
-      }
-    }
-    if (!reader.empty || offset !== size) throw damaged('it ends in the middle of a part');
-    await this.serial(() => this.finishArchive(r.transfer));
-  }
-
-  /** One frame of the archive: a chunk merged, or a file kept. False when the transfer went away meanwhile. */
-  private async takeFrame(transfer: string, f: Frame, offset: number): Promise<boolean> {
-    const r = this.recv;
-    if (!r?.archive || r.transfer !== transfer || r.done || r.error) return false;
-    const arc = r.archive;
-    if (f.kind === KIND_CHUNK) {
-      if (r.next >= r.total) throw damaged('it holds more of the history than its message says');
-      const p: HistoryChunkPlain = {
-        v: 1,
-        type: 'history-chunk',
-        transfer,
-        device: this.l.deviceId,
-        seq: r.next,
-        total: r.total,
-        data: b64(f.data),
-        sentAt: 0,
-      };
-      const opened = await openChunk(this.l, r, p);
-      if (typeof opened === 'string') throw damaged(`chunk ${r.next}: ${opened}`);
-      await this.saveRecv({ ...(await this.merge(r, opened)), archive: { ...arc, offset } });
-      return true;
-    }
-    if (r.next < r.total || r.carry) throw damaged('a file comes before the end of the history');
-    if (arc.filesDone >= arc.files) throw damaged('it holds more files than its message says');
-    if (!isId16(f.id)) throw damaged('a file in it has no valid name');
-    await this.l.archive?.kept?.put(f.id, f.bytes);
-    await this.saveRecv({ ...r, archive: { ...arc, filesDone: arc.filesDone + 1, offset } });
-    return true;
-  }
-
-  /** The whole archive is read: its chain must end where its message says. */
-  private async finishArchive(transfer: string): Promise<void> {
-    const r = this.recv;
-    if (!r?.archive || r.transfer !== transfer || r.done) return;
-    if (r.next !== r.total || r.carry || r.archive.filesDone !== r.archive.files) throw damaged('parts of it are missing');
-    if (r.hash !== r.archive.digest) throw damaged('its chain does not end where its message says');
-    await this.fresh.finish(transfer);
-    await this.saveRecv({ ...r, done: true, confirmed: true });
-    await this.ack(this.recv!);
-  }
-
-  /**
-   * The sender's closing message. The receiver is done with the last chunk already (onChunk);
-   * `history-done` then confirms the chain (its digest must be the receiver's chain value) once,
-   * and a second one is a replay. One that comes before every chunk did asks for the missing one.
-   */
-  private async onDone(p: HistoryDonePlain): Promise<void> {
-    const r = this.recv;
-    if (!r || r.transfer !== p.transfer) return this.refuse(p, 'no such transfer on this device');
-    if (r.confirmed) return this.refuse(p, 'replayed');
-    if (p.total !== r.total) return this.refuse(p, 'forged');
-    if (r.next < r.total) {
-      this.refuse(p, 'chunks missing');
-      return this.ack(r);
-    }
-    if (p.digest !== r.hash) return this.refuse(p, 'forged');
-    await this.saveRecv({ ...r, done: true, confirmed: true });
-  }
-
   private async onAck(transfer: string, next: number): Promise<void> {
     const s = this.sends.find((x) => x.transfer === transfer)!;
     const now = this.l.now();
@@ -634,16 +424,6 @@ export class HistoryTransfer {
     // What still waits in the outbox goes again in order, after the chunk the receiver lacks.
     await dropQueued(this.l, s);
     await queueChunks(this.l, s, next);
-  }
-
-  /** Acknowledges the next chunk `r` expects (not the same one twice within ACK_AGAIN_MS, unless `force`). */
-  private async ack(r: ReceiveState, force = false): Promise<void> {
-    const now = this.l.now();
-    const next = r.done ? r.total : r.next;
-    if (!force && r.lastAck?.next === next && now - r.lastAck.at < ACK_AGAIN_MS) return;
-    await this.saveRecv({ ...r, lastAck: { next, at: now } }, false);
-    const a = { type: 'history-ack' as const, transfer: r.transfer, device: this.l.deviceId, next };
-    await this.l.enqueue(await this.l.carrier(), { ...a, tag: await makeTag(this.l.key, tagAad(this.l.me, a)), sentAt: 0 });
   }
 
   // ---- state ----
@@ -681,11 +461,5 @@ export class HistoryTransfer {
 
   private saveSends(): Promise<void> {
     return this.l.store.putMeta(K_SENDS, this.sends);
-  }
-
-  private async saveRecv(r: ReceiveState, tell = true): Promise<void> {
-    await this.l.store.putMeta(K_RECEIVE, r);
-    this.recv = r;
-    if (tell) this.emit({ type: 'progress', progress: receiveProgress(r, this.l.deviceId) });
   }
 }
