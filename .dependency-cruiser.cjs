@@ -49,6 +49,13 @@ module.exports = {
       to: { path: '^packages/(server|web|cli|testkit)/|^(node:|fs$|path$|crypto$|http$|https$)', dependencyTypesNot: ['type-only'] },
     },
     {
+      name: 'sdk-wire-below-conversation',
+      severity: 'error',
+      comment: 'The wire format (wire/) and the cryptography (crypto/) are what every message is made of: they know no conversation rule, outbox or attachment flow.',
+      from: { path: '^packages/sdk/src/(wire|crypto)/' },
+      to: { path: '^packages/sdk/src/(conversation|attachments)/' },
+    },
+    {
       name: 'server-knows-no-client',
       severity: 'error',
       comment: 'The service speaks the protocol; it never imports client code.',

@@ -1,11 +1,11 @@
 /**
  * Sending and opening envelopes for one signed-in account: any plaintext type of
- * conversation/plaintext.ts, to a DM peer (pair key) or a room (its newest key), and the decryption
+ * wire/plaintext.ts, to a DM peer (pair key) or a room (its newest key), and the decryption
  * of what arrives, which never throws for a bad envelope but says why it failed.
  */
 import { isNick, type Envelope } from '@svc/protocol';
 import type { ApiClient } from './api.js';
-import type { Plain, PlainInput } from './conversation/plaintext.js';
+import type { Plain, PlainInput } from './wire/plaintext.js';
 import { decryptDm, decryptRoomMessage, encryptDm, encryptRoomMessage } from './crypto/message.js';
 import { SdkError } from './errors.js';
 import type { Peers } from './peers.js';

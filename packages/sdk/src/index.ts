@@ -112,7 +112,7 @@ export {
   type HistoryChunkPlain,
   type HistoryAckPlain,
   type HistoryDonePlain,
-} from './conversation/plaintext.js';
+} from './wire/plaintext.js';
 export { newRoomKey, importRoomKey, wrapRoomKey, unwrapRoomKey, roomKeyAad, type NewRoomKey } from './crypto/roomkey.js';
 export { safetyNumber, compareScannedSafetyNumber, type ScanVerdict } from './crypto/safety.js';
 export { sealAtRest, openAtRest, deriveHistoryKey, historyKeyBytes, atRestAad, INFO_HISTORY } from './crypto/atrest.js';
@@ -268,7 +268,7 @@ export {
   type AttachmentRef,
   type PhotoFields,
   type VoiceFields,
-} from './conversation/attachment-plain.js';
+} from './wire/attachment-plain.js';
 export {
   isAttachmentPlain,
   type ArchivePart,
@@ -277,7 +277,7 @@ export {
   type FilePlain,
   type PhotoPlain,
   type VoicePlain,
-} from './conversation/plaintext.js';
+} from './wire/plaintext.js';
 export { plainChunks, sourceSize, type BlobLike, type FileSource } from './attachments/source.js';
 export {
   Uploader,

@@ -11,7 +11,7 @@
  */
 import type { Envelope, Kdf, Room } from '@svc/protocol';
 import type { ApiClient } from './api.js';
-import type { PlainInput } from './conversation/plaintext.js';
+import type { PlainInput } from './wire/plaintext.js';
 import { deriveHistoryKey } from './crypto/atrest.js';
 import { deriveIndexKey } from './crypto/atrest-index.js';
 import { deriveOwnKey, INFO_EXPORT, INFO_TRANSFER } from './crypto/ownkeys.js';
@@ -300,7 +300,7 @@ export class Messenger {
 
   // ---- messages ----
 
-  /** Sends any plaintext type (conversation/plaintext.ts) to `dm:<nick>` or `room:<id>`. */
+  /** Sends any plaintext type (wire/plaintext.ts) to `dm:<nick>` or `room:<id>`. */
   send(chat: ChatId, plain: PlainInput, o: SendOptions = {}): Promise<SentMessage> {
     return sendPlain(this.parts().ctx, chat, plain, o);
   }

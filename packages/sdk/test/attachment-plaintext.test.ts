@@ -1,5 +1,5 @@
 /**
- * The plaintext of file, photo and voice messages (conversation/attachment-plain.ts): they encode
+ * The plaintext of file, photo and voice messages (wire/attachment-plain.ts): they encode
  * and decode whole, and a received one with any field of the wrong shape is malformed (shown as an
  * error, never trusted). Search finds them by file name and by caption.
  */

@@ -1,5 +1,5 @@
 /**
- * The plaintext types of conversation/plaintext.ts: each round-trips in its fixed form and pads to
+ * The plaintext types of wire/plaintext.ts: each round-trips in its fixed form and pads to
  * 256-byte blocks like a text; an unknown type or a newer version decodes to a placeholder; a
  * known type with a field of the wrong shape is refused (the app shows it as a decryption error).
  */

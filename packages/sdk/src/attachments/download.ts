@@ -18,7 +18,7 @@ import { sha256 } from '@noble/hashes/sha2.js';
 import { ATTACHMENT } from '@svc/protocol';
 import type { ApiClient } from '../api.js';
 import { b64, concat, unb64 } from '../bytes.js';
-import type { AttachmentFields } from '../conversation/attachment-plain.js';
+import type { AttachmentFields } from '../wire/attachment-plain.js';
 import { CHUNK_BYTES, chunkCount, cipherSize, importFileKey, openChunk } from '../crypto/file.js';
 import { isSdkError, SdkError } from '../errors.js';
 import { sleep } from './upload.js';

@@ -4,9 +4,9 @@
  * caption), reactions, receipts, replies and deletion by the same rules as any text.
  */
 import type { ChatId } from '../envelopes.js';
-import type { AttachmentRef } from '../conversation/attachment-plain.js';
+import type { AttachmentRef } from '../wire/attachment-plain.js';
 import type { ChatMessage } from '../conversation/model.js';
-import type { AttachmentPlain } from '../conversation/plaintext.js';
+import type { AttachmentPlain } from '../wire/plaintext.js';
 
 /** The record's view of an attachment plaintext: every field but the caption and the message's own. */
 export function attachmentRef(p: AttachmentPlain): AttachmentRef {

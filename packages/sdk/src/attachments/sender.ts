@@ -14,10 +14,10 @@
  */
 import type { ApiClient } from '../api.js';
 import { b64 } from '../bytes.js';
-import { safeFileName, safeMime, type PhotoFields, type VoiceFields } from '../conversation/attachment-plain.js';
+import { safeFileName, safeMime, type PhotoFields, type VoiceFields } from '../wire/attachment-plain.js';
 import type { ChatMessage } from '../conversation/model.js';
 import type { Outbox } from '../conversation/outbox.js';
-import { encodePlaintext, type AttachmentPlain } from '../conversation/plaintext.js';
+import { encodePlaintext, type AttachmentPlain } from '../wire/plaintext.js';
 import type { ConversationStore } from '../conversation/store.js';
 import { isSdkError, SdkError } from '../errors.js';
 import type { ChatId } from '../envelopes.js';

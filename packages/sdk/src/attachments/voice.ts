@@ -4,7 +4,7 @@
  * the client measures while it records; the longest recording that still fits the service's
  * limit; and a duration as people read it ("0:07", "12:05").
  */
-import { MAX_WAVEFORM } from '../conversation/attachment-plain.js';
+import { MAX_WAVEFORM } from '../wire/attachment-plain.js';
 
 /** Below this the loudest bar counts as silence, and every bar is 0 (1/255 of full scale). */
 const SILENCE = 1 / 255;

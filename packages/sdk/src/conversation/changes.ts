@@ -5,7 +5,7 @@
  */
 import type { DecryptedMessage } from '../envelopes.js';
 import type { ChatMessage } from './model.js';
-import type { HistoryPlain } from './plaintext.js';
+import type { HistoryPlain } from '../wire/plaintext.js';
 
 /** What changed in the records a person sees, as one notification. */
 export interface Change {

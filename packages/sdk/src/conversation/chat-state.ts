@@ -24,7 +24,7 @@ import { mentionsMe } from './mentions.js';
 import { isLater, stampAfter, withMeta } from './meta-lock.js';
 import { byTime } from './store.js';
 import { isShown, type ChatMessage } from './model.js';
-import type { MutePlain } from './plaintext.js';
+import type { MutePlain } from '../wire/plaintext.js';
 import type { ConversationStore } from './store.js';
 import type { TransferLink } from './transfer-types.js';
 

@@ -24,7 +24,7 @@ import { Drafts } from './drafts.js';
 import { stampAfter } from './meta-lock.js';
 import { mentionsMe } from './mentions.js';
 import { isPinnable, pinnedMessages, pinStamp } from './message-pins.js';
-import { isAttachmentPlain, isHistoryPlain, isRecordsPlain, type PlainInput } from './plaintext.js';
+import { isAttachmentPlain, isHistoryPlain, isRecordsPlain, type PlainInput } from '../wire/plaintext.js';
 import { RecordTransfer } from './record-transfer.js';
 import { RoomMembers } from './room-members.js';
 import { applyOwn, ingest, type Ingested, type RuleContext } from './rules.js';

@@ -18,9 +18,9 @@ import type { ChatId } from '../envelopes.js';
 import { isLater, withMeta } from './meta-lock.js';
 import type { ChatMessage } from './model.js';
 import type { ConversationStore } from './store.js';
-import { timerLabel } from './timer-values.js';
+import { timerLabel } from '../wire/timer-values.js';
 
-export { TIMER_CHOICES, TIMER_SECONDS, isTimerSeconds, timerLabel, type TimerSeconds } from './timer-values.js';
+export { TIMER_CHOICES, TIMER_SECONDS, isTimerSeconds, timerLabel, type TimerSeconds } from '../wire/timer-values.js';
 
 export const timerKey = (chat: ChatId): string => `timer:${chat}`;
 export const K_EXPIRY_INDEX = 'expiry.index';

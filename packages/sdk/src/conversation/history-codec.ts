@@ -13,10 +13,10 @@ import { isId16, isNick, isUlid } from '@svc/protocol';
 import { deflateSync, Inflate, inflateSync } from 'fflate';
 import { fromUtf8, utf8 } from '../bytes.js';
 import type { ChatMessage } from './model.js';
-import { isEmoji } from './plaintext.js';
+import { isEmoji } from '../wire/plaintext.js';
 import { deadline } from './disappearing.js';
-import { isTimerSeconds } from './timer-values.js';
-import { ATTACHMENT_TYPES, checkAttachmentFields, checkPhotoFields, checkVoiceFields, type AttachmentRef } from './attachment-plain.js';
+import { isTimerSeconds } from '../wire/timer-values.js';
+import { ATTACHMENT_TYPES, checkAttachmentFields, checkPhotoFields, checkVoiceFields, type AttachmentRef } from '../wire/attachment-plain.js';
 
 const FIELDS = [
   'id',

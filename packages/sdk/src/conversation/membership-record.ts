@@ -26,7 +26,7 @@
  *   announcement drops it.
  */
 import { isId16, isNick, isUlid, type Room } from '@svc/protocol';
-import type { MembersPlain, PlainInput } from './plaintext.js';
+import type { MembersPlain, PlainInput } from '../wire/plaintext.js';
 
 export interface MembershipRecord {
   room: string;

@@ -17,7 +17,7 @@
 import type { ChatId } from '../envelopes.js';
 import { isLater, stampAfter, withMeta } from './meta-lock.js';
 import { isShown, type ChatMessage } from './model.js';
-import type { PinPlain } from './plaintext.js';
+import type { PinPlain } from '../wire/plaintext.js';
 import type { ConversationStore } from './store.js';
 
 export const pinKey = (chat: ChatId): string => `pins:${chat}`;

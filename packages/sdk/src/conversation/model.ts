@@ -5,8 +5,8 @@
  * records of their own: they change their target, or wait for it (PendingAction).
  */
 import type { ChatId } from '../envelopes.js';
-import type { AttachmentRef } from './attachment-plain.js';
-import type { Plain, PlainInput } from './plaintext.js';
+import type { AttachmentRef } from '../wire/attachment-plain.js';
+import type { Plain, PlainInput } from '../wire/plaintext.js';
 
 /** What a record shows: a text; an envelope that did not open; a type of a newer client; a membership line. */
 export type MessageKind = 'text' | 'undecryptable' | 'unknown' | 'event';

@@ -28,7 +28,7 @@ import { isSdkError, SdkError } from '../errors.js';
 import type { ChatId } from '../envelopes.js';
 import type { OutboxItem, Priority } from './model.js';
 import { Pacer } from './pacer.js';
-import { MAX_RECEIPT_IDS, type PlainInput, type ReceiptPlain } from './plaintext.js';
+import { MAX_RECEIPT_IDS, type PlainInput, type ReceiptPlain } from '../wire/plaintext.js';
 import type { ConversationStore } from './store.js';
 
 /** A retry with the same id must land inside the service's ±5 minute window. */

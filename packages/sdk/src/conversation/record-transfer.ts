@@ -19,7 +19,7 @@ import { b64, randomBytes, unb64, utf8 } from '../bytes.js';
 import type { ChatId } from '../envelopes.js';
 import { compress, decompressJson } from './history-codec.js';
 import { parseRecord, type MembershipRecord } from './membership-record.js';
-import { MAX_PADDED_BYTES, MAX_RECORD_PARTS, type RecordsPlain, type RecordsRequestPlain } from './plaintext.js';
+import { MAX_PADDED_BYTES, MAX_RECORD_PARTS, type RecordsPlain, type RecordsRequestPlain } from '../wire/plaintext.js';
 import type { TransferLink } from './transfer-types.js';
 import { checkTag, makeTag, openData, sealData } from './transfer-wire.js';
 import { IV_BYTES } from '../crypto/aead.js';

@@ -33,7 +33,7 @@ import {
   type MembershipRecord,
 } from './membership-record.js';
 import type { OutboxItem } from './model.js';
-import type { MembersPlain, PlainInput } from './plaintext.js';
+import type { MembersPlain, PlainInput } from '../wire/plaintext.js';
 import type { ConversationStore } from './store.js';
 
 /** The meta key of a room's record. */

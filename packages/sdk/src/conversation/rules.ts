@@ -23,7 +23,7 @@ import type { DecryptedMessage } from '../envelopes.js';
 import { applyTimer, timerText } from './disappearing.js';
 import { applyPin, notePinned } from './message-pins.js';
 import type { ChatMessage, PendingAction } from './model.js';
-import { isAttachmentPlain, type Plain } from './plaintext.js';
+import { isAttachmentPlain, type Plain } from '../wire/plaintext.js';
 import { keepWaiting, type WaitContext } from './waiting.js';
 
 export const FAILURE_TEXT: Record<string, string> = {

@@ -7,12 +7,12 @@
 import { b64, unb64 } from '../bytes.js';
 import { checkRecord } from './history-codec.js';
 import type { ChatMessage } from './model.js';
-import type { HistoryChunkPlain } from './plaintext.js';
+import type { HistoryChunkPlain } from '../wire/plaintext.js';
 import type { ReceiveState, TransferLink, TransferProgress } from './transfer-types.js';
 import { isId16 } from '@svc/protocol';
 import { sleep } from '../attachments/upload.js';
 import { mergeRecords } from './merge.js';
-import type { HistoryArchivePlain, HistoryDonePlain, HistoryOfferPlain, HistoryPlain } from './plaintext.js';
+import type { HistoryArchivePlain, HistoryDonePlain, HistoryOfferPlain, HistoryPlain } from '../wire/plaintext.js';
 import { ArchiveReader, damaged, KIND_CHUNK, type Frame } from './transfer-archive.js';
 import type { Freshness } from './transfer-fresh.js';
 import { backoff, passing, why } from './transfer-retry.js';

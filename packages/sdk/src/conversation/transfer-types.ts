@@ -6,7 +6,7 @@ import type { KeptFilesSource } from '../attachments/files.js';
 import type { ChatId } from '../envelopes.js';
 import type { Change } from './changes.js';
 import type { ChatMessage, OutboxItem } from './model.js';
-import type { ArchivePart, HistoryPlain, PlainInput } from './plaintext.js';
+import type { ArchivePart, HistoryPlain, PlainInput } from '../wire/plaintext.js';
 import type { ArchiveFile } from './transfer-archive.js';
 import type { ConversationStore } from './store.js';
 

@@ -19,7 +19,7 @@ import { sha256 } from '../crypto/hkdf.js';
 import { SdkError } from '../errors.js';
 import { checkRecord, compress, decompressJson, recordsFromJson, recordsJson } from './history-codec.js';
 import type { ChatMessage } from './model.js';
-import { MAX_PADDED_BYTES, MAX_TRANSFER_CHUNKS, type HistoryPlain } from './plaintext.js';
+import { MAX_PADDED_BYTES, MAX_TRANSFER_CHUNKS, type HistoryPlain } from '../wire/plaintext.js';
 
 export const TRANSFER_LABEL = 'svc/transfer/v1';
 /** A chunk never inflates to more than this (it fits 24 KiB compressed). */

@@ -24,7 +24,7 @@ import { SdkError } from '../errors.js';
 import type { HistoryMessage } from './changes.js';
 import { checkedRecords, isSettled } from './history-codec.js';
 import type { ChatMessage, OutboxItem } from './model.js';
-import { MAX_ARCHIVE_PARTS, type HistoryPlain, type HistoryRequestPlain } from './plaintext.js';
+import { MAX_ARCHIVE_PARTS, type HistoryPlain, type HistoryRequestPlain } from '../wire/plaintext.js';
 import { ARCHIVE_CHUNK_BYTES, archiveBytes, archiveLength, keptFiles } from './transfer-archive.js';
 import {
   ACK_AGAIN_MS,

@@ -16,7 +16,7 @@
  */
 import type { ChatId } from '../envelopes.js';
 import type { PendingAction } from './model.js';
-import type { Plain } from './plaintext.js';
+import type { Plain } from '../wire/plaintext.js';
 import type { ConversationStore } from './store.js';
 
 /** Waiting actions per sender and chat, for someone this account chatted with. */

@@ -1,13 +1,13 @@
 /**
  * Message encryption. The plaintext (its types, schema check and padding) is
- * conversation/plaintext.ts; this file seals and opens it.
+ * wire/plaintext.ts; this file seals and opens it.
  *
  * AAD binds the envelope's open fields, the service-set `from` included, so an envelope whose
  * sender, id, target or key id was changed fails to decrypt:
  *   DM:   "svc/msg/v1|<id>|<from>|dm:<recipient>|dm"          key = pair key(from, recipient)
  *   room: "svc/msg/v1|<id>|<from>|room:<roomId>|<keyId>"      key = the room key keyId
  */
-import { decodePlaintext, encodePlaintext, type Plain, type PlainInput } from '../conversation/plaintext.js';
+import { decodePlaintext, encodePlaintext, type Plain, type PlainInput } from '../wire/plaintext.js';
 import { open, seal, type Sealed } from './aead.js';
 
 export const dmAad = (id: string, from: string, recipient: string): string => `svc/msg/v1|${id}|${from}|dm:${recipient}|dm`;
