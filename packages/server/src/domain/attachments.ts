@@ -30,7 +30,9 @@ export async function putPart(deps: Deps, caller: Caller, id: string, n: number,
   const parts = Math.floor(a.uploadBytesPerMin / ATTACHMENT.partBytes);
   const wait = await deps.limiter.hit(`upload:${caller.nick}`, parts, 60_000);
   if (wait > 0) throw new ApiError('rate_limited', { retryAfter: wait });
-  const r = await deps.store.putAttachmentPart({ id, nick: caller.nick, n, data, now: deps.now(), quotaBytes: a.quotaBytes });
+  // A remembered session (routes/index.ts) is confirmed by the part's own write.
+  const session = caller.provisional ? { session: caller.sessionId } : {};
+  const r = await deps.store.putAttachmentPart({ id, nick: caller.nick, n, data, now: deps.now(), quotaBytes: a.quotaBytes, ...session });
   if ('error' in r) throw new ApiError(r.error);
 }
 

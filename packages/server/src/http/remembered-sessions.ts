@@ -1,9 +1,10 @@
 /**
- * Sessions this instance has checked lately, for sends only, on a store that confirms the
- * caller inside the send (Store.confirmsCallerInSend: PostgreSQL). A send whose session is
- * remembered skips the per-request lookup: its session and X-Device are read again by the send's
- * own statements, in the round trip of its facts, and its checks refuse it there (401, then 403)
- * before anything is decided or written. So nothing here is ever trusted on its own, and nothing
+ * Sessions this instance has checked lately, for sends and attachment parts only, on a store that
+ * confirms the caller inside the write (Store.confirmsCallerInSend: PostgreSQL). A send whose
+ * session is remembered skips the per-request lookup: its session and X-Device are read again by
+ * the send's own statements, in the round trip of its facts, and its checks refuse it there (401,
+ * then 403) before anything is decided or written; a part's write confirms its session the same
+ * way before it writes (401). So nothing here is ever trusted on its own, and nothing
  * needs invalidating: a session revoked or a device deleted on any instance, also while Redis is
  * down, is refused by the next send's own read (docs/DESIGN.md, "Sends confirm their session").
  *

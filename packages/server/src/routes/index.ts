@@ -62,7 +62,9 @@ export function registerRoutes(app: FastifyInstance, deps: Deps): void {
     // for the disk, and so for every part it covers (docs/DESIGN.md, "Attachments").
     const barrier = spec.name === 'uploadAttachmentPart' ? whenCommitted : whenDurable;
     const onRequest = [];
-    const provisional = remembered !== undefined && spec.name === 'sendMessage';
+    // A send and an attachment's part confirm a remembered session in their own write: a part is
+    // the request an upload makes most, and the lookup was a third of its round trips.
+    const provisional = remembered !== undefined && (spec.name === 'sendMessage' || spec.name === 'uploadAttachmentPart');
     if (spec.auth) {
       onRequest.push(async (req: FastifyRequest, reply: FastifyReply) => {
         req.caller =

@@ -188,6 +188,11 @@ export interface AttachmentPart {
   now: number;
   /** The uploader's quota: the bytes of its live attachments, this part included, may not exceed it. */
   quotaBytes: number;
+  /**
+   * The caller's session, when this request did not look it up (a session the instance
+   * remembers): the write first confirms it is `nick`'s, and refuses 'unauthenticated' if not.
+   */
+  session?: string;
 }
 
 export interface AttachmentFinish {
@@ -240,8 +245,9 @@ export interface Store {
   readonly kind: 'sqlite' | 'postgres';
   /**
    * The send reads the caller's session and device with its facts, in the same round trip, when
-   * SendInput.session is set (PostgreSQL): a send of a session the instance remembers then needs
-   * no lookup of its own. The embedded store answers lookups from memory and does not take it.
+   * SendInput.session is set (PostgreSQL), and an attachment's part confirms AttachmentPart.session
+   * in its write: a send or a part of a session the instance remembers then needs no lookup of its
+   * own. The embedded store answers lookups from memory and does not take it.
    */
   readonly confirmsCallerInSend: boolean;
 
@@ -332,7 +338,9 @@ export interface Store {
 
   // attachments (opaque ciphertext in numbered parts; the rules are the domain's, attachments.ts)
   /** Stores part `n`, replacing an earlier upload of it; the first part makes the record. */
-  putAttachmentPart(p: AttachmentPart): Promise<{ ok: true } | Refusal<'attachment_conflict' | 'attachment_finished' | 'quota_exceeded'>>;
+  putAttachmentPart(
+    p: AttachmentPart,
+  ): Promise<{ ok: true } | Refusal<'attachment_conflict' | 'attachment_finished' | 'quota_exceeded' | 'unauthenticated'>>;
   attachment(id: string): Promise<AttachmentRecord | null>;
   /** Up to `limit` parts from number `from` on, in order (the parts of a finished attachment are 0 to n - 1). */
   readAttachmentParts(id: string, from: number, limit: number): Promise<Uint8Array[]>;

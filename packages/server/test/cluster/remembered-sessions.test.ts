@@ -6,7 +6,7 @@
  */
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { assertError, via, dmBody, instance, startServer, userWithDevices, ulid, type TestServer } from '@svc/testkit/harness';
+import { assertError, via, dmBody, id16, instance, startServer, userWithDevices, ulid, type TestServer } from '@svc/testkit/harness';
 import { spyQueries } from '@svc/testkit/postgres';
 import { StateReader } from '../reliability/snapshot.js';
 
@@ -98,5 +98,49 @@ describe('two instances: sends on a remembered session are confirmed by the send
     const before = await state.read();
     assertError(await a.c.post('/api/messages', dmBody(b.c.nick), { device: c.devices[0]! }), 403, 'unknown_device');
     await state.assertUnchanged(before, "a send from another account's device");
+  });
+
+  describe('attachment parts', () => {
+    const part = (bytes = 100) => ({ data: Buffer.alloc(bytes, 7).toString('base64url') });
+
+    /** An uploader whose session instance 0 remembers (it answered a part), and that upload's id. */
+    async function rememberedUploader() {
+      const { a } = await remembered();
+      const id = id16();
+      const first = await a.c.put(`/api/attachments/${id}/parts/0`, part());
+      assert.equal(first.status, 204, first.text);
+      return { a, id };
+    }
+
+    test('a part on a remembered session is written without the per-request lookup', async () => {
+      const { a, id } = await rememberedUploader();
+      const names = await preparedNames(async () => {
+        const r = await a.c.put(`/api/attachments/${id}/parts/1`, part());
+        assert.equal(r.status, 204, r.text);
+      });
+      assert.ok(!names.includes('svc_lookups'), `statements: ${names.join(', ')}`);
+    });
+
+    test('after a logout on the other instance, the next part on this one is refused 401 and stores nothing', async () => {
+      const { a, id } = await rememberedUploader();
+      assert.equal((await via(server, a.c, 1).post('/api/logout')).status, 204);
+      const before = await state.read();
+      assertError(await a.c.put(`/api/attachments/${id}/parts/1`, part()), 401, 'unauthenticated');
+      assertError(await a.c.put(`/api/attachments/${id16()}/parts/0`, part()), 401, 'unauthenticated');
+      await state.assertUnchanged(before, 'refused parts of an ended session');
+    });
+
+    test('a remembered session that has ended gets 401 before bad_json, invalid and file_too_large', async () => {
+      const { a, id } = await rememberedUploader();
+      assertError(await a.c.put(`/api/attachments/${id}/parts/1`, 'not json'), 400, 'bad_json');
+      assertError(await a.c.put(`/api/attachments/${id}/parts/1`, { data: 'a+b/' }), 400, 'invalid', 'data');
+      assertError(await a.c.put(`/api/attachments/${id}/parts/999999`, part()), 413, 'file_too_large');
+      assert.equal((await via(server, a.c, 1).post('/api/logout')).status, 204);
+      const before = await state.read();
+      assertError(await a.c.put(`/api/attachments/${id}/parts/1`, 'not json'), 401, 'unauthenticated');
+      assertError(await a.c.put(`/api/attachments/${id}/parts/1`, { data: 'a+b/' }), 401, 'unauthenticated');
+      assertError(await a.c.put(`/api/attachments/${id}/parts/999999`, part()), 401, 'unauthenticated');
+      await state.assertUnchanged(before, 'refused parts of an ended session');
+    });
   });
 });

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { ATTACHMENT } from '@svc/protocol';
 import { id16 } from '@svc/testkit/harness';
 import type { AttachmentPart, Store } from '../../src/store/types.js';
-import { NOW, type StoreFactory } from './suite.js';
+import { account, NOW, type StoreFactory } from './suite.js';
 
 const DAY = 24 * 3600 * 1000;
 const QUOTA = 1_000_000;
@@ -79,6 +79,23 @@ export function attachmentSuite(name: string, factory: StoreFactory): void {
       assert.deepEqual(await store.attachment(id), before);
       assert.deepEqual(await part(id16(), 'bob', 0, randomBytes(100_001)), { ok: true });
       assert.deepEqual(await part(id16(), 'ann', 0, randomBytes(100_000)), { ok: true });
+    });
+
+    test('a part that carries its session is written only when the session is the uploader’s; otherwise unauthenticated, and nothing is stored', async () => {
+      const ann = account('ann');
+      await store.registerAccount(ann);
+      await store.registerAccount(account('bob'));
+      await store.createSession({ id: 'bob-session', nick: 'bob', now: NOW });
+      const id = id16();
+      const data = randomBytes(100);
+      assert.deepEqual(await part(id, 'ann', 0, data, { session: 'no-such-session' }), { error: 'unauthenticated' });
+      assert.deepEqual(await part(id, 'ann', 0, data, { session: 'bob-session' }), { error: 'unauthenticated' });
+      assert.equal(await store.attachment(id), null, 'a refused first part makes no upload');
+      assert.deepEqual(await part(id, 'ann', 0, data, { session: ann.sessionId }), { ok: true });
+      const v = (await store.attachment(id))!;
+      await store.deleteSession(ann.sessionId);
+      assert.deepEqual(await part(id, 'ann', 1, data, { session: ann.sessionId }), { error: 'unauthenticated' }, 'an ended session');
+      assert.deepEqual(await store.attachment(id), v, 'a refused part changes nothing');
     });
 
     test('a finish at an old version, by another account or of a finished upload changes nothing', async () => {

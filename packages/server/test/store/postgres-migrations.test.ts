@@ -123,7 +123,7 @@ test('the later migrations bring a database at version 1 holding queued envelope
     await sqlIn(schema, "INSERT INTO envelopes (id, sender, ts, json) VALUES ('old', 'alice', 1, '{}')");
     await sqlIn(schema, "INSERT INTO queue (device_id, envelope_id, ts) VALUES ('b-device-1', 'old', 1)");
     await sqlIn(schema, "INSERT INTO contacts (nick, peer, created_at) VALUES ('alice', 'bob', 1), ('bob', 'alice', 1)");
-    // Each function with its number of arguments: migration 9 added a second send_facts, 10 put_attachment_part.
+    // Each function with its number of arguments: migration 9 added a second send_facts, 10 put_attachment_part, 12 its overload with a session.
     const fns = `SELECT p.proname || '/' || p.pronargs AS proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
                   WHERE n.nspname = $1 ORDER BY p.proname, p.pronargs`;
     assert.deepEqual(await sqlIn(schema, fns, [schema]), []);
@@ -136,6 +136,7 @@ test('the later migrations bring a database at version 1 holding queued envelope
           'ack_envelopes/2',
           'device_connected/3',
           'put_attachment_part/6',
+          'put_attachment_part/7',
           'queue_counted/3',
           'queue_trim/2',
           'send_facts/6',

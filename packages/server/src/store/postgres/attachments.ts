@@ -15,17 +15,20 @@ interface Row {
   version: number;
 }
 
-const PART_REFUSALS = new Set(['attachment_conflict', 'attachment_finished', 'quota_exceeded']);
+const PART_REFUSALS = new Set(['attachment_conflict', 'attachment_finished', 'quota_exceeded', 'unauthenticated']);
+type PartRefusal = 'attachment_conflict' | 'attachment_finished' | 'quota_exceeded' | 'unauthenticated';
 
-/** One round trip (put_attachment_part, migrations 10 and 11), which checks, locks and writes in one transaction, committed without waiting for the WAL's flush. */
-export async function putPart(
-  q: Sql,
-  p: AttachmentPart,
-): Promise<{ ok: true } | Refusal<'attachment_conflict' | 'attachment_finished' | 'quota_exceeded'>> {
-  const r = (await q.one<{ r: string }>('SELECT put_attachment_part($1, $2, $3, $4, $5, $6) AS r', [p.id, p.nick, p.n, p.data, p.now, p.quotaBytes]))!
-    .r;
+/**
+ * One round trip (put_attachment_part, migrations 10 to 12), which checks, locks and writes in one
+ * transaction, committed without waiting for the WAL's flush; with `session`, it confirms it first.
+ */
+export async function putPart(q: Sql, p: AttachmentPart): Promise<{ ok: true } | Refusal<PartRefusal>> {
+  const args: unknown[] = [p.id, p.nick, p.n, p.data, p.now, p.quotaBytes];
+  if (p.session !== undefined) args.push(p.session);
+  const call = `SELECT put_attachment_part($1, $2, $3, $4, $5, $6${p.session !== undefined ? ', $7' : ''}) AS r`;
+  const r = (await q.one<{ r: string }>(call, args))!.r;
   if (r === 'ok') return { ok: true };
-  if (PART_REFUSALS.has(r)) return { error: r as 'attachment_conflict' | 'attachment_finished' | 'quota_exceeded' };
+  if (PART_REFUSALS.has(r)) return { error: r as PartRefusal };
   throw new Error(`put_attachment_part answered ${r}`);
 }
 

@@ -18,6 +18,7 @@ import { LEAN_SEND_FACTS } from './migrations/008-lean-send-facts.js';
 import { SEND_FACTS_CALLER } from './migrations/009-send-facts-caller.js';
 import { ATTACHMENTS } from './migrations/010-attachments.js';
 import { PART_COMMIT } from './migrations/011-part-commit.js';
+import { PART_SESSION } from './migrations/012-part-session.js';
 
 import type { PgMigration } from './migrations/migration.js';
 
@@ -36,4 +37,5 @@ export const PG_MIGRATIONS: PgMigration[] = [
   SEND_FACTS_CALLER,
   ATTACHMENTS,
   PART_COMMIT,
+  PART_SESSION,
 ];

@@ -230,6 +230,16 @@ BEGIN
 END
 $function$;
 
+CREATE OR REPLACE FUNCTION put_attachment_part(p_id text, p_nick text, p_n integer, p_data bytea, p_now bigint, p_quota bigint, p_session text)
+ RETURNS text
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM sessions WHERE id = p_session AND nick = p_nick) THEN RETURN 'unauthenticated'; END IF;
+  RETURN put_attachment_part(p_id, p_nick, p_n, p_data, p_now, p_quota);
+END
+$function$;
+
 CREATE OR REPLACE FUNCTION queue_counted(p_devices text[], p_added integer[], p_cap integer)
  RETURNS SETOF text
  LANGUAGE plpgsql

@@ -15,7 +15,11 @@ interface Row {
   version: number;
 }
 
-export function putPart(q: Statements, p: AttachmentPart): { ok: true } | Refusal<'attachment_conflict' | 'attachment_finished' | 'quota_exceeded'> {
+export function putPart(
+  q: Statements,
+  p: AttachmentPart,
+): { ok: true } | Refusal<'attachment_conflict' | 'attachment_finished' | 'quota_exceeded' | 'unauthenticated'> {
+  if (p.session !== undefined && !q.one('SELECT 1 FROM sessions WHERE id = ? AND nick = ?', p.session, p.nick)) return { error: 'unauthenticated' };
   const row = q.one<Row>('SELECT uploader, finished_at FROM attachments WHERE id = ?', p.id);
   if (row && row.uploader !== p.nick) return { error: 'attachment_conflict' };
   if (row && row.finished_at !== null) return { error: 'attachment_finished' };
