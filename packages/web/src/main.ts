@@ -42,6 +42,7 @@ function showAuth(notice: string | null = null, nick: string | null = null): voi
 }
 
 async function end(s: Session, reason: EndReason): Promise<void> {
+  closeDialogs();
   await stopSync?.().catch(() => undefined);
   stopSync = null;
   s.close();
@@ -52,11 +53,26 @@ async function end(s: Session, reason: EndReason): Promise<void> {
 }
 
 /**
+ * Closes every dialog: a modal one (a photo, the camera of "Scan code", a question) lives outside
+ * the app's root, in the top layer, and would stay over the lock or sign-in screen. Each one's
+ * own close handler lets go of what it holds.
+ */
+function closeDialogs(): void {
+  for (const d of document.querySelectorAll('dialog')) {
+    if (d.open) d.close();
+    if (!root.contains(d)) d.remove();
+  }
+}
+
+/**
  * Locks the app: the event stream closes (the service queues what comes meanwhile), the saved
  * session loses its private key, and the Session with every key and record in memory is dropped;
  * the page then shows only the lock screen, and the route (which may name a chat) is put away.
  */
 async function lockApp(s: Session, fromTab = false): Promise<void> {
+  // First: a push that arrives while the rest is put away shows no chat name.
+  await tellWorker(true).catch(() => undefined);
+  closeDialogs();
   await stopSync?.().catch(() => undefined);
   stopSync = null;
   shell?.destroy();
@@ -70,7 +86,6 @@ async function lockApp(s: Session, fromTab = false): Promise<void> {
   if (!fromTab) await lock(s).catch((e: unknown) => console.warn('locking:', e));
   else s.db.close();
   if (!fromTab) tellTabs('lock');
-  await tellWorker(true).catch(() => undefined);
   showLock();
 }
 

@@ -4,7 +4,7 @@
  * message text anywhere (the DOM's text and the title), also after a reload; a wrong password
  * keeps it locked; the right one opens it as it was, with the messages that arrived meanwhile;
  * after the chosen idle time (the page's clock run forward) it locks by itself, unless there was
- * input; "Sign out" works from the lock screen.
+ * input; a dialog open at the lock goes with it; "Sign out" works from the lock screen.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -200,10 +200,15 @@ describe('web client: app lock', { skip: missingBrowser() }, () => {
       const second = await laptop.context.newPage();
       await second.goto('/');
       await chatList(second).waitFor({ timeout: KDF_PATIENCE });
+      // A modal dialog open in the other tab lives in the top layer, outside the app: it goes too.
+      await openChat(second, bob.nick);
+      await button(second, 'Disappearing messages').click();
+      await second.getByRole('dialog').waitFor();
       await openSettings(first);
       await button(first, 'Lock now').click();
       await locked(first);
       await locked(second);
+      assert.equal(await second.locator('dialog').count(), 0, 'no dialog outlives the lock');
       await showsNothing(second);
       await unlock(first, alice.password);
       await chatList(first).waitFor({ timeout: KDF_PATIENCE });

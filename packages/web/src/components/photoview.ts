@@ -43,9 +43,14 @@ async function openPhoto(c: FileContext, m: ChatMessage, ref: Ref, from: HTMLEle
   const close = h('button', { type: 'button' }, 'Close');
   const dialog = h('dialog', { class: 'photo-dialog', 'aria-label': 'Photo' }, full, h('div', { class: 'actions-row' }, download, close));
   document.body.append(dialog);
+  // The photo goes with its message: deleted for everyone, expired, or its chat left.
+  const gone = setInterval(() => {
+    if (!from.isConnected) dialog.close();
+  }, 500);
   dialog.addEventListener('close', () => {
+    clearInterval(gone);
     dialog.remove();
-    from.focus();
+    if (from.isConnected) from.focus();
   });
   close.addEventListener('click', () => dialog.close());
   download.addEventListener('click', () => {
