@@ -12,7 +12,20 @@ import type { Page } from 'playwright-core';
 import { allViolations } from './harness/axe.js';
 import { missingBrowser, type Device } from './harness/browser.js';
 import { nick, openScene, type Scene } from './harness/scene.js';
-import { button, chatEntry, messageItem, messageLog, openChat, searchBox, searchResults, seeMessage, send, signUp, startChat } from './harness/ui.js';
+import {
+  button,
+  chatEntry,
+  chooseAction,
+  messageItem,
+  messageLog,
+  openChat,
+  searchBox,
+  searchResults,
+  seeMessage,
+  send,
+  signUp,
+  startChat,
+} from './harness/ui.js';
 import { until } from './harness/wait.js';
 
 const CHOICES = ['Off', '30 seconds', '5 minutes', '1 hour', '8 hours', '1 day', '1 week', '4 weeks'];
@@ -147,6 +160,43 @@ describe('web client: disappearing messages', { skip: missingBrowser() }, () => 
       await send(alice.page, stays);
       await seeMessage(bob.page, stays);
       assert.equal(await messageItem(bob.page, stays).getByRole('timer').count(), 0);
+    })();
+  });
+
+  test('a reply that stays shows nothing of the message it quoted once that one disappears', async () => {
+    await scene.step(async () => {
+      const dialog = alice.page.getByRole('dialog', { name: 'Disappearing messages', exact: true });
+      // Each change is one more line in bob's log (earlier tests left the same lines there).
+      const setTo = async (choice: string, line: string) => {
+        const lines = () => messageLog(bob.page).getByText(line, { exact: true }).count();
+        const had = await lines();
+        await button(alice.page, 'Disappearing messages').click();
+        await dialog.getByRole('radio', { name: choice, exact: true }).check();
+        await dialog.getByRole('button', { name: 'Save', exact: true }).click();
+        await until(`bob to see "${line}" once more`, async () => ((await lines()) > had ? true : undefined));
+      };
+      await setTo('30 seconds', `${names.alice} set disappearing messages to 30 seconds`);
+      const secret = scene.text('quoted, then gone');
+      await send(alice.page, secret);
+      await seeMessage(bob.page, secret);
+      // Off again, so the reply carries no timer and outlives what it quotes.
+      await setTo('Off', `${names.alice} turned off disappearing messages`);
+      await chooseAction(bob.page, secret, 'Reply');
+      const reply = scene.text('a reply that stays');
+      await send(bob.page, reply);
+      assert.match(
+        (await messageItem(bob.page, reply).textContent()) ?? '',
+        new RegExp(secret.split(' ').at(-1)!),
+        'the quote shows it while it lives',
+      );
+
+      await gone(bob.page, secret, 'bob');
+      await gone(alice.page, secret, 'alice');
+      for (const page of [alice.page, bob.page]) {
+        await seeMessage(page, reply);
+        const html = await messageLog(page).evaluate((el) => el.outerHTML);
+        assert.ok(!html.includes(secret), 'no text or label of the log holds the quoted message');
+      }
     })();
   });
 });

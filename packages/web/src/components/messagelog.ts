@@ -278,6 +278,7 @@ export function messageLog(o: {
       jump.hidden = atBottom();
     },
     upsertMany(ms) {
+      for (const m of ms) if (m.chat === o.chat && m.expired) this.remove(m.id);
       const mine = ms.filter((m) => m.chat === o.chat && !m.expired);
       if (mine.length === 0) return;
       const follow = atBottom();
@@ -293,11 +294,17 @@ export function messageLog(o: {
       if (follow) el.scrollTop = el.scrollHeight;
     },
     remove(id) {
+      // A reply quoting it, on screen or not, no longer shows its text (an expired message's
+      // text must be gone from every view).
+      if (quotes.has(id) || recs.has(id)) {
+        quotes.set(id, null);
+        recs.delete(id);
+        refreshQuoting(id);
+      }
       const i = order.findIndex((x) => x.id === id);
       if (i < 0) return;
       order.splice(i, 1);
       rows.delete(id);
-      recs.delete(id);
       rebuild();
     },
     get: (id) => recs.get(id),
