@@ -73,14 +73,18 @@ export function play(audio: Locator): Promise<Played> {
     const deadline = Date.now() + 20_000;
     while (!a.src && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
     a.muted = true;
-    await a.play();
-    // The most data the element had while it played: right after a pause it may report less.
+    // The most data the element had while it played, seen at each of its events (a busy machine's
+    // polling may miss it; right after a pause it may report less).
     let readyState = a.readyState;
+    const seen = () => (readyState = Math.max(readyState, a.readyState));
+    for (const e of ['canplay', 'playing', 'timeupdate']) a.addEventListener(e, seen);
+    await a.play();
     while (a.currentTime <= 0.3 && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 100));
       readyState = Math.max(readyState, a.readyState);
     }
-    readyState = Math.max(readyState, a.readyState);
+    seen();
+    for (const e of ['canplay', 'playing', 'timeupdate']) a.removeEventListener(e, seen);
     a.pause();
     return { src: a.src, currentTime: a.currentTime, readyState, duration: a.duration };
   });
