@@ -81,6 +81,21 @@ export function attachmentSuite(name: string, factory: StoreFactory): void {
       assert.deepEqual(await part(id16(), 'ann', 0, randomBytes(100_000)), { ok: true });
     });
 
+    test('each attachment counts at least one whole part against the quota, so the quota bounds how many there are', async () => {
+      const P = ATTACHMENT.partBytes;
+      const fit = Math.floor(QUOTA / P);
+      const ids = Array.from({ length: fit }, () => id16());
+      for (const id of ids) assert.deepEqual(await part(id, 'ann', 0, randomBytes(1)), { ok: true });
+      assert.deepEqual(await part(id16(), 'ann', 0, randomBytes(1)), { error: 'quota_exceeded' }, `attachment ${fit + 1} of one byte`);
+      // Growing one of them up to a whole part costs nothing more; past it, its bytes count.
+      assert.deepEqual(await part(ids[0]!, 'ann', 0, randomBytes(P)), { ok: true });
+      const room = QUOTA - fit * P;
+      const before = await store.attachment(ids[0]!);
+      assert.deepEqual(await part(ids[0]!, 'ann', 1, randomBytes(room + 1)), { error: 'quota_exceeded' });
+      assert.deepEqual(await store.attachment(ids[0]!), before, 'a refused part changes nothing');
+      assert.deepEqual(await part(ids[0]!, 'ann', 1, randomBytes(room)), { ok: true });
+    });
+
     test('a part that carries its session is written only when the session is the uploader’s; otherwise unauthenticated, and nothing is stored', async () => {
       const ann = account('ann');
       await store.registerAccount(ann);

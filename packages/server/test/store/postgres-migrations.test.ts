@@ -97,7 +97,7 @@ test('migration 10 adds the attachment store to a database holding data of versi
     const store = await PostgresStore.open(testPgUrl, { schema });
     try {
       assert.equal(await store.getOrCreateMeta('k', () => 'other'), 'v');
-      const part = { id: 'A'.repeat(22), nick: 'ann', n: 0, data: new Uint8Array([1, 2, 3]), now: 5, quotaBytes: 10 };
+      const part = { id: 'A'.repeat(22), nick: 'ann', n: 0, data: new Uint8Array([1, 2, 3]), now: 5, quotaBytes: 1_000_000 };
       assert.deepEqual(await store.putAttachmentPart(part), { ok: true });
       assert.deepEqual((await store.attachment(part.id))?.parts, [{ n: 0, bytes: 3 }]);
     } finally {

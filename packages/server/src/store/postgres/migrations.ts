@@ -19,6 +19,7 @@ import { SEND_FACTS_CALLER } from './migrations/009-send-facts-caller.js';
 import { ATTACHMENTS } from './migrations/010-attachments.js';
 import { PART_COMMIT } from './migrations/011-part-commit.js';
 import { PART_SESSION } from './migrations/012-part-session.js';
+import { PART_CHARGE } from './migrations/013-part-charge.js';
 
 import type { PgMigration } from './migrations/migration.js';
 
@@ -38,4 +39,5 @@ export const PG_MIGRATIONS: PgMigration[] = [
   ATTACHMENTS,
   PART_COMMIT,
   PART_SESSION,
+  PART_CHARGE,
 ];

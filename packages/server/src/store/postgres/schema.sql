@@ -201,23 +201,26 @@ AS $function$
 DECLARE
   v_uploader TEXT;
   v_finished BIGINT;
+  v_bytes BIGINT := 0;
   v_exists BOOLEAN;
   v_before BIGINT := 0;
-  v_used BIGINT;
+  v_others BIGINT;
 BEGIN
-  -- Local to the part's transaction (the call is a statement of its own): see the file's comment.
   PERFORM set_config('synchronous_commit', 'off', true);
   PERFORM pg_advisory_xact_lock(4, hashtext(p_nick));
-  SELECT uploader, finished_at INTO v_uploader, v_finished FROM attachments WHERE id = p_id FOR UPDATE;
+  SELECT uploader, finished_at, bytes INTO v_uploader, v_finished, v_bytes FROM attachments WHERE id = p_id FOR UPDATE;
   v_exists := FOUND;
   IF v_exists THEN
     IF v_uploader <> p_nick THEN RETURN 'attachment_conflict'; END IF;
     IF v_finished IS NOT NULL THEN RETURN 'attachment_finished'; END IF;
     SELECT COALESCE(octet_length(data), 0) INTO v_before FROM attachment_parts WHERE attachment_id = p_id AND n = p_n;
     v_before := COALESCE(v_before, 0);
+  ELSE
+    v_bytes := 0;
   END IF;
-  SELECT COALESCE(SUM(bytes), 0) INTO v_used FROM attachments WHERE uploader = p_nick;
-  IF v_used - v_before + octet_length(p_data) > p_quota THEN RETURN 'quota_exceeded'; END IF;
+  -- 24000: the protocol's part size (ATTACHMENT.partBytes), the least an attachment counts.
+  SELECT COALESCE(SUM(GREATEST(bytes, 24000)), 0) INTO v_others FROM attachments WHERE uploader = p_nick AND id <> p_id;
+  IF v_others + GREATEST(v_bytes - v_before + octet_length(p_data), 24000) > p_quota THEN RETURN 'quota_exceeded'; END IF;
   IF NOT v_exists THEN
     -- Another account may make the same id at the same moment: the primary key settles it.
     INSERT INTO attachments (id, uploader, created_at) VALUES (p_id, p_nick, p_now) ON CONFLICT (id) DO NOTHING;

@@ -20,14 +20,21 @@ export function putPart(
   p: AttachmentPart,
 ): { ok: true } | Refusal<'attachment_conflict' | 'attachment_finished' | 'quota_exceeded' | 'unauthenticated'> {
   if (p.session !== undefined && !q.one('SELECT 1 FROM sessions WHERE id = ? AND nick = ?', p.session, p.nick)) return { error: 'unauthenticated' };
-  const row = q.one<Row>('SELECT uploader, finished_at FROM attachments WHERE id = ?', p.id);
+  const row = q.one<Row & { bytes: number }>('SELECT uploader, finished_at, bytes FROM attachments WHERE id = ?', p.id);
   if (row && row.uploader !== p.nick) return { error: 'attachment_conflict' };
   if (row && row.finished_at !== null) return { error: 'attachment_finished' };
   const before = row
     ? (q.one<{ n: number }>('SELECT length(data) AS n FROM attachment_parts WHERE attachment_id = ? AND n = ?', p.id, p.n)?.n ?? 0)
     : 0;
-  const used = q.one<{ b: number }>('SELECT COALESCE(SUM(bytes), 0) AS b FROM attachments WHERE uploader = ?', p.nick)!.b;
-  if (used - before + p.data.length > p.quotaBytes) return { error: 'quota_exceeded' };
+  // Each attachment counts at least one whole part, so the quota also bounds how many there are.
+  const others = q.one<{ b: number }>(
+    'SELECT COALESCE(SUM(MAX(bytes, ?)), 0) AS b FROM attachments WHERE uploader = ? AND id <> ?',
+    ATTACHMENT.partBytes,
+    p.nick,
+    p.id,
+  )!.b;
+  const after = (row?.bytes ?? 0) - before + p.data.length;
+  if (others + Math.max(after, ATTACHMENT.partBytes) > p.quotaBytes) return { error: 'quota_exceeded' };
   if (!row) q.run('INSERT INTO attachments (id, uploader, created_at) VALUES (?, ?, ?)', p.id, p.nick, p.now);
   q.run('INSERT OR REPLACE INTO attachment_parts (attachment_id, n, data) VALUES (?, ?, ?)', p.id, p.n, blob(p.data));
   q.run('UPDATE attachments SET bytes = bytes + ?, version = version + 1 WHERE id = ?', p.data.length - before, p.id);
