@@ -22,10 +22,7 @@ export function connect(s: Session, o: { deviceReady: boolean }): Connection {
   let closed = false;
   let told = false;
 
-  const setConn = (state: 'connecting' | 'offline') => {
-    s.conn = state;
-    s.emit('conn', state);
-  };
+  const setConn = (state: 'connecting' | 'offline') => s.connectionChanged(state);
 
   const later = () => {
     setConn('offline');
@@ -43,11 +40,11 @@ export function connect(s: Session, o: { deviceReady: boolean }): Connection {
       await s.m.ensureDevice(s.deviceId);
     } catch (e) {
       if (closed) return;
-      if (isSdkError(e, 'unauthenticated')) return void s.emit('ended', 'session_ended');
+      if (isSdkError(e, 'unauthenticated')) return void s.endedByService('session_ended');
       // A refusal other than the network is worth saying once; retrying may still clear it.
       if (!isSdkError(e, 'network') && !told) {
         told = true;
-        s.emit('problem', `This device could not be registered: ${describeError(e)}`);
+        s.reportProblem(`This device could not be registered: ${describeError(e)}`);
       }
       return later();
     }

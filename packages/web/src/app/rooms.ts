@@ -8,7 +8,7 @@
  */
 import { isNick, isRoomName } from '@svc/protocol';
 import type { Room } from '@svc/protocol';
-import { isSdkError, type ChatId } from '@svc/sdk';
+import { isSdkError } from '@svc/sdk';
 import type { Session } from './session.js';
 import { describeError } from './errors.js';
 
@@ -20,11 +20,11 @@ export async function rekeyOwedRooms(s: Session): Promise<void> {
     rotating.add(room.id);
     try {
       await s.m.rotateRoomKey(room.id);
-      s.emit('rooms', undefined);
+      s.roomsChanged();
     } catch (e) {
       // The room itself says why (its warning); the rotation is tried again at the next change.
       if (isSdkError(e, 'unannounced_member') || isSdkError(e, 'no_membership_record')) continue;
-      s.emit('problem', `The key of room “${room.name}” could not be rotated: ${describeError(e)}`);
+      s.reportProblem(`The key of room “${room.name}” could not be rotated: ${describeError(e)}`);
     } finally {
       rotating.delete(room.id);
     }
@@ -54,8 +54,7 @@ export function checkRoomName(name: string): string {
 
 export async function createRoom(s: Session, name: string, membersText: string): Promise<Room> {
   const room = await s.m.createRoom(checkRoomName(name), parseNicks(membersText, s.nick));
-  s.emit('rooms', undefined);
-  s.publishChats();
+  s.roomsChanged();
   return room;
 }
 
@@ -63,30 +62,20 @@ export async function addMembers(s: Session, roomId: string, text: string): Prom
   const add = parseNicks(text, s.nick);
   if (add.length === 0) return;
   await s.m.changeMembers(roomId, { add });
-  s.emit('rooms', undefined);
+  s.roomsChanged();
 }
 
 export async function removeMember(s: Session, roomId: string, nick: string): Promise<void> {
   await s.m.changeMembers(roomId, { remove: [nick] });
-  s.emit('rooms', undefined);
-}
-
-async function dropRoom(s: Session, roomId: string): Promise<void> {
-  const chat: ChatId = `room:${roomId}`;
-  await s.membership.forget(roomId);
-  await s.conv.membership.forget(roomId);
-  await s.forgetChat(chat);
-  s.emit('gone', chat);
-  s.emit('rooms', undefined);
-  s.publishChats();
+  s.roomsChanged();
 }
 
 export async function leaveRoom(s: Session, roomId: string): Promise<void> {
   await s.m.leaveRoom(roomId);
-  await dropRoom(s, roomId);
+  await s.forgetRoom(roomId);
 }
 
 export async function deleteRoom(s: Session, roomId: string): Promise<void> {
   await s.m.deleteRoom(roomId);
-  await dropRoom(s, roomId);
+  await s.forgetRoom(roomId);
 }

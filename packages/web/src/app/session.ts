@@ -1,7 +1,9 @@
 /**
  * A signed-in account on this device: the SDK Messenger and its conversation layer (Conversations
- * over the sealed IndexedDB store), plus what this browser keeps for the views (pins, chat list)
- * and the event stream. Views hold one Session and listen to it.
+ * over the sealed IndexedDB store), plus what this browser keeps for the views (pins, chat list).
+ * It is the app's one owner of state: views read it and subscribe to its typed events (`on`);
+ * other modules (the event stream, the connection, room actions) tell it what happened through its
+ * named actions, and it alone emits.
  */
 import {
   Conversations,
@@ -68,7 +70,9 @@ export function previewOf(m: ChatMessage, me: string): string {
   return `${who}: ${m.kind === 'unknown' ? 'Message for a newer version of the app' : 'Message that could not be decrypted'}`;
 }
 
-export class Session extends Emitter<SessionEvents> {
+export class Session {
+  /** What changed, for the views; only the session's own methods emit on it. */
+  private readonly events = new Emitter<SessionEvents>();
   readonly nick: string;
   readonly store: IdbConversationStore;
   readonly conv: Conversations;
@@ -85,7 +89,7 @@ export class Session extends Emitter<SessionEvents> {
   readonly uploads: ReturnType<typeof uploadFiles>;
   /** The kept files as a history export, import or transfer reads and writes them. */
   readonly kept: KeptFilesSource;
-  conn: ConnectionState = 'connecting';
+  private connState: ConnectionState = 'connecting';
   /** The chat on screen, so arriving messages there do not count as unread. */
   openChat: string | null = null;
   /** The history between this account's devices (docs/CRYPTO.md, "History transfer"). */
@@ -113,7 +117,6 @@ export class Session extends Emitter<SessionEvents> {
     readonly db: Db,
     readonly deviceId: string,
   ) {
-    super();
     this.nick = m.nick;
     const tags = new Tags(m.indexKey);
     this.store = new IdbConversationStore(db, m.historyKey, tags);
@@ -135,29 +138,83 @@ export class Session extends Emitter<SessionEvents> {
       onError: (e) => console.warn('membership record or attachment:', e),
     });
     this.conv.membership.on((roomId) => {
-      this.emit('membership', roomId);
+      this.events.emit('membership', roomId);
       // A room's log tells of members joining and leaving as its record changes.
       void this.membership.update().catch((e: unknown) => console.warn('membership lines:', e));
     });
     this.trust = new Trust(db, m.historyKey, tags, { nick: m.nick, publicKey: m.publicKey });
     this.trust.onChange = () => {
-      this.emit('trust', undefined);
+      this.events.emit('trust', undefined);
       this.publishChats();
     };
     this.chats = new ChatList(m, db, tags);
     this.membership = new Membership(this);
     // The history goes as an archive in the attachment store, with the files kept here.
     this.transfer = attachTransfer(m, this.conv, deviceId, { kept: this.kept });
-    this.transfer.on((e) => this.emit('transfer', e));
+    this.transfer.on((e) => this.events.emit('transfer', e));
     this.conv.on((c) => {
       for (const id of c.removed ?? []) this.search.remove(id);
       for (const m of [...c.changed, ...(c.added ? [c.added] : []), ...(c.imported ?? [])]) this.search.put(m);
-      this.emit('change', c);
+      this.events.emit('change', c);
       void this.book(c).catch((e: unknown) => console.warn('chat list:', e));
       // A message with a timer was sent or seen: its deadline may be the next one.
       if ([...c.changed, ...(c.added ? [c.added] : []), ...(c.imported ?? [])].some((m) => m.expire && m.seenAt !== undefined && !m.expired))
         void this.scheduleExpiry();
     });
+  }
+
+  /** Calls `fn` with each change of one kind; returns the function that stops it. */
+  on<K extends keyof SessionEvents>(name: K, fn: (payload: SessionEvents[K]) => void): () => void {
+    return this.events.on(name, fn);
+  }
+
+  /** The connection to the service as the header shows it. */
+  get conn(): ConnectionState {
+    return this.connState;
+  }
+
+  // ---- what other modules tell the session (each emits what the views wait on) ----
+
+  /** The connection to the service changed (connection.ts, sync.ts). */
+  connectionChanged(state: ConnectionState): void {
+    this.connState = state;
+    this.events.emit('conn', state);
+  }
+
+  /** The service ended this session, or removed this device: the app goes back to the sign-in screen. */
+  endedByService(reason: 'session_ended' | 'device_removed'): void {
+    this.events.emit('ended', reason);
+  }
+
+  /** Something failed in the background that the person should know about; the banner says `text`. */
+  reportProblem(text: string): void {
+    this.events.emit('problem', text);
+  }
+
+  /** The rooms changed (listed, created, their members or key): room views read them again, and the chat list follows. */
+  roomsChanged(): void {
+    this.events.emit('rooms', undefined);
+    this.publishChats();
+  }
+
+  /**
+   * This account left or deleted a room: its membership lines, record, history and list entry go,
+   * and a view showing it closes (`gone`).
+   */
+  async forgetRoom(roomId: string): Promise<void> {
+    const chat: ChatId = `room:${roomId}`;
+    await this.membership.forget(roomId);
+    await this.conv.membership.forget(roomId);
+    await this.forgetChat(chat);
+    this.events.emit('gone', chat);
+    this.roomsChanged();
+  }
+
+  /** Another of the account's devices muted or unmuted a chat: the header and the list follow. */
+  async mutesChangedElsewhere(): Promise<void> {
+    await this.loadMutes();
+    this.events.emit('mute', '');
+    this.publishChats();
   }
 
   /** An attachment's bytes: kept on this device, or downloaded and checked by the SDK (then kept); `onProgress` as a fraction. */
@@ -266,8 +323,8 @@ export class Session extends Emitter<SessionEvents> {
     await this.transfer.load();
     // Requests that came while this device was away, or before a reload, ask again: those of
     // devices the service still lists (a removed device's request is dropped).
-    for (const request of await this.transfer.pendingRequests()) this.emit('transfer', { type: 'request', request });
-    for (const progress of this.transfer.progress()) if (progress.state === 'active') this.emit('transfer', { type: 'progress', progress });
+    for (const request of await this.transfer.pendingRequests()) this.events.emit('transfer', { type: 'request', request });
+    for (const progress of this.transfer.progress()) if (progress.state === 'active') this.events.emit('transfer', { type: 'progress', progress });
     if (this.askHistory) {
       this.askHistory = false;
       await this.transfer.request();
@@ -379,7 +436,7 @@ export class Session extends Emitter<SessionEvents> {
     const now = this.m.api.now();
     const list = this.summaries();
     for (const c of list) if (isMuted(this.mutes.get(c.chat), now)) c.muted = { mentioned: this.mentionedMuted.has(c.chat) };
-    this.emit('chats', list);
+    this.events.emit('chats', list);
     // Chats listed since the mutes were read (contacts and rooms arrive once online): read theirs.
     const unknown = list.filter((c) => !this.mutes.has(c.chat)).map((c) => c.chat as ChatId);
     if (unknown.length === 0) return;
@@ -388,7 +445,7 @@ export class Session extends Emitter<SessionEvents> {
       .then(() => {
         if (!unknown.some((chat) => this.isMuted(chat))) return;
         this.armMuteTimer();
-        this.emit('mute', '');
+        this.events.emit('mute', '');
         this.publishChats();
       })
       .catch((e: unknown) => console.warn('mute:', e));
@@ -408,7 +465,7 @@ export class Session extends Emitter<SessionEvents> {
   }
 
   /** Reads the mute of every chat in the list (at start, and when another device changed one). */
-  async loadMutes(): Promise<void> {
+  private async loadMutes(): Promise<void> {
     for (const c of this.chats.list()) await this.readMute(c.chat as ChatId);
     this.armMuteTimer();
   }
@@ -424,7 +481,7 @@ export class Session extends Emitter<SessionEvents> {
   async refreshMute(chat: ChatId): Promise<void> {
     await this.readMute(chat);
     this.armMuteTimer();
-    this.emit('mute', chat);
+    this.events.emit('mute', chat);
     this.publishChats();
   }
 

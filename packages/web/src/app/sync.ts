@@ -19,9 +19,7 @@ async function onMsg(s: Session, env: Envelope): Promise<void> {
   const r = await s.conv.receive(env);
   // Another of this account's devices muted or unmuted a chat: the header and the list follow.
   if (r.ignored === 'mute') {
-    await s.loadMutes();
-    s.emit('mute', '');
-    s.publishChats();
+    await s.mutesChangedElsewhere();
   }
 }
 
@@ -36,18 +34,16 @@ export async function refreshContacts(s: Session): Promise<void> {
 async function onReady(s: Session): Promise<void> {
   // The connection is back: what waits in the outbox goes now.
   s.conv.online();
-  await refreshContacts(s).catch((e: unknown) => s.emit('problem', String(e)));
+  await refreshContacts(s).catch((e: unknown) => s.reportProblem(String(e)));
   await s.membership.update(true);
-  s.emit('rooms', undefined);
-  s.publishChats();
+  s.roomsChanged();
   await rekeyOwedRooms(s);
-  await s.connected().catch((e: unknown) => s.emit('problem', `History transfer: ${describeError(e)}`));
+  await s.connected().catch((e: unknown) => s.reportProblem(`History transfer: ${describeError(e)}`));
 }
 
 async function onRoom(s: Session, room: Room): Promise<void> {
   await s.membership.update();
-  s.emit('rooms', undefined);
-  s.publishChats();
+  s.roomsChanged();
   if (room.needsRekey) await rekeyOwedRooms(s);
 }
 
@@ -55,8 +51,7 @@ async function onRoom(s: Session, room: Room): Promise<void> {
 async function onRoomLeft(s: Session, id: string): Promise<void> {
   const chat: ChatId = `room:${id}`;
   await s.membership.removed(id, s.chats.meta(chat)?.title ?? 'a room');
-  s.emit('rooms', undefined);
-  s.publishChats();
+  s.roomsChanged();
 }
 
 export function startSync(s: Session): EventStream {
@@ -67,10 +62,9 @@ export function startSync(s: Session): EventStream {
     onRoom: (room) => onRoom(s, room),
     onRoomLeft: (ev) => onRoomLeft(s, ev.id),
     onState: (state, info) => {
-      s.conn = state;
-      s.emit('conn', state);
-      if (state === 'closed' && info.reason === 'unauthenticated') s.emit('ended', 'session_ended');
-      if (state === 'closed' && (info.reason === 'unknown_device' || info.reason === 'invalid_device')) s.emit('ended', 'device_removed');
+      s.connectionChanged(state);
+      if (state === 'closed' && info.reason === 'unauthenticated') s.endedByService('session_ended');
+      if (state === 'closed' && (info.reason === 'unknown_device' || info.reason === 'invalid_device')) s.endedByService('device_removed');
     },
     onError: (e) => {
       if (isSdkError(e, 'unauthenticated')) return;

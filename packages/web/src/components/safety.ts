@@ -167,7 +167,7 @@ export function keyChangeAlert(s: Session, nick: string, showSafety: (() => void
       },
       (e: unknown) => {
         accept.disabled = false;
-        s.emit('problem', describeError(e));
+        s.reportProblem(describeError(e));
       },
     );
   });
