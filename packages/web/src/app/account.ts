@@ -112,7 +112,7 @@ export async function signIn(o: { nick: string; password: string; acceptWeakKdf?
  */
 async function isNewDevice(s: Session): Promise<boolean> {
   if ((await s.db.count(STORES.messages)) > 0) return false;
-  const devices = await s.m.api.devices().catch(() => []);
+  const devices = await s.devices().catch(() => []);
   return devices.some((d) => d.id !== s.deviceId);
 }
 

@@ -8,11 +8,7 @@ export async function addContact(s: Session, input: string): Promise<string> {
   if (!isNick(nick)) throw new Error('A nick is 2 to 32 characters: lowercase letters a–z, digits and _.');
   if (nick === s.nick) throw new Error('That is your own nick. Start a chat with someone else.');
   const peer = await s.m.api.addContact(nick);
-  s.chats.addContact({ nick: peer.nick, publicKey: peer.publicKey, createdAt: s.m.api.now() });
-  await s.trust.observe(peer.nick, peer.publicKey);
-  s.publishChats();
-  void refreshContacts(s)
-    .then(() => s.publishChats())
-    .catch(() => undefined);
+  await s.contactAdded(peer);
+  void refreshContacts(s).catch(() => undefined);
   return `dm:${peer.nick}`;
 }

@@ -5,20 +5,27 @@
  * other modules (the event stream, the connection, room actions) tell it what happened through its
  * named actions, and it alone emits.
  */
+import type { Contact, Device, Room } from '@svc/protocol';
 import {
   Conversations,
   SearchIndex,
   attachTransfer,
+  exportHistory,
+  importHistory,
   isAttachmentPlain,
   isShown,
   isMuted,
   isTransferRoom,
+  safetyNumber,
   splitChatId,
+  type BlobLike,
   type Change,
   type ChatId,
   type ChatMessage,
   type ConnectionState,
+  type ExportResult,
   type HistoryTransfer,
+  type ImportResult,
   type KeptFilesSource,
   type Messenger,
   type MuteSetting,
@@ -91,7 +98,7 @@ export class Session {
   readonly kept: KeptFilesSource;
   private connState: ConnectionState = 'connecting';
   /** The chat on screen, so arriving messages there do not count as unread. */
-  openChat: string | null = null;
+  private openChat: string | null = null;
   /** The history between this account's devices (docs/CRYPTO.md, "History transfer"). */
   readonly transfer: HistoryTransfer;
   /** Set by a sign-in on a device without history: it asks the other devices once it is connected. */
@@ -208,6 +215,24 @@ export class Session {
     await this.forgetChat(chat);
     this.events.emit('gone', chat);
     this.roomsChanged();
+  }
+
+  /**
+   * The service listed the account's contacts: the chat list and the key pins follow, and a DM
+   * peer no longer listed is checked (a deleted account), before anyone tries to send.
+   */
+  async contactsListed(contacts: Contact[]): Promise<void> {
+    this.chats.setContacts(contacts);
+    for (const contact of contacts) await this.trust.observe(contact.nick, contact.publicKey);
+    await this.membership.checkPeers(new Set(contacts.map((contact) => contact.nick)));
+    this.publishChats();
+  }
+
+  /** A DM was started with `peer`: it is listed, and its key pinned on first sight. */
+  async contactAdded(peer: { nick: string; publicKey: string }): Promise<void> {
+    this.chats.addContact({ nick: peer.nick, publicKey: peer.publicKey, createdAt: this.now() });
+    await this.trust.observe(peer.nick, peer.publicKey);
+    this.publishChats();
   }
 
   /** Another of the account's devices muted or unmuted a chat: the header and the list follow. */
@@ -399,9 +424,22 @@ export class Session {
     this.publishChats();
   }
 
-  /** The chat was read: its "Mentioned" goes. */
-  readChat(chat: string): void {
-    this.mentioned.delete(chat);
+  /** The chat on screen changed (null: none). */
+  chatOnScreen(chat: string | null): void {
+    this.openChat = chat;
+  }
+
+  /**
+   * The open chat was looked at: its unread count goes, and while the person is reading it (the
+   * page visible) its "Mentioned" too, and the SDK marks `shown` read (receipts to the sender).
+   */
+  markChatRead(chat: ChatId, shown: ChatMessage[]): void {
+    if (this.isReading(chat)) {
+      this.mentioned.delete(chat);
+      void this.conv.markRead(chat, shown).catch(() => undefined);
+      if (this.mentionedMuted.delete(chat)) this.publishChats();
+    }
+    void this.chats.markRead(chat).then(() => this.publishChats());
   }
 
   /**
@@ -414,10 +452,16 @@ export class Session {
   }
 
   /** Drops a chat from the list, the store and the search index (the room was left or deleted). */
-  async forgetChat(chat: ChatId): Promise<void> {
+  private async forgetChat(chat: ChatId): Promise<void> {
     await this.chats.forget(chat);
     await this.store.forgetChat(chat);
     this.search.forgetChat(chat);
+  }
+
+  /** "Delete chat" of a chat that became read-only: its history and its entry in the list go. */
+  async deleteChat(chat: ChatId): Promise<void> {
+    await this.forgetChat(chat);
+    this.publishChats();
   }
 
   /** The chat list as the views show it: key states, unread mentions and drafts marked. */
@@ -433,7 +477,7 @@ export class Session {
   }
 
   publishChats(): void {
-    const now = this.m.api.now();
+    const now = this.now();
     const list = this.summaries();
     for (const c of list) if (isMuted(this.mutes.get(c.chat), now)) c.muted = { mentioned: this.mentionedMuted.has(c.chat) };
     this.events.emit('chats', list);
@@ -451,11 +495,68 @@ export class Session {
       .catch((e: unknown) => console.warn('mute:', e));
   }
 
+  // ---- what the views ask of the account (they never reach the Messenger themselves) ----
+
+  /** The time by the service's clock (ms), in which mutes and disappearing messages are counted. */
+  now(): number {
+    return this.m.api.now();
+  }
+
+  /** A room as the service lists it to this account, or undefined (not in it, or not listed yet). */
+  room(roomId: string): Room | undefined {
+    return this.m.room(roomId);
+  }
+
+  /** The account's devices (Settings → "Devices"). */
+  devices(): Promise<Device[]> {
+    return this.m.api.devices();
+  }
+
+  /** Removes one of the account's devices; removing this one ends the session (the caller signs out). */
+  removeDevice(deviceId: string): Promise<void> {
+    return this.m.api.deleteDevice(deviceId);
+  }
+
+  /**
+   * A DM was opened: the peer's key is checked (and pinned on first use), and a peer who deleted
+   * their account is found out now, before the person tries to send.
+   */
+  dmOpened(peer: string): void {
+    void this.m.peerKey(peer, 'receive').catch(() => undefined);
+    void this.membership.checkPeer(peer).then((gone) => gone && this.publishChats());
+  }
+
+  /** A peer's key as the service gives it for reading; the first one seen is pinned. */
+  peerKey(peer: string): Promise<string> {
+    return this.m.peerKey(peer, 'receive');
+  }
+
+  /** The safety number of this account and `peer` holding `key`, as 60 digits. */
+  safetyNumber(peer: string, key: string): Promise<string> {
+    return safetyNumber(this.nick, this.m.publicKey, peer, key);
+  }
+
+  /** "Accept new key": the peer's changed key is trusted, and sends to them use it from now on. */
+  async acceptNewKey(peer: string): Promise<void> {
+    await this.trust.accept(peer);
+    this.m.forgetPeer(peer);
+  }
+
+  /** The history on this device as a file sealed under the account's export key; `withFiles`: the kept files go in too. */
+  exportHistory(withFiles: boolean): Promise<ExportResult> {
+    return exportHistory({ nick: this.nick, exportKey: this.m.exportKey }, this.store, Date.now(), withFiles ? { files: this.kept } : {});
+  }
+
+  /** Merges an exported history file (and the files it carries) into this device's history. */
+  importHistory(file: BlobLike): Promise<ImportResult> {
+    return importHistory({ nick: this.nick, exportKey: this.m.exportKey }, this.conv, file, { files: this.kept });
+  }
+
   // ---- mute ----
 
   /** Whether `chat` is muted now ("Unmute" in its header, "Muted" in the list). */
   isMuted(chat: string): boolean {
-    return isMuted(this.mutes.get(chat), this.m.api.now());
+    return isMuted(this.mutes.get(chat), this.now());
   }
 
   /** Mutes `chat` until `until` (ms), always, or unmutes it (0); the account's other devices follow. */
@@ -473,7 +574,7 @@ export class Session {
   private async readMute(chat: ChatId): Promise<void> {
     const mute = await this.conv.mute(chat);
     this.mutes.set(chat, mute);
-    if (isMuted(mute, this.m.api.now()) && (await this.conv.unread(chat)).mentioned) this.mentionedMuted.add(chat);
+    if (isMuted(mute, this.now()) && (await this.conv.unread(chat)).mentioned) this.mentionedMuted.add(chat);
     else this.mentionedMuted.delete(chat);
   }
 
@@ -485,16 +586,11 @@ export class Session {
     this.publishChats();
   }
 
-  /** A chat read: its unread mention no longer counts in the title. */
-  readMuted(chat: string): void {
-    if (this.mentionedMuted.delete(chat)) this.publishChats();
-  }
-
   /** One timer for the mute that ends first, so "Muted" goes from the list when it does. */
   private armMuteTimer(): void {
     if (this.muteTimer) clearTimeout(this.muteTimer);
     this.muteTimer = null;
-    const now = this.m.api.now();
+    const now = this.now();
     let next = Infinity;
     for (const mute of this.mutes.values()) if (mute && mute.until !== 'always' && mute.until > now) next = Math.min(next, mute.until);
     if (next === Infinity || this.closed) return;
@@ -518,7 +614,7 @@ export class Session {
     this.expiryTimer = null;
     this.expiryAt = next?.at ?? null;
     if (!next) return;
-    const wait = Math.max(0, Math.min(next.at - this.m.api.now(), MAX_TIMER_MS));
+    const wait = Math.max(0, Math.min(next.at - this.now(), MAX_TIMER_MS));
     this.expiryTimer = setTimeout(() => {
       this.expiryTimer = null;
       this.expiryAt = null;

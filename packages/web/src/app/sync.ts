@@ -24,11 +24,7 @@ async function onMsg(s: Session, env: Envelope): Promise<void> {
 }
 
 export async function refreshContacts(s: Session): Promise<void> {
-  const contacts = await s.m.api.contacts();
-  s.chats.setContacts(contacts);
-  for (const c of contacts) await s.trust.observe(c.nick, c.publicKey);
-  // A peer who deleted their account is no longer a contact: say so before anyone tries to send.
-  await s.membership.checkPeers(new Set(contacts.map((c) => c.nick)));
+  await s.contactsListed(await s.m.api.contacts());
 }
 
 async function onReady(s: Session): Promise<void> {
