@@ -68,13 +68,13 @@ export interface SessionEvents extends Record<string, unknown> {
 }
 
 /** The line a chat list shows for its last message. */
-export function previewOf(m: ChatMessage, me: string): string {
-  const who = m.from === me ? 'You' : m.from;
-  if (m.deleted) return `${who}: Message deleted`;
-  if (m.kind === 'text' && m.attachment && !m.body)
-    return `${who}: ${m.attachment.type === 'photo' ? 'Photo' : m.attachment.type === 'voice' ? 'Voice message' : m.attachment.name}`;
-  if (m.kind === 'text') return `${who}: ${(m.body ?? '').replace(/\s+/g, ' ').slice(0, 80)}`;
-  return `${who}: ${m.kind === 'unknown' ? 'Message for a newer version of the app' : 'Message that could not be decrypted'}`;
+export function previewOf(message: ChatMessage, me: string): string {
+  const who = message.from === me ? 'You' : message.from;
+  if (message.deleted) return `${who}: Message deleted`;
+  if (message.kind === 'text' && message.attachment && !message.body)
+    return `${who}: ${message.attachment.type === 'photo' ? 'Photo' : message.attachment.type === 'voice' ? 'Voice message' : message.attachment.name}`;
+  if (message.kind === 'text') return `${who}: ${(message.body ?? '').replace(/\s+/g, ' ').slice(0, 80)}`;
+  return `${who}: ${message.kind === 'unknown' ? 'Message for a newer version of the app' : 'Message that could not be decrypted'}`;
 }
 
 export class Session {
@@ -120,15 +120,15 @@ export class Session {
   private closed = false;
 
   constructor(
-    readonly m: Messenger,
+    readonly messenger: Messenger,
     readonly db: Db,
     readonly deviceId: string,
   ) {
-    this.nick = m.nick;
-    const tags = new Tags(m.indexKey);
-    this.store = new IdbConversationStore(db, m.historyKey, tags);
-    this.files = new KeptFiles(db, m.historyKey, tags);
-    this.uploads = uploadFiles(db, m.historyKey, tags);
+    this.nick = messenger.nick;
+    const tags = new Tags(messenger.indexKey);
+    this.store = new IdbConversationStore(db, messenger.historyKey, tags);
+    this.files = new KeptFiles(db, messenger.historyKey, tags);
+    this.uploads = uploadFiles(db, messenger.historyKey, tags);
     // A message deleted, or its chat forgotten: its kept file goes too.
     this.store.filesGone = async (ids) => {
       for (const id of ids) {
@@ -138,7 +138,7 @@ export class Session {
     };
     this.kept = keptSource(this.files);
     this.conv = new Conversations({
-      messenger: m,
+      messenger,
       store: this.store,
       // Files wait here for their upload, so a reload or a cut network resumes it.
       files: this.uploads,
@@ -149,23 +149,27 @@ export class Session {
       // A room's log tells of members joining and leaving as its record changes.
       void this.membership.update().catch((e: unknown) => console.warn('membership lines:', e));
     });
-    this.trust = new Trust(db, m.historyKey, tags, { nick: m.nick, publicKey: m.publicKey });
+    this.trust = new Trust(db, messenger.historyKey, tags, { nick: messenger.nick, publicKey: messenger.publicKey });
     this.trust.onChange = () => {
       this.events.emit('trust', undefined);
       this.publishChats();
     };
-    this.chats = new ChatList(m, db, tags);
+    this.chats = new ChatList(messenger, db, tags);
     this.membership = new Membership(this);
     // The history goes as an archive in the attachment store, with the files kept here.
-    this.transfer = attachTransfer(m, this.conv, deviceId, { kept: this.kept });
+    this.transfer = attachTransfer(messenger, this.conv, deviceId, { kept: this.kept });
     this.transfer.on((e) => this.events.emit('transfer', e));
-    this.conv.on((c) => {
-      for (const id of c.removed ?? []) this.search.remove(id);
-      for (const m of [...c.changed, ...(c.added ? [c.added] : []), ...(c.imported ?? [])]) this.search.put(m);
-      this.events.emit('change', c);
-      void this.book(c).catch((e: unknown) => console.warn('chat list:', e));
+    this.conv.on((change) => {
+      for (const id of change.removed ?? []) this.search.remove(id);
+      for (const message of [...change.changed, ...(change.added ? [change.added] : []), ...(change.imported ?? [])]) this.search.put(message);
+      this.events.emit('change', change);
+      void this.book(change).catch((e: unknown) => console.warn('chat list:', e));
       // A message with a timer was sent or seen: its deadline may be the next one.
-      if ([...c.changed, ...(c.added ? [c.added] : []), ...(c.imported ?? [])].some((m) => m.expire && m.seenAt !== undefined && !m.expired))
+      if (
+        [...change.changed, ...(change.added ? [change.added] : []), ...(change.imported ?? [])].some(
+          (m) => m.expire && m.seenAt !== undefined && !m.expired,
+        )
+      )
         void this.scheduleExpiry();
     });
   }
@@ -243,7 +247,7 @@ export class Session {
   }
 
   /** An attachment's bytes: kept on this device, or downloaded and checked by the SDK (then kept); `onProgress` as a fraction. */
-  async fetchFile(msg: ChatMessage, onProgress: (f: number) => void = () => undefined): Promise<Uint8Array> {
+  async fetchFile(msg: ChatMessage, onProgress: (fraction: number) => void = () => undefined): Promise<Uint8Array> {
     const ref = msg.attachment;
     if (!ref) throw new Error('This message has no file.');
     // Kept, or one's own file still waiting for its upload.
@@ -256,15 +260,15 @@ export class Session {
     if (kept) return kept;
     const pieces: Uint8Array[] = [];
     let got = 0;
-    for await (const p of this.conv.attachments.download(ref, { onProgress: (d, t) => onProgress(t > 0 ? d / t : 0) })) {
-      pieces.push(p);
-      got += p.length;
+    for await (const piece of this.conv.attachments.download(ref, { onProgress: (d, t) => onProgress(t > 0 ? d / t : 0) })) {
+      pieces.push(piece);
+      got += piece.length;
     }
     const out = new Uint8Array(got);
     let at = 0;
-    for (const p of pieces) {
-      out.set(p, at);
-      at += p.length;
+    for (const piece of pieces) {
+      out.set(piece, at);
+      at += piece.length;
     }
     // Kept for the history: a failure to keep it does not take the file from the person.
     await this.files.put(ref.id, out).catch((e: unknown) => console.warn('keeping a file:', e));
@@ -275,8 +279,8 @@ export class Session {
   private async keptBytes(id: string): Promise<Uint8Array | undefined> {
     try {
       return await this.files.get(id);
-    } catch (e) {
-      console.warn('a kept file did not open:', e);
+    } catch (error) {
+      console.warn('a kept file did not open:', error);
       await this.files.remove(id).catch(() => undefined);
       return undefined;
     }
@@ -291,10 +295,10 @@ export class Session {
       url = this.fetchFile(msg).then(
         (bytes) =>
           new Promise<string>((resolve, reject) => {
-            const r = new FileReader();
-            r.onload = () => resolve(r.result as string);
-            r.onerror = () => reject(r.error ?? new Error('The file could not be read.'));
-            r.readAsDataURL(new Blob([bytes as BlobPart], { type: ref.mime }));
+            const reader = new FileReader();
+            reader.onload = () => resolve(reader.result as string);
+            reader.onerror = () => reject(reader.error ?? new Error('The file could not be read.'));
+            reader.readAsDataURL(new Blob([bytes as BlobPart], { type: ref.mime }));
           }),
       );
       this.urls.set(ref.id, url);
@@ -305,34 +309,35 @@ export class Session {
   }
 
   /** Keeps the chat list's order, unread counts and last-message lines in step with the records. */
-  private async book(c: Change): Promise<void> {
+  private async book(change: Change): Promise<void> {
     let touched = false;
-    const a = c.added;
-    if (a && isShown(a)) {
-      const incoming = a.from !== this.nick;
+    const added = change.added;
+    if (added && isShown(added)) {
+      const incoming = added.from !== this.nick;
       // A muted chat raises nothing, unless the message mentions this account.
-      if (incoming && (await this.conv.shouldNotify(a))) notifyHidden(this.nick, (id) => this.m.room(id)?.name, a);
-      if (incoming && !this.isReading(a.chat) && this.conv.mentionsMe(a)) this.mentioned.add(a.chat);
-      if (incoming && this.isMuted(a.chat) && this.conv.mentionsMe(a)) this.mentionedMuted.add(a.chat);
-      await this.chats.touch(a.chat, a.ts, incoming && !this.isReading(a.chat), previewOf(a, this.nick));
+      if (incoming && (await this.conv.shouldNotify(added))) notifyHidden(this.nick, (id) => this.messenger.room(id)?.name, added);
+      if (incoming && !this.isReading(added.chat) && this.conv.mentionsMe(added)) this.mentioned.add(added.chat);
+      if (incoming && this.isMuted(added.chat) && this.conv.mentionsMe(added)) this.mentionedMuted.add(added.chat);
+      await this.chats.touch(added.chat, added.ts, incoming && !this.isReading(added.chat), previewOf(added, this.nick));
       touched = true;
     }
-    for (const m of c.changed) {
-      if (!isShown(m)) continue;
-      if (m.from === this.nick && m.state === 'sent') await this.chats.touch(m.chat, m.ts, false, previewOf(m, this.nick));
-      else await this.chats.setPreview(m.chat, m.ts, previewOf(m, this.nick));
+    for (const message of change.changed) {
+      if (!isShown(message)) continue;
+      if (message.from === this.nick && message.state === 'sent')
+        await this.chats.touch(message.chat, message.ts, false, previewOf(message, this.nick));
+      else await this.chats.setPreview(message.chat, message.ts, previewOf(message, this.nick));
       touched = true;
     }
     // History from another device or a file: the chat moves to its newest message, and nothing
     // of it is unread (it was read, or not, on the device it came from).
     const newest = new Map<string, ChatMessage>();
-    for (const m of c.imported ?? []) {
-      const n = newest.get(m.chat);
-      if (isShown(m) && (!n || m.ts > n.ts)) newest.set(m.chat, m);
+    for (const message of change.imported ?? []) {
+      const newestSoFar = newest.get(message.chat);
+      if (isShown(message) && (!newestSoFar || message.ts > newestSoFar.ts)) newest.set(message.chat, message);
     }
-    for (const m of newest.values()) await this.chats.touch(m.chat, m.ts, false, previewOf(m, this.nick));
+    for (const message of newest.values()) await this.chats.touch(message.chat, message.ts, false, previewOf(message, this.nick));
     // Read on another of the account's devices, or deleted: the count follows the SDK's unread.
-    const recount = new Set(c.changed.filter((m) => m.from !== this.nick && (this.chats.meta(m.chat)?.unread ?? 0) > 0).map((m) => m.chat));
+    const recount = new Set(change.changed.filter((m) => m.from !== this.nick && (this.chats.meta(m.chat)?.unread ?? 0) > 0).map((m) => m.chat));
     for (const chat of recount) if (await this.chats.setUnread(chat, (await this.conv.unread(chat)).count)) touched = true;
     if (touched || newest.size > 0) this.publishChats();
   }
@@ -359,13 +364,13 @@ export class Session {
   /** Whether `chat` is the account's private room of its devices, which no view shows. */
   isHidden(chat: string): boolean {
     const { kind, id } = splitChatId(chat);
-    return kind === 'room' && isTransferRoom(this.m.room(id), this.nick);
+    return kind === 'room' && isTransferRoom(this.messenger.room(id), this.nick);
   }
 
   /** Reads and decrypts the whole history once, for search. */
   searchIndex(): Promise<SearchIndex> {
     this.searchLoaded ??= this.store.all().then((all) => {
-      for (const m of all) this.search.put(m);
+      for (const message of all) this.search.put(message);
     });
     return this.searchLoaded.then(() => this.search);
   }
@@ -394,17 +399,17 @@ export class Session {
   private readMarks(chats: ChatSummary[]): void {
     const fresh = chats.filter((c) => !this.marksRead.has(c.chat));
     if (fresh.length === 0) return;
-    for (const c of fresh) this.marksRead.add(c.chat);
+    for (const entry of fresh) this.marksRead.add(entry.chat);
     const read = async () => {
       let changed = false;
-      for (const c of fresh) {
-        const chat = c.chat as ChatId;
+      for (const entry of fresh) {
+        const chat = entry.chat as ChatId;
         const draft = await this.conv.drafts.preview(chat);
         if (draft && !this.draftLines.has(chat)) {
           this.draftLines.set(chat, draft);
           changed = true;
         }
-        if (c.unread > 0 && (await this.conv.unread(chat)).mentioned) {
+        if (entry.unread > 0 && (await this.conv.unread(chat)).mentioned) {
           this.mentioned.add(chat);
           changed = true;
         }
@@ -448,7 +453,7 @@ export class Session {
    */
   private async dropUploadsGone(): Promise<void> {
     const queued = new Set(this.conv.outbox.pending.flatMap((i) => (isAttachmentPlain(i.plain) ? [i.plain.id] : [])));
-    for (const f of await this.uploads.files.list()) if (!queued.has(f.id)) await this.uploads.remove(f.id);
+    for (const file of await this.uploads.files.list()) if (!queued.has(file.id)) await this.uploads.remove(file.id);
   }
 
   /** Drops a chat from the list, the store and the search index (the room was left or deleted). */
@@ -468,10 +473,10 @@ export class Session {
   summaries(): ChatSummary[] {
     const list = this.trust.annotate(this.chats.list());
     this.readMarks(list);
-    for (const c of list) {
-      if (this.mentioned.has(c.chat)) c.mentioned = true;
-      const draft = this.draftLines.get(c.chat);
-      if (draft) c.draft = draft;
+    for (const entry of list) {
+      if (this.mentioned.has(entry.chat)) entry.mentioned = true;
+      const draft = this.draftLines.get(entry.chat);
+      if (draft) entry.draft = draft;
     }
     return list;
   }
@@ -479,7 +484,7 @@ export class Session {
   publishChats(): void {
     const now = this.now();
     const list = this.summaries();
-    for (const c of list) if (isMuted(this.mutes.get(c.chat), now)) c.muted = { mentioned: this.mentionedMuted.has(c.chat) };
+    for (const entry of list) if (isMuted(this.mutes.get(entry.chat), now)) entry.muted = { mentioned: this.mentionedMuted.has(entry.chat) };
     this.events.emit('chats', list);
     // Chats listed since the mutes were read (contacts and rooms arrive once online): read theirs.
     const unknown = list.filter((c) => !this.mutes.has(c.chat)).map((c) => c.chat as ChatId);
@@ -499,22 +504,22 @@ export class Session {
 
   /** The time by the service's clock (ms), in which mutes and disappearing messages are counted. */
   now(): number {
-    return this.m.api.now();
+    return this.messenger.api.now();
   }
 
   /** A room as the service lists it to this account, or undefined (not in it, or not listed yet). */
   room(roomId: string): Room | undefined {
-    return this.m.room(roomId);
+    return this.messenger.room(roomId);
   }
 
   /** The account's devices (Settings → "Devices"). */
   devices(): Promise<Device[]> {
-    return this.m.api.devices();
+    return this.messenger.api.devices();
   }
 
   /** Removes one of the account's devices; removing this one ends the session (the caller signs out). */
   removeDevice(deviceId: string): Promise<void> {
-    return this.m.api.deleteDevice(deviceId);
+    return this.messenger.api.deleteDevice(deviceId);
   }
 
   /**
@@ -522,34 +527,34 @@ export class Session {
    * their account is found out now, before the person tries to send.
    */
   dmOpened(peer: string): void {
-    void this.m.peerKey(peer, 'receive').catch(() => undefined);
+    void this.messenger.peerKey(peer, 'receive').catch(() => undefined);
     void this.membership.checkPeer(peer).then((gone) => gone && this.publishChats());
   }
 
   /** A peer's key as the service gives it for reading; the first one seen is pinned. */
   peerKey(peer: string): Promise<string> {
-    return this.m.peerKey(peer, 'receive');
+    return this.messenger.peerKey(peer, 'receive');
   }
 
   /** The safety number of this account and `peer` holding `key`, as 60 digits. */
   safetyNumber(peer: string, key: string): Promise<string> {
-    return safetyNumber(this.nick, this.m.publicKey, peer, key);
+    return safetyNumber(this.nick, this.messenger.publicKey, peer, key);
   }
 
   /** "Accept new key": the peer's changed key is trusted, and sends to them use it from now on. */
   async acceptNewKey(peer: string): Promise<void> {
     await this.trust.accept(peer);
-    this.m.forgetPeer(peer);
+    this.messenger.forgetPeer(peer);
   }
 
   /** The history on this device as a file sealed under the account's export key; `withFiles`: the kept files go in too. */
   exportHistory(withFiles: boolean): Promise<ExportResult> {
-    return exportHistory({ nick: this.nick, exportKey: this.m.exportKey }, this.store, Date.now(), withFiles ? { files: this.kept } : {});
+    return exportHistory({ nick: this.nick, exportKey: this.messenger.exportKey }, this.store, Date.now(), withFiles ? { files: this.kept } : {});
   }
 
   /** Merges an exported history file (and the files it carries) into this device's history. */
   importHistory(file: BlobLike): Promise<ImportResult> {
-    return importHistory({ nick: this.nick, exportKey: this.m.exportKey }, this.conv, file, { files: this.kept });
+    return importHistory({ nick: this.nick, exportKey: this.messenger.exportKey }, this.conv, file, { files: this.kept });
   }
 
   // ---- mute ----
@@ -567,7 +572,7 @@ export class Session {
 
   /** Reads the mute of every chat in the list (at start, and when another device changed one). */
   private async loadMutes(): Promise<void> {
-    for (const c of this.chats.list()) await this.readMute(c.chat as ChatId);
+    for (const entry of this.chats.list()) await this.readMute(entry.chat as ChatId);
     this.armMuteTimer();
   }
 
@@ -631,7 +636,7 @@ export class Session {
    */
   async expireNow(): Promise<number> {
     const { records, attachments } = await this.conv.expireDue();
-    for (const m of records) this.search.remove(m.id);
+    for (const message of records) this.search.remove(message.id);
     for (const id of attachments) {
       this.urls.delete(id);
       await this.files.remove(id).catch((e: unknown) => console.warn('removing a kept file:', e));
