@@ -651,9 +651,9 @@ export class Session {
     return records.length;
   }
 
-  /** Whether a message in `chat` is being read right now. */
+  /** Whether a message in `chat` is being read right now (never without a page, as in the unit tests in Node). */
   isReading(chat: string): boolean {
-    return this.openChat === chat && document.visibilityState === 'visible';
+    return this.openChat === chat && typeof document !== 'undefined' && document.visibilityState === 'visible';
   }
 
   /** Stops sending (sign-out, the session ended). */
