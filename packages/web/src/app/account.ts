@@ -16,7 +16,7 @@ import { currentAccount, deviceIdFor, forgetDeviceId, rememberKdf, seenKdf, setC
 import { Db, STORES, accountDbName, done, isAccountDbName, openExisting } from './idb.js';
 import { legacyDbName } from './legacy.js';
 import { moveLegacy } from './migrate.js';
-import { newAccountKdf } from './kdf/test-kdf.js';
+import { newAccountKdf } from './kdf/new-account-kdf.js';
 import { workerArgon2 } from './kdf/worker-argon2.js';
 import { Session } from './session.js';
 

@@ -1,6 +1,6 @@
 /**
  * A small promise layer over IndexedDB, just what the history store needs: one database per
- * account, a few object stores, short transactions. Kept separate from what is stored (store.ts,
+ * account, a few object stores, short transactions. Kept separate from what is stored (conversation-store.ts,
  * chats.ts, trust.ts) so the at-rest encryption reads on its own.
  *
  * Nothing here is readable without the account's keys (docs/CRYPTO.md §8, "History at

@@ -13,7 +13,7 @@ import { forTarget, type Messenger } from '@svc/sdk';
 import { metaRow } from './chats.js';
 import { STORES, deleteDatabase, type Db } from './idb.js';
 import { legacyChats, legacyDbName, legacyKv, legacyMessages, legacyOutbox, legacyPending, legacyPins, openLegacy, type Skipped } from './legacy.js';
-import { IdbConversationStore } from './store.js';
+import { IdbConversationStore } from './conversation-store.js';
 import { Tags } from './tags.js';
 import { pinRow } from './trust.js';
 

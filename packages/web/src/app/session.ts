@@ -38,7 +38,7 @@ import { Membership } from './membership.js';
 import { closeNotifications, notifyHidden } from './notify.js';
 import { KeptFiles, uploadFiles } from './keptfiles.js';
 import { keptSource } from './keptsource.js';
-import { IdbConversationStore } from './store.js';
+import { IdbConversationStore } from './conversation-store.js';
 import { Tags } from './tags.js';
 import { Trust } from './trust.js';
 
