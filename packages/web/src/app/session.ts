@@ -14,7 +14,6 @@ import {
   importHistory,
   isAttachmentPlain,
   isShown,
-  isMuted,
   isTransferRoom,
   safetyNumber,
   splitChatId,
@@ -28,13 +27,14 @@ import {
   type ImportResult,
   type KeptFilesSource,
   type Messenger,
-  type MuteSetting,
   type TransferEvent,
 } from '@svc/sdk';
+import { AttachmentBytes } from './attachment-bytes.js';
 import { ChatList, type ChatSummary } from './chats.js';
 import { Emitter } from './emitter.js';
 import { Db } from './idb.js';
 import { Membership } from './membership.js';
+import { ChatMutes } from './mutes.js';
 import { closeNotifications, notifyHidden } from './notify.js';
 import { KeptFiles, uploadFiles } from './keptfiles.js';
 import { keptSource } from './keptsource.js';
@@ -89,13 +89,14 @@ export class Session {
   /** The search index, in memory only; filled from the store the first time a search runs. */
   readonly search = new SearchIndex();
   private searchLoaded: Promise<void> | null = null;
-  private readonly urls = new Map<string, Promise<string>>();
   /** Received files, sealed in this device's store (at most a byte budget of them). */
   readonly files: KeptFiles;
   /** Files sent from this device until their upload finished, sealed in its store. */
   readonly uploads: ReturnType<typeof uploadFiles>;
   /** The kept files as a history export, import or transfer reads and writes them. */
   readonly kept: KeptFilesSource;
+  /** A message's file for the views, kept or downloaded. */
+  private readonly attachments: AttachmentBytes;
   private connState: ConnectionState = 'connecting';
   /** The chat on screen, so arriving messages there do not count as unread. */
   private openChat: string | null = null;
@@ -110,9 +111,8 @@ export class Session {
   /** Chats whose draft and unread mention were read from the store. */
   private readonly marksRead = new Set<string>();
   private transferLoaded = false;
-  /** Each chat's mute as last read from the store, and the muted chats with an unread mention of this account. */
-  private readonly mutes = new Map<string, MuteSetting | null>();
-  private readonly mentionedMuted = new Set<string>();
+  /** Each chat's mute, and the muted chats with an unread mention of this account. */
+  private readonly mutes: ChatMutes;
   private muteTimer: ReturnType<typeof setTimeout> | null = null;
   /** The one timer of the next disappearing message, and when it fires (ms, the service's clock). */
   private expiryTimer: ReturnType<typeof setTimeout> | null = null;
@@ -132,7 +132,7 @@ export class Session {
     // A message deleted, or its chat forgotten: its kept file goes too.
     this.store.filesGone = async (ids) => {
       for (const id of ids) {
-        this.urls.delete(id);
+        this.attachments.forget(id);
         await this.files.remove(id);
       }
     };
@@ -144,6 +144,8 @@ export class Session {
       files: this.uploads,
       onError: (e) => console.warn('membership record or attachment:', e),
     });
+    this.attachments = new AttachmentBytes(this.files, this.uploads, this.conv);
+    this.mutes = new ChatMutes(this.conv, () => this.now());
     this.conv.membership.on((roomId) => {
       this.events.emit('membership', roomId);
       // A room's log tells of members joining and leaving as its record changes.
@@ -247,65 +249,13 @@ export class Session {
   }
 
   /** An attachment's bytes: kept on this device, or downloaded and checked by the SDK (then kept); `onProgress` as a fraction. */
-  async fetchFile(msg: ChatMessage, onProgress: (fraction: number) => void = () => undefined): Promise<Uint8Array> {
-    const ref = msg.attachment;
-    if (!ref) throw new Error('This message has no file.');
-    // Kept, or one's own file still waiting for its upload.
-    const kept =
-      (await this.keptBytes(ref.id)) ??
-      (await this.uploads
-        .get(ref.id)
-        .then((f) => f?.bytes())
-        .catch(() => undefined));
-    if (kept) return kept;
-    const pieces: Uint8Array[] = [];
-    let got = 0;
-    for await (const piece of this.conv.attachments.download(ref, { onProgress: (d, t) => onProgress(t > 0 ? d / t : 0) })) {
-      pieces.push(piece);
-      got += piece.length;
-    }
-    const out = new Uint8Array(got);
-    let at = 0;
-    for (const piece of pieces) {
-      out.set(piece, at);
-      at += piece.length;
-    }
-    // Kept for the history: a failure to keep it does not take the file from the person.
-    await this.files.put(ref.id, out).catch((e: unknown) => console.warn('keeping a file:', e));
-    return out;
-  }
-
-  /** The kept copy of a file; a damaged one is dropped (and the file downloaded again). */
-  private async keptBytes(id: string): Promise<Uint8Array | undefined> {
-    try {
-      return await this.files.get(id);
-    } catch (error) {
-      console.warn('a kept file did not open:', error);
-      await this.files.remove(id).catch(() => undefined);
-      return undefined;
-    }
+  fetchFile(msg: ChatMessage, onProgress?: (fraction: number) => void): Promise<Uint8Array> {
+    return this.attachments.bytes(msg, onProgress);
   }
 
   /** A file as a data: URL (what the CSP lets an image show), downloaded once per attachment. */
   fileUrl(msg: ChatMessage): Promise<string> {
-    const ref = msg.attachment;
-    if (!ref) return Promise.reject(new Error('This message has no file.'));
-    let url = this.urls.get(ref.id);
-    if (!url) {
-      url = this.fetchFile(msg).then(
-        (bytes) =>
-          new Promise<string>((resolve, reject) => {
-            const reader = new FileReader();
-            reader.onload = () => resolve(reader.result as string);
-            reader.onerror = () => reject(reader.error ?? new Error('The file could not be read.'));
-            reader.readAsDataURL(new Blob([bytes as BlobPart], { type: ref.mime }));
-          }),
-      );
-      this.urls.set(ref.id, url);
-      // A failure is not kept: the next look tries again.
-      url.catch(() => this.urls.delete(ref.id));
-    }
-    return url;
+    return this.attachments.dataUrl(msg);
   }
 
   /** Keeps the chat list's order, unread counts and last-message lines in step with the records. */
@@ -317,7 +267,7 @@ export class Session {
       // A muted chat raises nothing, unless the message mentions this account.
       if (incoming && (await this.conv.shouldNotify(added))) notifyHidden(this.nick, (id) => this.messenger.room(id)?.name, added);
       if (incoming && !this.isReading(added.chat) && this.conv.mentionsMe(added)) this.mentioned.add(added.chat);
-      if (incoming && this.isMuted(added.chat) && this.conv.mentionsMe(added)) this.mentionedMuted.add(added.chat);
+      if (incoming && this.conv.mentionsMe(added)) this.mutes.mentionArrived(added.chat);
       await this.chats.touch(added.chat, added.ts, incoming && !this.isReading(added.chat), previewOf(added, this.nick));
       touched = true;
     }
@@ -442,7 +392,7 @@ export class Session {
     if (this.isReading(chat)) {
       this.mentioned.delete(chat);
       void this.conv.markRead(chat, shown).catch(() => undefined);
-      if (this.mentionedMuted.delete(chat)) this.publishChats();
+      if (this.mutes.mentionRead(chat)) this.publishChats();
     }
     void this.chats.markRead(chat).then(() => this.publishChats());
   }
@@ -482,15 +432,16 @@ export class Session {
   }
 
   publishChats(): void {
-    const now = this.now();
     const list = this.summaries();
-    for (const entry of list) if (isMuted(this.mutes.get(entry.chat), now)) entry.muted = { mentioned: this.mentionedMuted.has(entry.chat) };
+    for (const entry of list) {
+      const muted = this.mutes.mark(entry.chat);
+      if (muted) entry.muted = muted;
+    }
     this.events.emit('chats', list);
     // Chats listed since the mutes were read (contacts and rooms arrive once online): read theirs.
-    const unknown = list.filter((c) => !this.mutes.has(c.chat)).map((c) => c.chat as ChatId);
+    const unknown = this.mutes.firstSeen(list.map((entry) => entry.chat));
     if (unknown.length === 0) return;
-    for (const chat of unknown) this.mutes.set(chat, null);
-    void Promise.all(unknown.map((chat) => this.readMute(chat)))
+    void Promise.all(unknown.map((chat) => this.mutes.read(chat)))
       .then(() => {
         if (!unknown.some((chat) => this.isMuted(chat))) return;
         this.armMuteTimer();
@@ -561,44 +512,31 @@ export class Session {
 
   /** Whether `chat` is muted now ("Unmute" in its header, "Muted" in the list). */
   isMuted(chat: string): boolean {
-    return isMuted(this.mutes.get(chat), this.now());
+    return this.mutes.isMuted(chat);
   }
 
   /** Mutes `chat` until `until` (ms), always, or unmutes it (0); the account's other devices follow. */
   async setMute(chat: ChatId, until: number | 'always'): Promise<void> {
     await this.conv.setMute(chat, until);
-    await this.refreshMute(chat);
+    await this.mutes.read(chat);
+    this.armMuteTimer();
+    this.events.emit('mute', chat);
+    this.publishChats();
   }
 
   /** Reads the mute of every chat in the list (at start, and when another device changed one). */
   private async loadMutes(): Promise<void> {
-    for (const entry of this.chats.list()) await this.readMute(entry.chat as ChatId);
+    for (const entry of this.chats.list()) await this.mutes.read(entry.chat as ChatId);
     this.armMuteTimer();
-  }
-
-  private async readMute(chat: ChatId): Promise<void> {
-    const mute = await this.conv.mute(chat);
-    this.mutes.set(chat, mute);
-    if (isMuted(mute, this.now()) && (await this.conv.unread(chat)).mentioned) this.mentionedMuted.add(chat);
-    else this.mentionedMuted.delete(chat);
-  }
-
-  /** A chat's mute changed (here, or a `mute` message from another of the account's devices). */
-  async refreshMute(chat: ChatId): Promise<void> {
-    await this.readMute(chat);
-    this.armMuteTimer();
-    this.events.emit('mute', chat);
-    this.publishChats();
   }
 
   /** One timer for the mute that ends first, so "Muted" goes from the list when it does. */
   private armMuteTimer(): void {
     if (this.muteTimer) clearTimeout(this.muteTimer);
     this.muteTimer = null;
+    const next = this.mutes.nextEnd();
+    if (next === null || this.closed) return;
     const now = this.now();
-    let next = Infinity;
-    for (const mute of this.mutes.values()) if (mute && mute.until !== 'always' && mute.until > now) next = Math.min(next, mute.until);
-    if (next === Infinity || this.closed) return;
     this.muteTimer = setTimeout(
       () => {
         this.armMuteTimer();
@@ -611,7 +549,7 @@ export class Session {
   // ---- disappearing messages ----
 
   /** Sets the one timer for the message that disappears next; called whenever a deadline may have changed. */
-  async scheduleExpiry(): Promise<void> {
+  private async scheduleExpiry(): Promise<void> {
     const next = await this.conv.nextExpiry();
     if (this.closed) return;
     if (next?.at === this.expiryAt && this.expiryTimer) return;
@@ -634,11 +572,11 @@ export class Session {
    * views), then drops what the app keeps of them: search index entries, kept files, notifications
    * shown for their chats, and the chat list's last-message line when it was one of them.
    */
-  async expireNow(): Promise<number> {
+  private async expireNow(): Promise<number> {
     const { records, attachments } = await this.conv.expireDue();
     for (const message of records) this.search.remove(message.id);
     for (const id of attachments) {
-      this.urls.delete(id);
+      this.attachments.forget(id);
       await this.files.remove(id).catch((e: unknown) => console.warn('removing a kept file:', e));
     }
     const chats = new Set(records.map((m) => m.chat));
