@@ -431,6 +431,7 @@ export class Session {
     return list;
   }
 
+  /** Emits the chat list as it is now (`chats`); the app calls it once when the signed-in screen first shows. */
   publishChats(): void {
     const list = this.summaries();
     for (const entry of list) {
