@@ -47,6 +47,20 @@ export default tseslint.config(
     },
   },
   {
+    // Views read the Session and call its named actions: the SDK's Messenger is the app layer's
+    // (src/app), so a view that reached it would act behind the back of the state owner.
+    files: ['packages/web/src/components/**/*.ts', 'packages/web/src/main.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "MemberExpression[property.name='messenger']",
+          message: 'A view asks the Session (a named read or action), never its Messenger.',
+        },
+      ],
+    },
+  },
+  {
     // Plain JavaScript, and the two TypeScript files no tsconfig holds (Vite compiles them alone).
     files: ['**/*.js', '**/*.mjs', '**/*.cjs', 'packages/web/src/sw.ts', 'packages/web/vite.config.ts'],
     ...tseslint.configs.disableTypeChecked,

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { conversationStoreSuite } from '@svc/testkit/conversation-store-suite';
 import { Db, STORES } from '../src/app/idb.js';
-import { IdbConversationStore } from '../src/app/store.js';
+import { IdbConversationStore } from '../src/app/conversation-store.js';
 import { Tags } from '../src/app/tags.js';
 
 async function keys(): Promise<{ history: CryptoKey; index: CryptoKey }> {

@@ -16,14 +16,14 @@ import { currentAccount, deviceIdFor, forgetDeviceId, rememberKdf, seenKdf, setC
 import { Db, STORES, accountDbName, done, isAccountDbName, openExisting } from './idb.js';
 import { legacyDbName } from './legacy.js';
 import { moveLegacy } from './migrate.js';
-import { newAccountKdf } from './kdf/test-kdf.js';
+import { newAccountKdf } from './kdf/new-account-kdf.js';
 import { workerArgon2 } from './kdf/worker-argon2.js';
 import { Session } from './session.js';
 
 /** The kv key of the saved session. A save the SDK cannot resume (bad_session) asks for the password once. */
 const SAVED = 'identity';
 
-async function messengerOptions(nick?: string): Promise<{ opts: MessengerOptions; bindTrust: (s: Session) => void }> {
+async function messengerOptions(nick?: string): Promise<{ opts: MessengerOptions; bindTrust: (session: Session) => void }> {
   let check: KeyCheck | null = null;
   const seen = nick ? await seenKdf(nick) : null;
   const opts: MessengerOptions = {
@@ -39,14 +39,14 @@ async function messengerOptions(nick?: string): Promise<{ opts: MessengerOptions
   return { opts, bindTrust: (s) => (check = s.trust.keyCheck) };
 }
 
-async function newMessenger(nick?: string): Promise<{ m: Messenger; bindTrust: (s: Session) => void }> {
+async function newMessenger(nick?: string): Promise<{ messenger: Messenger; bindTrust: (session: Session) => void }> {
   const { opts, bindTrust } = await messengerOptions(nick);
-  return { m: new Messenger(opts), bindTrust };
+  return { messenger: new Messenger(opts), bindTrust };
 }
 
 /** Whether a failed request says only that the service is out of reach (or down) for now. */
-function unreachable(e: unknown): boolean {
-  return isSdkError(e, 'network') || isSdkError(e, 'internal') || isSdkError(e, 'bad_response') || isSdkError(e, 'rate_limited');
+function unreachable(error: unknown): boolean {
+  return isSdkError(error, 'network') || isSdkError(error, 'internal') || isSdkError(error, 'bad_response') || isSdkError(error, 'rate_limited');
 }
 
 /**
@@ -54,54 +54,61 @@ function unreachable(e: unknown): boolean {
  * does not stop the start: the device is only named, and registered later (connection.ts).
  * Returns whether it is registered.
  */
-async function registerDevice(m: Messenger, deviceId: string, mayWait: boolean): Promise<boolean> {
+async function registerDevice(messenger: Messenger, deviceId: string, mayWait: boolean): Promise<boolean> {
   if (!mayWait) {
-    await m.ensureDevice(deviceId);
+    await messenger.ensureDevice(deviceId);
     return true;
   }
   try {
     if (navigator.onLine) {
-      await m.ensureDevice(deviceId);
+      await messenger.ensureDevice(deviceId);
       return true;
     }
-  } catch (e) {
-    if (!unreachable(e)) throw e;
+  } catch (error) {
+    if (!unreachable(error)) throw error;
   }
-  m.api.setDevice(deviceId);
+  messenger.api.setDevice(deviceId);
   return false;
 }
 
-async function open(m: Messenger, bindTrust: (s: Session) => void, mayWait = false): Promise<{ session: Session; deviceReady: boolean }> {
-  const name = await accountDbName(m.indexKey);
+async function open(
+  messenger: Messenger,
+  bindTrust: (session: Session) => void,
+  mayWait = false,
+): Promise<{ session: Session; deviceReady: boolean }> {
+  const name = await accountDbName(messenger.indexKey);
   const db = await Db.open(name);
   try {
-    await moveLegacy(m, db);
-  } catch (e) {
+    await moveLegacy(messenger, db);
+  } catch (error) {
     db.close();
-    throw e;
+    throw error;
   }
-  const deviceId = await deviceIdFor(m.indexKey, m.nick);
-  const deviceReady = await registerDevice(m, deviceId, mayWait);
-  const s = new Session(m, db, deviceId);
-  bindTrust(s);
-  await s.load();
-  await db.put(STORES.kv, m.exportSession(), SAVED);
+  const deviceId = await deviceIdFor(messenger.indexKey, messenger.nick);
+  const deviceReady = await registerDevice(messenger, deviceId, mayWait);
+  const session = new Session(messenger, db, deviceId);
+  bindTrust(session);
+  await session.load();
+  await db.put(STORES.kv, messenger.exportSession(), SAVED);
   setCurrentAccount(name);
-  await rememberKdf(m.nick, m.kdf);
-  return { session: s, deviceReady };
+  await rememberKdf(messenger.nick, messenger.kdf);
+  return { session, deviceReady };
 }
 
-export async function signUp(o: { nick: string; password: string; invite?: string }, onProgress: OnProgress): Promise<Session> {
-  const { m, bindTrust } = await newMessenger();
-  await m.register({ nick: o.nick, password: o.password, ...(o.invite ? { invite: o.invite } : {}), kdf: newAccountKdf() }, onProgress);
-  return (await open(m, bindTrust)).session;
+export async function signUp(credentials: { nick: string; password: string; invite?: string }, onProgress: OnProgress): Promise<Session> {
+  const { messenger, bindTrust } = await newMessenger();
+  await messenger.register(
+    { nick: credentials.nick, password: credentials.password, ...(credentials.invite ? { invite: credentials.invite } : {}), kdf: newAccountKdf() },
+    onProgress,
+  );
+  return (await open(messenger, bindTrust)).session;
 }
 
 /** `acceptWeakKdf`: the person read the warning of a `kdf_weak` refusal and goes on anyway (only offered when this browser never saw the account). */
-export async function signIn(o: { nick: string; password: string; acceptWeakKdf?: boolean }, onProgress: OnProgress): Promise<Session> {
-  const { m, bindTrust } = await newMessenger(o.nick);
-  await m.login(o, onProgress);
-  const { session } = await open(m, bindTrust);
+export async function signIn(credentials: { nick: string; password: string; acceptWeakKdf?: boolean }, onProgress: OnProgress): Promise<Session> {
+  const { messenger, bindTrust } = await newMessenger(credentials.nick);
+  await messenger.login(credentials, onProgress);
+  const { session } = await open(messenger, bindTrust);
   session.askHistory = await isNewDevice(session);
   return session;
 }
@@ -110,10 +117,10 @@ export async function signIn(o: { nick: string; password: string; acceptWeakKdf?
  * A sign-in on a device that holds no history of the account, while the account has another
  * device: that one may send the history (docs/WEB.md, "History on every device"). A resume never asks.
  */
-async function isNewDevice(s: Session): Promise<boolean> {
-  if ((await s.db.count(STORES.messages)) > 0) return false;
-  const devices = await s.m.api.devices().catch(() => []);
-  return devices.some((d) => d.id !== s.deviceId);
+async function isNewDevice(session: Session): Promise<boolean> {
+  if ((await session.db.count(STORES.messages)) > 0) return false;
+  const devices = await session.devices().catch(() => []);
+  return devices.some((d) => d.id !== session.deviceId);
 }
 
 export interface Resumed {
@@ -134,12 +141,12 @@ function isLocked(state: unknown): state is LockedState {
   return typeof state === 'object' && state !== null && (state as { locked?: unknown }).locked === true;
 }
 
-/** Runs `f` on the `kv` store of a database that exists, without creating or upgrading it. */
-async function withKv<T>(name: string, mode: IDBTransactionMode, f: (kv: IDBObjectStore) => Promise<T>): Promise<T | undefined> {
+/** Runs `work` on the `kv` store of a database that exists, without creating or upgrading it. */
+async function withKv<T>(name: string, mode: IDBTransactionMode, work: (kv: IDBObjectStore) => Promise<T>): Promise<T | undefined> {
   const db = await openExisting(name);
   if (!db) return undefined;
   try {
-    return db.objectStoreNames.contains(STORES.kv) ? await f(db.transaction(STORES.kv, mode).objectStore(STORES.kv)) : undefined;
+    return db.objectStoreNames.contains(STORES.kv) ? await work(db.transaction(STORES.kv, mode).objectStore(STORES.kv)) : undefined;
   } finally {
     db.close();
   }
@@ -166,27 +173,27 @@ export async function resume(): Promise<Resumed> {
   if (!state || (legacyNick !== null && state.nick !== legacyNick)) return none;
   if (isLocked(state)) return { ...none, locked: true };
   const { opts, bindTrust } = await messengerOptions();
-  let m: Messenger;
+  let messenger: Messenger;
   try {
     // Local only (no request); the SDK's test session.test.ts holds it to that.
-    m = await Messenger.resume(opts, state);
+    messenger = await Messenger.resume(opts, state);
     if (navigator.onLine) {
-      await m.api.me().catch((e: unknown) => {
-        if (!unreachable(e)) throw e;
+      await messenger.api.me().catch((error: unknown) => {
+        if (!unreachable(error)) throw error;
       });
     }
-  } catch (e) {
+  } catch (error) {
     // The service ended the session, or the saved one is not usable: ask for the password.
-    if (isSdkError(e, 'unauthenticated') || isSdkError(e, 'bad_session')) {
+    if (isSdkError(error, 'unauthenticated') || isSdkError(error, 'bad_session')) {
       await dropSaved(name);
       setCurrentAccount(null);
-      return { ...none, ended: isSdkError(e, 'unauthenticated') };
+      return { ...none, ended: isSdkError(error, 'unauthenticated') };
     }
-    throw e;
+    throw error;
   }
   // A database holding another account's session is not this account's history.
-  if (legacyNick === null && (await accountDbName(m.indexKey)) !== name) return none;
-  const { session, deviceReady } = await open(m, bindTrust, true);
+  if (legacyNick === null && (await accountDbName(messenger.indexKey)) !== name) return none;
+  const { session, deviceReady } = await open(messenger, bindTrust, true);
   await restoreChats(session);
   return { session, ended: false, nick, deviceReady };
 }
@@ -196,13 +203,13 @@ export async function resume(): Promise<Resumed> {
  * it again without a new login) and the database closes; the caller drops the Session, and with it
  * every key in memory. A reload while locked asks for the password.
  */
-export async function lock(s: Session): Promise<void> {
-  const { privateKey: _dropped, ...rest } = s.m.exportSession();
+export async function lock(session: Session): Promise<void> {
+  const { privateKey: _dropped, ...rest } = session.messenger.exportSession();
   const locked: LockedState = { ...rest, locked: true };
   try {
-    await s.db.put(STORES.kv, locked, SAVED);
+    await session.db.put(STORES.kv, locked, SAVED);
   } finally {
-    s.db.close();
+    session.db.close();
   }
 }
 
@@ -224,19 +231,19 @@ export async function unlock(password: string, onProgress: OnProgress): Promise<
   const state = name && isAccountDbName(name) ? await readSaved(name) : undefined;
   if (!name || !isLocked(state)) return resume();
   const { opts, bindTrust } = await messengerOptions(state.nick);
-  let m: Messenger;
+  let messenger: Messenger;
   try {
-    m = await Messenger.unlock(opts, state, password, onProgress);
-  } catch (e) {
-    if (isSdkError(e, 'unauthenticated')) {
+    messenger = await Messenger.unlock(opts, state, password, onProgress);
+  } catch (error) {
+    if (isSdkError(error, 'unauthenticated')) {
       await dropSaved(name);
       setCurrentAccount(null);
       return { session: null, ended: true, nick: state.nick, deviceReady: false };
     }
-    throw e;
+    throw error;
   }
-  if ((await accountDbName(m.indexKey)) !== name) throw new Error('This password opens another account than the one locked here.');
-  const { session, deviceReady } = await open(m, bindTrust, true);
+  if ((await accountDbName(messenger.indexKey)) !== name) throw new Error('This password opens another account than the one locked here.');
+  const { session, deviceReady } = await open(messenger, bindTrust, true);
   await restoreChats(session);
   return { session, ended: false, nick: state.nick, deviceReady };
 }
@@ -250,39 +257,39 @@ export async function signOutLocked(): Promise<void> {
 }
 
 /** Forgets the keys this browser holds for the account; the encrypted history stays. */
-export async function forgetLocalKeys(s: Session): Promise<void> {
-  await s.db.delete(STORES.kv, SAVED).catch(() => undefined);
+export async function forgetLocalKeys(session: Session): Promise<void> {
+  await session.db.delete(STORES.kv, SAVED).catch(() => undefined);
   setCurrentAccount(null);
-  s.db.close();
+  session.db.close();
 }
 
-export async function signOut(s: Session): Promise<void> {
+export async function signOut(session: Session): Promise<void> {
   try {
-    await s.m.logout();
+    await session.messenger.logout();
   } finally {
-    await forgetLocalKeys(s);
+    await forgetLocalKeys(session);
   }
 }
 
-export async function changePassword(s: Session, oldPassword: string, newPassword: string, onProgress: OnProgress): Promise<void> {
-  await s.m.changePassword(oldPassword, newPassword, { kdf: newAccountKdf() }, onProgress);
-  await s.db.put(STORES.kv, s.m.exportSession(), SAVED);
-  await rememberKdf(s.nick, s.m.kdf);
+export async function changePassword(session: Session, oldPassword: string, newPassword: string, onProgress: OnProgress): Promise<void> {
+  await session.messenger.changePassword(oldPassword, newPassword, { kdf: newAccountKdf() }, onProgress);
+  await session.db.put(STORES.kv, session.messenger.exportSession(), SAVED);
+  await rememberKdf(session.nick, session.messenger.kdf);
 }
 
 /** Deletes the account at the service, then everything this browser kept for it. */
-export async function deleteAccount(s: Session, password: string, onProgress: OnProgress): Promise<void> {
+export async function deleteAccount(session: Session, password: string, onProgress: OnProgress): Promise<void> {
   // The account's keys are gone once it is deleted; its device id is named by one of them.
-  const indexKey = s.m.indexKey;
-  await s.m.deleteAccount(password, onProgress);
-  s.db.close();
+  const indexKey = session.messenger.indexKey;
+  await session.messenger.deleteAccount(password, onProgress);
+  session.db.close();
   setCurrentAccount(null);
-  await forgetDeviceId(indexKey, s.nick);
-  await Db.destroy(s.db.name).catch(() => undefined);
+  await forgetDeviceId(indexKey, session.nick);
+  await Db.destroy(session.db.name).catch(() => undefined);
 }
 
 /** This device was removed (here or elsewhere): a later sign-in registers a new one. */
-export async function deviceGone(s: Session): Promise<void> {
-  await forgetDeviceId(s.m.indexKey, s.nick);
-  await forgetLocalKeys(s);
+export async function deviceGone(session: Session): Promise<void> {
+  await forgetDeviceId(session.messenger.indexKey, session.nick);
+  await forgetLocalKeys(session);
 }

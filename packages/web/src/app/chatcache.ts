@@ -19,40 +19,42 @@ interface Snapshot {
   rooms: Room[];
 }
 
-function isSnapshot(v: unknown): v is Snapshot {
-  const o = v as Partial<Snapshot> | null;
+function isSnapshot(value: unknown): value is Snapshot {
+  const snapshot = value as Partial<Snapshot> | null;
   return (
-    typeof o === 'object' &&
-    o !== null &&
-    Array.isArray(o.contacts) &&
-    Array.isArray(o.rooms) &&
-    o.contacts.every((c) => typeof c?.nick === 'string' && typeof c.publicKey === 'string' && typeof c.createdAt === 'number') &&
-    o.rooms.every((r) => typeof r?.id === 'string' && typeof r.name === 'string' && Array.isArray(r.members) && typeof r.createdAt === 'number')
+    typeof snapshot === 'object' &&
+    snapshot !== null &&
+    Array.isArray(snapshot.contacts) &&
+    Array.isArray(snapshot.rooms) &&
+    snapshot.contacts.every((c) => typeof c?.nick === 'string' && typeof c.publicKey === 'string' && typeof c.createdAt === 'number') &&
+    snapshot.rooms.every(
+      (r) => typeof r?.id === 'string' && typeof r.name === 'string' && Array.isArray(r.members) && typeof r.createdAt === 'number',
+    )
   );
 }
 
 /** Puts the stored chat list back in the session (before the service is reached). */
-export async function restoreChats(s: Session): Promise<void> {
-  const sealed = await s.db.get<Sealed>(STORES.kv, KEY);
+export async function restoreChats(session: Session): Promise<void> {
+  const sealed = await session.db.get<Sealed>(STORES.kv, KEY);
   if (!sealed) return;
   let snap: unknown;
   try {
-    snap = await openAtRest(s.m.historyKey, sealed, CTX);
+    snap = await openAtRest(session.messenger.historyKey, sealed, CTX);
   } catch {
     return; // altered or of another account: the service's lists come soon enough
   }
   if (!isSnapshot(snap)) return;
-  s.chats.setContacts(snap.contacts);
-  for (const r of snap.rooms) if (!s.m.room(r.id)) await s.m.applyRoom({ ...r, keys: [], needsRekey: false });
+  session.chats.setContacts(snap.contacts);
+  for (const room of snap.rooms) if (!session.messenger.room(room.id)) await session.messenger.applyRoom({ ...room, keys: [], needsRekey: false });
 }
 
-function snapshotOf(s: Session, chats: ChatSummary[]): Snapshot {
+function snapshotOf(session: Session, chats: ChatSummary[]): Snapshot {
   const contacts = chats
     .filter((c) => c.kind === 'dm')
-    .map((c) => s.chats.contact(c.title))
+    .map((c) => session.chats.contact(c.title))
     .filter((c): c is Contact => c !== undefined);
   // The private room of the account's devices is found again online when a transfer needs it.
-  const rooms = s.m.rooms.filter((r) => !isTransferRoom(r, s.nick)).map((r) => ({ ...r, keys: [], needsRekey: false }));
+  const rooms = session.messenger.rooms.filter((r) => !isTransferRoom(r, session.nick)).map((r) => ({ ...r, keys: [], needsRekey: false }));
   return { contacts, rooms };
 }
 
@@ -61,17 +63,17 @@ function snapshotOf(s: Session, chats: ChatSummary[]): Snapshot {
  * service's), not on every message: a new message changes neither. Writes go one after another,
  * so an older list never lands after a newer one. Returns the function that stops it.
  */
-export function keepChats(s: Session): () => void {
+export function keepChats(session: Session): () => void {
   let last = '';
   let writes: Promise<void> = Promise.resolve();
-  return s.on('chats', (chats) => {
-    if (s.conn !== 'live') return;
-    const snap = snapshotOf(s, chats);
+  return session.on('chats', (chats) => {
+    if (session.conn !== 'live') return;
+    const snap = snapshotOf(session, chats);
     const text = JSON.stringify(snap);
     if (text === last) return;
     last = text;
     writes = writes
-      .then(async () => s.db.put(STORES.kv, await sealAtRest(s.m.historyKey, snap, CTX), KEY))
+      .then(async () => session.db.put(STORES.kv, await sealAtRest(session.messenger.historyKey, snap, CTX), KEY))
       .catch((e: unknown) => console.warn('chat list not stored:', e));
   });
 }

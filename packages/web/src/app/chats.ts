@@ -34,8 +34,8 @@ const metaCtx = (k: string) => `chat|${k}`;
 
 /** The row a chat's meta is stored as (also for moving an old database, migrate.ts). */
 export async function metaRow(key: CryptoKey, tags: Tags, meta: ChatMeta): Promise<MetaRow> {
-  const k = await tags.chatMeta(meta.chat);
-  return { k, sealed: await sealAtRest(key, meta, metaCtx(k)) };
+  const rowKey = await tags.chatMeta(meta.chat);
+  return { k: rowKey, sealed: await sealAtRest(key, meta, metaCtx(rowKey)) };
 }
 
 export interface ChatSummary {
@@ -65,7 +65,7 @@ export class ChatList {
   private metas = new Map<string, ChatMeta>();
 
   constructor(
-    private readonly m: Messenger,
+    private readonly messenger: Messenger,
     private readonly db: Db,
     private readonly tags: Tags,
   ) {}
@@ -73,7 +73,7 @@ export class ChatList {
   async load(): Promise<void> {
     for (const row of await this.db.all<MetaRow>(STORES.chats)) {
       try {
-        const meta = (await openAtRest(this.m.historyKey, row.sealed, metaCtx(row.k))) as ChatMeta;
+        const meta = (await openAtRest(this.messenger.historyKey, row.sealed, metaCtx(row.k))) as ChatMeta;
         if (typeof meta.chat === 'string') this.metas.set(meta.chat, meta);
       } catch {
         // a row that does not open starts afresh
@@ -82,15 +82,15 @@ export class ChatList {
   }
 
   private async save(meta: ChatMeta): Promise<void> {
-    await this.db.put(STORES.chats, await metaRow(this.m.historyKey, this.tags, meta));
+    await this.db.put(STORES.chats, await metaRow(this.messenger.historyKey, this.tags, meta));
   }
 
   setContacts(list: Contact[]): void {
     this.contacts = new Map(list.map((c) => [c.nick, c]));
   }
 
-  addContact(c: Contact): void {
-    this.contacts.set(c.nick, c);
+  addContact(contact: Contact): void {
+    this.contacts.set(contact.nick, contact);
   }
 
   contact(nick: string): Contact | undefined {
@@ -100,14 +100,14 @@ export class ChatList {
   list(): ChatSummary[] {
     const out = new Map<string, ChatSummary>();
     const metaOf = (chat: string) => this.metas.get(chat);
-    for (const c of this.contacts.values()) {
-      const chat = `dm:${c.nick}`;
+    for (const contact of this.contacts.values()) {
+      const chat = `dm:${contact.nick}`;
       const meta = metaOf(chat);
       out.set(chat, {
         chat,
         kind: 'dm',
-        title: c.nick,
-        lastTs: Math.max(meta?.lastTs ?? 0, c.createdAt),
+        title: contact.nick,
+        lastTs: Math.max(meta?.lastTs ?? 0, contact.createdAt),
         unread: meta?.unread ?? 0,
         ...withPreview(meta),
       });
@@ -117,7 +117,7 @@ export class ChatList {
       if (kind === 'dm' && !out.has(meta.chat))
         out.set(meta.chat, { chat: meta.chat, kind, title: id, lastTs: meta.lastTs, unread: meta.unread, ...withPreview(meta) });
       if (kind === 'dm' && meta.gone) out.get(meta.chat)!.closed = `${id} deleted their account`;
-      if (kind === 'room' && meta.left && !this.m.room(id)) {
+      if (kind === 'room' && meta.left && !this.messenger.room(id)) {
         const title = meta.title ?? 'Room';
         out.set(meta.chat, {
           chat: meta.chat,
@@ -130,16 +130,16 @@ export class ChatList {
         });
       }
     }
-    for (const r of this.m.rooms) {
+    for (const room of this.messenger.rooms) {
       // The account's private room of its devices carries the history transfer; it is no chat.
-      if (isTransferRoom(r, this.m.nick)) continue;
-      const chat = `room:${r.id}`;
+      if (isTransferRoom(room, this.messenger.nick)) continue;
+      const chat = `room:${room.id}`;
       const meta = metaOf(chat);
       out.set(chat, {
         chat,
         kind: 'room',
-        title: r.name,
-        lastTs: Math.max(meta?.lastTs ?? 0, r.createdAt),
+        title: room.name,
+        lastTs: Math.max(meta?.lastTs ?? 0, room.createdAt),
         unread: meta?.unread ?? 0,
         ...withPreview(meta),
       });
@@ -182,10 +182,10 @@ export class ChatList {
   }
 
   /** Changes a chat's flags (left, gone, the remembered room name); saved sealed. */
-  async flag(chat: string, f: Pick<ChatMeta, 'left' | 'title' | 'gone'>): Promise<void> {
+  async flag(chat: string, flags: Pick<ChatMeta, 'left' | 'title' | 'gone'>): Promise<void> {
     const meta = this.metas.get(chat) ?? { chat, lastTs: 0, unread: 0 };
-    const next = { ...meta, ...f };
-    for (const k of ['left', 'gone'] as const) if (!next[k]) delete next[k];
+    const next = { ...meta, ...flags };
+    for (const flag of ['left', 'gone'] as const) if (!next[flag]) delete next[flag];
     if (JSON.stringify(next) === JSON.stringify(meta) && this.metas.has(chat)) return;
     this.metas.set(chat, next);
     await this.save(next);

@@ -15,17 +15,14 @@ export interface Connection {
 
 const BACKOFF = { initial: 1000, max: 30_000 };
 
-export function connect(s: Session, o: { deviceReady: boolean }): Connection {
+export function connect(session: Session, options: { deviceReady: boolean }): Connection {
   let stream: EventStream | null = null;
   let timer: ReturnType<typeof setTimeout> | null = null;
   let attempt = 0;
   let closed = false;
   let told = false;
 
-  const setConn = (state: 'connecting' | 'offline') => {
-    s.conn = state;
-    s.emit('conn', state);
-  };
+  const setConn = (state: 'connecting' | 'offline') => session.connectionChanged(state);
 
   const later = () => {
     setConn('offline');
@@ -40,18 +37,18 @@ export function connect(s: Session, o: { deviceReady: boolean }): Connection {
     if (!navigator.onLine) return later();
     setConn('connecting');
     try {
-      await s.m.ensureDevice(s.deviceId);
-    } catch (e) {
+      await session.messenger.ensureDevice(session.deviceId);
+    } catch (error) {
       if (closed) return;
-      if (isSdkError(e, 'unauthenticated')) return void s.emit('ended', 'session_ended');
+      if (isSdkError(error, 'unauthenticated')) return void session.endedByService('session_ended');
       // A refusal other than the network is worth saying once; retrying may still clear it.
-      if (!isSdkError(e, 'network') && !told) {
+      if (!isSdkError(error, 'network') && !told) {
         told = true;
-        s.emit('problem', `This device could not be registered: ${describeError(e)}`);
+        session.reportProblem(`This device could not be registered: ${describeError(error)}`);
       }
       return later();
     }
-    if (!closed) stream = startSync(s);
+    if (!closed) stream = startSync(session);
   };
 
   const onOnline = () => {
@@ -64,7 +61,7 @@ export function connect(s: Session, o: { deviceReady: boolean }): Connection {
   };
   window.addEventListener('online', onOnline);
 
-  if (o.deviceReady) stream = startSync(s);
+  if (options.deviceReady) stream = startSync(session);
   else void registerDevice();
 
   return {

@@ -3,16 +3,12 @@ import { isNick } from '@svc/protocol';
 import { refreshContacts } from './sync.js';
 import type { Session } from './session.js';
 
-export async function addContact(s: Session, input: string): Promise<string> {
+export async function addContact(session: Session, input: string): Promise<string> {
   const nick = input.trim().replace(/^@/, '').toLowerCase();
   if (!isNick(nick)) throw new Error('A nick is 2 to 32 characters: lowercase letters a–z, digits and _.');
-  if (nick === s.nick) throw new Error('That is your own nick. Start a chat with someone else.');
-  const peer = await s.m.api.addContact(nick);
-  s.chats.addContact({ nick: peer.nick, publicKey: peer.publicKey, createdAt: s.m.api.now() });
-  await s.trust.observe(peer.nick, peer.publicKey);
-  s.publishChats();
-  void refreshContacts(s)
-    .then(() => s.publishChats())
-    .catch(() => undefined);
+  if (nick === session.nick) throw new Error('That is your own nick. Start a chat with someone else.');
+  const peer = await session.messenger.api.addContact(nick);
+  await session.contactAdded(peer);
+  void refreshContacts(session).catch(() => undefined);
   return `dm:${peer.nick}`;
 }

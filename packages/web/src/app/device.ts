@@ -18,9 +18,9 @@ const DEVICE_PREFIX = 'svc.device.';
 const ID = /^[A-Za-z0-9_-]{8,64}$/;
 
 function b64url(bytes: Uint8Array): string {
-  let s = '';
-  for (const b of bytes) s += String.fromCharCode(b);
-  return btoa(s).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+  let binary = '';
+  for (const byte of bytes) binary += String.fromCharCode(byte);
+  return btoa(binary).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
 }
 
 function randomId(): string {
@@ -83,8 +83,8 @@ async function kdfEntry(nick: string): Promise<string> {
 
 function readKdf(key: string): { m: number; t: number } | null {
   try {
-    const v = JSON.parse(localStorage.getItem(key) ?? 'null') as { m?: unknown; t?: unknown } | null;
-    return v && typeof v.m === 'number' && typeof v.t === 'number' ? { m: v.m, t: v.t } : null;
+    const saved = JSON.parse(localStorage.getItem(key) ?? 'null') as { m?: unknown; t?: unknown } | null;
+    return saved && typeof saved.m === 'number' && typeof saved.t === 'number' ? { m: saved.m, t: saved.t } : null;
   } catch {
     return null;
   }

@@ -15,9 +15,9 @@ export class Emitter<Events extends Record<string, unknown>> {
   emit<K extends keyof Events>(name: K, payload: Events[K]): void {
     for (const fn of this.handlers.get(name) ?? []) {
       try {
-        (fn as (p: Events[K]) => void)(payload);
-      } catch (e) {
-        console.error(e);
+        (fn as (value: Events[K]) => void)(payload);
+      } catch (error) {
+        console.error(error);
       }
     }
   }

@@ -15,11 +15,11 @@ const FRIENDLY: Record<string, string> = {
   network: 'The service cannot be reached. Check the connection and try again.',
 };
 
-export function describeError(e: unknown): string {
-  if (isSdkError(e)) {
-    if (e.code === 'rate_limited') return `Too many requests. Try again in ${e.retryAfter ?? 1} s.`;
-    return FRIENDLY[e.code] ?? e.message;
+export function describeError(error: unknown): string {
+  if (isSdkError(error)) {
+    if (error.code === 'rate_limited') return `Too many requests. Try again in ${error.retryAfter ?? 1} s.`;
+    return FRIENDLY[error.code] ?? error.message;
   }
-  if (e instanceof Error) return e.message;
-  return String(e);
+  if (error instanceof Error) return error.message;
+  return String(error);
 }

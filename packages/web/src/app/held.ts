@@ -2,9 +2,9 @@
 import { splitChat } from './route.js';
 import type { Session } from './session.js';
 
-export function heldPeers(s: Session, chat: string): string[] {
+export function heldPeers(session: Session, chat: string): string[] {
   const { kind, id } = splitChat(chat);
-  if (kind === 'dm') return s.trust.isHeld(id) ? [id] : [];
-  const room = s.m.room(id);
-  return (room?.members ?? []).filter((n) => s.trust.isHeld(n));
+  if (kind === 'dm') return session.trust.isHeld(id) ? [id] : [];
+  const room = session.messenger.room(id);
+  return (room?.members ?? []).filter((n) => session.trust.isHeld(n));
 }

@@ -1,6 +1,6 @@
 /**
  * A small promise layer over IndexedDB, just what the history store needs: one database per
- * account, a few object stores, short transactions. Kept separate from what is stored (store.ts,
+ * account, a few object stores, short transactions. Kept separate from what is stored (conversation-store.ts,
  * chats.ts, trust.ts) so the at-rest encryption reads on its own.
  *
  * Nothing here is readable without the account's keys (docs/CRYPTO.md §8, "History at
@@ -79,9 +79,9 @@ export function openExisting(name: string): Promise<IDBDatabase | null> {
       req.transaction!.abort();
     };
     req.onsuccess = () => resolve(req.result);
-    req.onerror = (e) => {
+    req.onerror = (event) => {
       if (!absent) return reject(req.error ?? new Error('IndexedDB open failed'));
-      e.preventDefault();
+      event.preventDefault();
       resolve(null);
     };
   });
@@ -196,20 +196,20 @@ export class Db {
     return done(this.store(name, 'readonly').index(index).getAll(key)) as Promise<T[]>;
   }
 
-  /** Every message row of the chat whose tag is `c`, in no particular order (they are sealed). */
-  chatRows<T>(c: string): Promise<T[]> {
-    return done(this.store(STORES.messages, 'readonly').index('chat_order').getAll(chatRange(c))) as Promise<T[]>;
+  /** Every message row of the chat whose tag is `chatTag`, in no particular order (they are sealed). */
+  chatRows<T>(chatTag: string): Promise<T[]> {
+    return done(this.store(STORES.messages, 'readonly').index('chat_order').getAll(chatRange(chatTag))) as Promise<T[]>;
   }
 
   /**
-   * Enough message rows of the chat tagged `c` to hold its newest `limit` records before a time
+   * Enough message rows of the chat tagged `chatTag` to hold its newest `limit` records before a time
    * in week `top` (all weeks when undefined): whole weeks, newest first, until at least `limit`
    * rows lie in weeks before `top`. Within a week the order is sealed, so the caller opens, sorts
    * and trims; a long chat still costs about one page and one week, not its whole history.
    */
-  newestRows<T>(c: string, limit: number, top?: number): Promise<T[]> {
+  newestRows<T>(chatTag: string, limit: number, top?: number): Promise<T[]> {
     const idx = this.store(STORES.messages, 'readonly').index('chat_order');
-    const req = idx.openCursor(IDBKeyRange.bound([c, -Infinity], [c, top ?? Infinity]), 'prev');
+    const req = idx.openCursor(IDBKeyRange.bound([chatTag, -Infinity], [chatTag, top ?? Infinity]), 'prev');
     const out: T[] = [];
     let counted = 0;
     let week: number | undefined;
@@ -218,22 +218,22 @@ export class Db {
       req.onsuccess = () => {
         const cur = req.result;
         if (!cur) return resolve(out);
-        const o = (cur.key as [string, number])[1];
-        if (o !== week) {
+        const rowWeek = (cur.key as [string, number])[1];
+        if (rowWeek !== week) {
           if (counted >= limit) return resolve(out);
-          week = o;
+          week = rowWeek;
         }
         out.push(cur.value as T);
-        if (top === undefined || o < top) counted += 1;
+        if (top === undefined || rowWeek < top) counted += 1;
         cur.continue();
       };
     });
   }
 
   /** Deletes the chat's message rows and its chat-list row in one transaction. */
-  async deleteChat(c: string, metaKey: string): Promise<void> {
+  async deleteChat(chatTag: string, metaKey: string): Promise<void> {
     const tx = this.db.transaction([STORES.messages, STORES.chats], 'readwrite');
-    const req = tx.objectStore(STORES.messages).index('chat_order').openKeyCursor(chatRange(c));
+    const req = tx.objectStore(STORES.messages).index('chat_order').openKeyCursor(chatRange(chatTag));
     req.onsuccess = () => {
       const cur = req.result;
       if (!cur) return;

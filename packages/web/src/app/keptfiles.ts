@@ -100,19 +100,19 @@ export class KeptFiles {
 
   /** File `attachmentId`, read a chunk at a time; undefined when this device does not keep it. */
   async open(attachmentId: string): Promise<SealedFile | undefined> {
-    const f = await this.sealed.open(attachmentId);
-    if (f) return f;
+    const file = await this.sealed.open(attachmentId);
+    if (file) return file;
     const name = await this.oldName(attachmentId);
     const sealed = await this.db.get<Sealed>(STORES.kv, name);
     if (!sealed) return undefined;
-    const v = await openAtRest(this.key, sealed, name).catch(() => undefined);
-    if (!(v instanceof Uint8Array)) return undefined;
+    const opened = await openAtRest(this.key, sealed, name).catch(() => undefined);
+    if (!(opened instanceof Uint8Array)) return undefined;
     // Moved into chunks once read, so it is listed and counted against the budget.
     await this.sealed
-      .put(attachmentId, v)
+      .put(attachmentId, opened)
       .then(() => this.db.delete(STORES.kv, name))
       .catch((e: unknown) => console.warn('moving a kept file:', e));
-    return sealedFileOf(v);
+    return sealedFileOf(opened);
   }
 
   /** The whole file's bytes; undefined when this device does not keep it. Throws SdkError `attachment_corrupt` when a chunk does not open. */
@@ -154,9 +154,9 @@ export class KeptFiles {
   private async askPersist(): Promise<void> {
     if (this.persistAsked) return;
     this.persistAsked = true;
-    const s = typeof navigator === 'undefined' ? undefined : navigator.storage;
-    if (!s?.persist || (await s.persisted().catch(() => true))) return;
-    await s.persist().catch(() => false);
+    const storage = typeof navigator === 'undefined' ? undefined : navigator.storage;
+    if (!storage?.persist || (await storage.persisted().catch(() => true))) return;
+    await storage.persist().catch(() => false);
   }
 }
 

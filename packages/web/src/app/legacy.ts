@@ -35,17 +35,18 @@ interface LegacyContent {
 }
 
 /** Reads a record of either old format; an old unsent one becomes "Not sent", so Retry can send it. */
-function fromContent(row: MessageRow, c: Omit<ChatMessage, 'id' | 'chat' | 'ts'> | LegacyContent): ChatMessage {
+function fromContent(row: MessageRow, content: Omit<ChatMessage, 'id' | 'chat' | 'ts'> | LegacyContent): ChatMessage {
   const base = { id: row.id, chat: row.chat as ChatId, ts: row.ts };
-  if ('kind' in c) return { ...base, ...c };
-  if (c.state === 'undecryptable') return { ...base, from: c.from, sentAt: row.ts, kind: 'undecryptable', ...(c.note ? { note: c.note } : {}) };
-  const m: ChatMessage = { ...base, from: c.from, sentAt: c.sentAt ?? row.ts, kind: 'text', body: c.body ?? '' };
-  if (c.state === 'sent') m.state = 'sent';
-  if (c.state === 'sending' || c.state === 'failed') {
-    m.state = 'failed';
-    m.note = c.note ?? 'This message was not sent.';
+  if ('kind' in content) return { ...base, ...content };
+  if (content.state === 'undecryptable')
+    return { ...base, from: content.from, sentAt: row.ts, kind: 'undecryptable', ...(content.note ? { note: content.note } : {}) };
+  const message: ChatMessage = { ...base, from: content.from, sentAt: content.sentAt ?? row.ts, kind: 'text', body: content.body ?? '' };
+  if (content.state === 'sent') message.state = 'sent';
+  if (content.state === 'sending' || content.state === 'failed') {
+    message.state = 'failed';
+    message.note = content.note ?? 'This message was not sent.';
   }
-  return m;
+  return message;
 }
 
 /** What did not open (altered rows): they were as if absent before, and are not moved. */
@@ -81,8 +82,8 @@ export async function* legacyMessages(db: IDBDatabase, key: CryptoKey, size: num
     after = rows[rows.length - 1]!.id;
     const page: ChatMessage[] = [];
     for (const row of rows) {
-      const c = await opened<Omit<ChatMessage, 'id' | 'chat' | 'ts'> | LegacyContent>(key, row.sealed, `msg|${row.chat}|${row.id}`, skipped);
-      if (c) page.push(fromContent(row, c));
+      const content = await opened<Omit<ChatMessage, 'id' | 'chat' | 'ts'> | LegacyContent>(key, row.sealed, `msg|${row.chat}|${row.id}`, skipped);
+      if (content) page.push(fromContent(row, content));
     }
     yield page;
   }
@@ -91,8 +92,8 @@ export async function* legacyMessages(db: IDBDatabase, key: CryptoKey, size: num
 export async function legacyPending(db: IDBDatabase, key: CryptoKey, skipped: Skipped): Promise<PendingAction[]> {
   const out: PendingAction[] = [];
   for (const row of await all<{ id: string; sealed: Sealed }>(db, 'pending')) {
-    const p = await opened<PendingAction>(key, row.sealed, `pending|${row.id}`, skipped);
-    if (p) out.push(p);
+    const pending = await opened<PendingAction>(key, row.sealed, `pending|${row.id}`, skipped);
+    if (pending) out.push(pending);
   }
   return out;
 }

@@ -28,12 +28,12 @@ function post(what: TabMessage['what']): void {
   tabs()?.postMessage({ what } satisfies TabMessage);
 }
 
-function listen(f: (what: TabMessage['what']) => void): () => void {
+function listen(handler: (what: TabMessage['what']) => void): () => void {
   const ch = tabs();
   if (!ch) return () => undefined;
-  const on = (e: MessageEvent) => {
-    const what = (e.data as Partial<TabMessage> | null)?.what;
-    if (what === 'active' || what === 'lock' || what === 'unlock') f(what);
+  const on = (event: MessageEvent) => {
+    const what = (event.data as Partial<TabMessage> | null)?.what;
+    if (what === 'active' || what === 'lock' || what === 'unlock') handler(what);
   };
   ch.addEventListener('message', on);
   return () => ch.removeEventListener('message', on);
@@ -41,8 +41,8 @@ function listen(f: (what: TabMessage['what']) => void): () => void {
 
 /** The chosen idle time before the app locks, in ms; 0 when it never locks by itself. */
 export function lockAfter(): number {
-  const v = Number(localStorage.getItem(AFTER));
-  return LOCK_CHOICES.some((c) => c.ms === v) ? v : 0;
+  const chosen = Number(localStorage.getItem(AFTER));
+  return LOCK_CHOICES.some((c) => c.ms === chosen) ? chosen : 0;
 }
 
 export function setLockAfter(ms: number): void {
@@ -58,9 +58,9 @@ export function tellTabs(what: 'lock' | 'unlock'): void {
 }
 
 /** Calls `f` when another tab locks or unlocks the app. Returns the function that stops listening. */
-export function onTabs(f: (what: 'lock' | 'unlock') => void): () => void {
+export function onTabs(handler: (what: 'lock' | 'unlock') => void): () => void {
   return listen((what) => {
-    if (what !== 'active') f(what);
+    if (what !== 'active') handler(what);
   });
 }
 
@@ -114,5 +114,5 @@ export async function tellWorker(locked: boolean): Promise<void> {
   await cache.put('/locked', new Response('1'));
   if (!('serviceWorker' in navigator)) return;
   const reg = await navigator.serviceWorker.getRegistration();
-  for (const n of (await reg?.getNotifications()) ?? []) n.close();
+  for (const notification of (await reg?.getNotifications()) ?? []) notification.close();
 }

@@ -26,19 +26,19 @@ let observer: MutationObserver | null = null;
 let sweepTimer: ReturnType<typeof setTimeout> | null = null;
 
 function token(): string {
-  const b = crypto.getRandomValues(new Uint8Array(18));
-  let s = '';
-  for (const x of b) s += String.fromCharCode(x);
-  return btoa(s).replace(/\+/g, '-').replace(/\//g, '_');
+  const bytes = crypto.getRandomValues(new Uint8Array(18));
+  let binary = '';
+  for (const byte of bytes) binary += String.fromCharCode(byte);
+  return btoa(binary).replace(/\+/g, '-').replace(/\//g, '_');
 }
 
 /** Revokes the tokens whose element has left the document. */
 function sweep(): void {
   sweepTimer = null;
   const now = Date.now();
-  for (const [t, h] of held) {
-    if (h.el.isConnected) h.seen = true;
-    else if (h.seen || now - h.since > UNATTACHED_MS) held.delete(t);
+  for (const [key, entry] of held) {
+    if (entry.el.isConnected) entry.seen = true;
+    else if (entry.seen || now - entry.since > UNATTACHED_MS) held.delete(key);
   }
   if (held.size === 0) {
     observer?.disconnect();
@@ -51,10 +51,10 @@ function scheduleSweep(): void {
 }
 
 /** The answer to one request of the worker: the range asked for, clamped to the recording. */
-function slice(t: string, range: MediaRange): unknown {
-  const h = held.get(t);
-  if (!h) return { missing: true };
-  const total = h.bytes.length;
+function slice(asked: string, range: MediaRange): unknown {
+  const entry = held.get(asked);
+  if (!entry) return { missing: true };
+  const total = entry.bytes.length;
   let start = 0;
   let end = total - 1;
   if (range && 'suffix' in range) start = Math.max(0, total - range.suffix);
@@ -62,19 +62,19 @@ function slice(t: string, range: MediaRange): unknown {
     start = range.start;
     if (range.end !== null) end = Math.min(range.end, total - 1);
   }
-  if (start >= total || start > end) return range ? { unsatisfiable: true, total } : { mime: h.mime, total, start: 0, bytes: new ArrayBuffer(0) };
-  const bytes = h.bytes.slice(start, end + 1).buffer;
-  return { mime: h.mime, total, start, bytes };
+  if (start >= total || start > end) return range ? { unsatisfiable: true, total } : { mime: entry.mime, total, start: 0, bytes: new ArrayBuffer(0) };
+  const bytes = entry.bytes.slice(start, end + 1).buffer;
+  return { mime: entry.mime, total, start, bytes };
 }
 
 function listen(): void {
   if (started || !('serviceWorker' in navigator)) return;
   started = true;
-  navigator.serviceWorker.addEventListener('message', (e: MessageEvent<{ type?: unknown; token?: unknown; range?: MediaRange }>) => {
-    if (e.data?.type !== 'media-request' || typeof e.data.token !== 'string') return;
-    const port = e.ports[0];
+  navigator.serviceWorker.addEventListener('message', (event: MessageEvent<{ type?: unknown; token?: unknown; range?: MediaRange }>) => {
+    if (event.data?.type !== 'media-request' || typeof event.data.token !== 'string') return;
+    const port = event.ports[0];
     if (!port) return;
-    const answer = slice(e.data.token, e.data.range ?? null) as { bytes?: ArrayBuffer };
+    const answer = slice(event.data.token, event.data.range ?? null) as { bytes?: ArrayBuffer };
     port.postMessage(answer, answer.bytes ? [answer.bytes] : []);
   });
   navigator.serviceWorker.startMessages();
@@ -104,12 +104,12 @@ export async function mediaReady(waitMs = CONTROL_WAIT_MS): Promise<boolean> {
 /** A same-origin URL that plays `bytes` for as long as `el` is in the document. */
 export function mediaUrl(el: Element, bytes: Uint8Array, mime: string): string {
   listen();
-  const t = token();
-  held.set(t, { el, bytes, mime, since: Date.now(), seen: el.isConnected });
+  const minted = token();
+  held.set(minted, { el, bytes, mime, since: Date.now(), seen: el.isConnected });
   if (!observer) {
     observer = new MutationObserver(scheduleSweep);
     observer.observe(document.body, { childList: true, subtree: true });
   }
   scheduleSweep();
-  return `/media/${t}`;
+  return `/media/${minted}`;
 }

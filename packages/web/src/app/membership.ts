@@ -26,7 +26,7 @@ import { STORES, type Db } from './idb.js';
 /** What the membership lines need of the signed-in session (session.ts, which holds one of these). */
 export interface MembershipHost {
   readonly nick: string;
-  readonly m: Messenger;
+  readonly messenger: Messenger;
   readonly db: Db;
   readonly conv: Conversations;
   readonly chats: ChatList;
@@ -40,12 +40,12 @@ export class Membership {
   private loaded = false;
   private queue: Promise<unknown> = Promise.resolve();
 
-  constructor(private readonly s: MembershipHost) {}
+  constructor(private readonly session: MembershipHost) {}
 
   async load(): Promise<void> {
     try {
-      const row = await this.s.db.get<Sealed>(STORES.kv, KEY);
-      if (row) this.known = new Map(Object.entries((await openAtRest(this.s.m.historyKey, row, CTX)) as Record<string, string[]>));
+      const row = await this.session.db.get<Sealed>(STORES.kv, KEY);
+      if (row) this.known = new Map(Object.entries((await openAtRest(this.session.messenger.historyKey, row, CTX)) as Record<string, string[]>));
     } catch {
       this.known = new Map();
     }
@@ -53,7 +53,7 @@ export class Membership {
   }
 
   private async save(): Promise<void> {
-    await this.s.db.put(STORES.kv, await sealAtRest(this.s.m.historyKey, Object.fromEntries(this.known), CTX), KEY);
+    await this.session.db.put(STORES.kv, await sealAtRest(this.session.messenger.historyKey, Object.fromEntries(this.known), CTX), KEY);
   }
 
   /**
@@ -72,26 +72,26 @@ export class Membership {
     if (!this.loaded) return;
     let dirty = false;
     if (afterSync) {
-      const listed = new Set(this.s.m.rooms.map((r) => r.id));
+      const listed = new Set(this.session.messenger.rooms.map((r) => r.id));
       for (const id of [...this.known.keys()]) {
-        if (!listed.has(id)) await this.removed(id, this.s.chats.meta(`room:${id}`)?.title ?? 'a room');
+        if (!listed.has(id)) await this.removed(id, this.session.chats.meta(`room:${id}`)?.title ?? 'a room');
       }
     }
-    for (const room of this.s.m.rooms) {
+    for (const room of this.session.messenger.rooms) {
       // The private room of the account's devices gets no lines and no entry in the list.
-      if (isTransferRoom(room, this.s.nick)) continue;
+      if (isTransferRoom(room, this.session.nick)) continue;
       const chat: ChatId = `room:${room.id}`;
-      if (this.s.chats.meta(chat)?.left) await this.s.chats.flag(chat, { left: false, title: room.name });
-      if (this.s.chats.meta(chat)?.title !== room.name) await this.s.chats.flag(chat, { title: room.name });
-      const record = this.s.conv.membership.status(room.id);
+      if (this.session.chats.meta(chat)?.left) await this.session.chats.flag(chat, { left: false, title: room.name });
+      if (this.session.chats.meta(chat)?.title !== room.name) await this.session.chats.flag(chat, { title: room.name });
+      const record = this.session.conv.membership.status(room.id);
       // No record yet: nothing is known that could make a line.
       if (!record.recorded) continue;
       const now = [...record.members].sort();
       const before = this.known.get(room.id);
       if (before && before.join() !== now.join()) {
-        const { joined, left } = memberChanges(before, now, this.s.nick);
-        for (const n of joined) await this.s.conv.note(chat, { what: 'joined', nicks: [n] }, `${n} joined`);
-        for (const n of left) await this.s.conv.note(chat, { what: 'left', nicks: [n] }, `${n} left`);
+        const { joined, left } = memberChanges(before, now, this.session.nick);
+        for (const nick of joined) await this.session.conv.note(chat, { what: 'joined', nicks: [nick] }, `${nick} joined`);
+        for (const nick of left) await this.session.conv.note(chat, { what: 'left', nicks: [nick] }, `${nick} left`);
       }
       if (!before || before.join() !== now.join()) {
         this.known.set(room.id, now);
@@ -105,12 +105,12 @@ export class Membership {
   async removed(roomId: string, name: string): Promise<void> {
     const chat: ChatId = `room:${roomId}`;
     // The room's membership record goes with it (a later invitation starts a new one).
-    await this.s.conv.membership.forget(roomId);
+    await this.session.conv.membership.forget(roomId);
     // A room this device never saw (made and gone while it was away) leaves nothing behind.
-    if (!this.known.delete(roomId) && !this.s.chats.meta(chat)) return;
+    if (!this.known.delete(roomId) && !this.session.chats.meta(chat)) return;
     await this.save();
-    await this.s.chats.flag(chat, { left: true, title: name });
-    await this.s.conv.note(chat, { what: 'removed', nicks: [this.s.nick] }, `You were removed from ${name}`);
+    await this.session.chats.flag(chat, { left: true, title: name });
+    await this.session.conv.note(chat, { what: 'removed', nicks: [this.session.nick] }, `You were removed from ${name}`);
   }
 
   /** This device left the room on purpose: nothing to keep. */
@@ -122,21 +122,21 @@ export class Membership {
   async checkPeer(nick: string): Promise<boolean> {
     const chat: ChatId = `dm:${nick}`;
     try {
-      await this.s.m.api.user(nick);
-      if (this.s.chats.meta(chat)?.gone) await this.s.chats.flag(chat, { gone: false });
+      await this.session.messenger.api.user(nick);
+      if (this.session.chats.meta(chat)?.gone) await this.session.chats.flag(chat, { gone: false });
       return false;
-    } catch (e) {
-      if (!isSdkError(e, 'unknown_user')) return false;
-      await this.s.chats.flag(chat, { gone: true });
+    } catch (error) {
+      if (!isSdkError(error, 'unknown_user')) return false;
+      await this.session.chats.flag(chat, { gone: true });
       return true;
     }
   }
 
   /** DM peers who are no longer contacts (the service drops a deleted account's rows) are checked. */
   async checkPeers(contacts: Set<string>): Promise<void> {
-    for (const c of this.s.chats.list()) {
-      if (c.kind !== 'dm' || c.closed) continue;
-      const nick = c.chat.slice(3);
+    for (const entry of this.session.chats.list()) {
+      if (entry.kind !== 'dm' || entry.closed) continue;
+      const nick = entry.chat.slice(3);
       if (!contacts.has(nick)) await this.checkPeer(nick);
     }
   }

@@ -13,7 +13,7 @@ import { forTarget, type Messenger } from '@svc/sdk';
 import { metaRow } from './chats.js';
 import { STORES, deleteDatabase, type Db } from './idb.js';
 import { legacyChats, legacyDbName, legacyKv, legacyMessages, legacyOutbox, legacyPending, legacyPins, openLegacy, type Skipped } from './legacy.js';
-import { IdbConversationStore } from './store.js';
+import { IdbConversationStore } from './conversation-store.js';
 import { Tags } from './tags.js';
 import { pinRow } from './trust.js';
 
@@ -22,25 +22,25 @@ const MOVED = 'moved';
 const PAGE = 500;
 
 /** Returns how many records were moved, or null when there was no old database. */
-export async function moveLegacy(m: Messenger, db: Db): Promise<number | null> {
-  const old = await openLegacy(m.nick);
+export async function moveLegacy(messenger: Messenger, db: Db): Promise<number | null> {
+  const old = await openLegacy(messenger.nick);
   if (!old) return null;
   let moved = 0;
   try {
     if ((await db.get(STORES.kv, MOVED)) === undefined) {
-      moved = await copy(old, m, db);
+      moved = await copy(old, messenger, db);
       await db.put(STORES.kv, true, MOVED);
     }
   } finally {
     old.close();
   }
-  if ((await deleteDatabase(legacyDbName(m.nick))) === 'deleted') await db.delete(STORES.kv, MOVED);
+  if ((await deleteDatabase(legacyDbName(messenger.nick))) === 'deleted') await db.delete(STORES.kv, MOVED);
   return moved;
 }
 
-async function copy(old: IDBDatabase, m: Messenger, db: Db): Promise<number> {
-  const key = m.historyKey;
-  const tags = new Tags(m.indexKey);
+async function copy(old: IDBDatabase, messenger: Messenger, db: Db): Promise<number> {
+  const key = messenger.historyKey;
+  const tags = new Tags(messenger.indexKey);
   const store = new IdbConversationStore(db, key, tags);
   const skipped: Skipped = { count: 0 };
   let records = 0;
@@ -50,7 +50,7 @@ async function copy(old: IDBDatabase, m: Messenger, db: Db): Promise<number> {
   }
   const pending = await legacyPending(old, key, skipped);
   // Old rows held a whole receipt each: each keeps only what its target needs, and waits from now.
-  const now = m.api.now();
+  const now = messenger.api.now();
   await db.putAll(STORES.pending, await Promise.all(pending.map((p) => store.pendingRow({ ...p, plain: forTarget(p.plain, p.target), at: now }))));
   const outbox = await legacyOutbox(old, key, skipped);
   await db.putAll(STORES.outbox, await Promise.all(outbox.map((item) => store.outboxRow(item))));

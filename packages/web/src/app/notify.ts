@@ -9,14 +9,20 @@
 import type { ChatMessage } from '@svc/sdk';
 
 /** `me`: the signed-in nick; `roomName`: a room's name by its id, when known. */
-export function notifyHidden(me: string, roomName: (id: string) => string | undefined, m: ChatMessage): void {
+export function notifyHidden(me: string, roomName: (id: string) => string | undefined, message: ChatMessage): void {
   if (typeof document === 'undefined' || document.visibilityState !== 'hidden') return;
-  if (m.from === me || (m.kind !== 'text' && m.kind !== 'unknown')) return;
+  if (message.from === me || (message.kind !== 'text' && message.kind !== 'unknown')) return;
   if (!('Notification' in window) || Notification.permission !== 'granted' || !('serviceWorker' in navigator)) return;
-  const title = m.chat.startsWith('room:') ? `#${roomName(m.chat.slice(5)) ?? 'room'}` : `@${m.from}`;
+  const title = message.chat.startsWith('room:') ? `#${roomName(message.chat.slice(5)) ?? 'room'}` : `@${message.from}`;
   void navigator.serviceWorker.ready
     .then((reg) =>
-      reg.showNotification(title, { body: 'New message', tag: m.chat, icon: '/icon-192.png', badge: '/icon-192.png', data: { chat: m.chat } }),
+      reg.showNotification(title, {
+        body: 'New message',
+        tag: message.chat,
+        icon: '/icon-192.png',
+        badge: '/icon-192.png',
+        data: { chat: message.chat },
+      }),
     )
     .catch(() => undefined);
 }
@@ -27,7 +33,7 @@ export function closeNotifications(chat: string): void {
   void navigator.serviceWorker.ready
     .then((reg) => reg.getNotifications({ tag: chat }))
     .then((shown) => {
-      for (const n of shown) n.close();
+      for (const notification of shown) notification.close();
     })
     .catch(() => undefined);
 }

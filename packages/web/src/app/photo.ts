@@ -17,19 +17,19 @@ export interface PreparedPhoto {
   photo: PhotoFields;
 }
 
-function draw(bitmap: ImageBitmap, w: number, h: number): HTMLCanvasElement {
+function draw(bitmap: ImageBitmap, width: number, height: number): HTMLCanvasElement {
   const canvas = document.createElement('canvas');
-  canvas.width = w;
-  canvas.height = h;
+  canvas.width = width;
+  canvas.height = height;
   const ctx = canvas.getContext('2d');
   if (!ctx) throw new Error('This browser cannot draw images.');
-  ctx.drawImage(bitmap, 0, 0, w, h);
+  ctx.drawImage(bitmap, 0, 0, width, height);
   return canvas;
 }
 
-function fit(w: number, h: number, side: number): [number, number] {
-  const k = Math.min(1, side / Math.max(w, h));
-  return [Math.max(1, Math.round(w * k)), Math.max(1, Math.round(h * k))];
+function fit(width: number, height: number, side: number): [number, number] {
+  const scale = Math.min(1, side / Math.max(width, height));
+  return [Math.max(1, Math.round(width * scale)), Math.max(1, Math.round(height * scale))];
 }
 
 function toBlob(canvas: HTMLCanvasElement, type: string, quality?: number): Promise<Blob> {
@@ -40,34 +40,34 @@ function toBlob(canvas: HTMLCanvasElement, type: string, quality?: number): Prom
 
 /** A JPEG data URL of at most THUMB_BYTES bytes: smaller and rougher until it fits. */
 function thumbnail(bitmap: ImageBitmap): string {
-  for (const [side, q] of [
+  for (const [side, quality] of [
     [THUMB_SIDE, 0.6],
     [THUMB_SIDE, 0.4],
     [64, 0.4],
     [40, 0.3],
   ] as const) {
-    const [w, h] = fit(bitmap.width, bitmap.height, side);
-    const url = draw(bitmap, w, h).toDataURL('image/jpeg', q);
+    const [width, height] = fit(bitmap.width, bitmap.height, side);
+    const url = draw(bitmap, width, height).toDataURL('image/jpeg', quality);
     if ((url.length - url.indexOf(',') - 1) * 0.75 <= THUMB_BYTES) return url;
   }
   return draw(bitmap, 16, 16).toDataURL('image/jpeg', 0.2);
 }
 
 /** The photo as it may leave the device, or null when the browser cannot decode it (it then goes as a file). */
-export async function preparePhoto(f: Blob): Promise<PreparedPhoto | null> {
+export async function preparePhoto(image: Blob): Promise<PreparedPhoto | null> {
   // Other images (an animated GIF, an SVG) go as files, as they are.
-  if (!KEPT_TYPES.has(f.type)) return null;
+  if (!KEPT_TYPES.has(image.type)) return null;
   let bitmap: ImageBitmap;
   try {
-    bitmap = await createImageBitmap(f, { imageOrientation: 'from-image' });
+    bitmap = await createImageBitmap(image, { imageOrientation: 'from-image' });
   } catch {
     return null;
   }
   try {
-    const [w, h] = fit(bitmap.width, bitmap.height, MAX_SIDE);
-    const mime = f.type;
-    const file = await toBlob(draw(bitmap, w, h), mime, 0.9);
-    return { file, mime: file.type || mime, photo: { width: w, height: h, thumb: thumbnail(bitmap) } };
+    const [width, height] = fit(bitmap.width, bitmap.height, MAX_SIDE);
+    const mime = image.type;
+    const file = await toBlob(draw(bitmap, width, height), mime, 0.9);
+    return { file, mime: file.type || mime, photo: { width, height, thumb: thumbnail(bitmap) } };
   } finally {
     bitmap.close();
   }

@@ -28,16 +28,16 @@ export async function registerServiceWorker(): Promise<ServiceWorkerRegistration
   if (!('serviceWorker' in navigator)) return null;
   try {
     return await navigator.serviceWorker.register(scriptUrl('/sw.js'), { scope: '/' });
-  } catch (e) {
-    console.warn('service worker registration failed:', e);
+  } catch (error) {
+    console.warn('service worker registration failed:', error);
     return null;
   }
 }
 
 function vapidBytes(b64url: string): Uint8Array<ArrayBuffer> {
-  const s = atob(b64url.replace(/-/g, '+').replace(/_/g, '/') + '==='.slice((b64url.length + 3) % 4));
-  const out = new Uint8Array(new ArrayBuffer(s.length));
-  for (let i = 0; i < s.length; i++) out[i] = s.charCodeAt(i);
+  const binary = atob(b64url.replace(/-/g, '+').replace(/_/g, '/') + '==='.slice((b64url.length + 3) % 4));
+  const out = new Uint8Array(new ArrayBuffer(binary.length));
+  for (let i = 0; i < binary.length; i++) out[i] = binary.charCodeAt(i);
   return out;
 }
 
@@ -54,43 +54,43 @@ export async function pushEnabled(): Promise<boolean> {
   return Boolean(reg && (await reg.pushManager.getSubscription()) && Notification.permission === 'granted');
 }
 
-export async function enablePush(s: Session): Promise<void> {
+export async function enablePush(session: Session): Promise<void> {
   if (!pushSupported()) throw new Error('This browser does not support push notifications.');
   // No time limit here: the browser may be asking the person, who takes the time they need.
   const permission = await Notification.requestPermission();
   if (permission !== 'granted') throw new Error('Notifications are blocked for this site in the browser settings.');
   const seconds = Math.round(PUSH_TIMEOUT_MS / 1000);
   await within(
-    subscribe(s),
+    subscribe(session),
     PUSH_TIMEOUT_MS,
     `Notifications could not be turned on: no answer within ${seconds} seconds from the browser’s push service or from the service. Check the connection and try again.`,
   );
 }
 
-async function subscribe(s: Session): Promise<void> {
-  const { vapidPublicKey } = await s.m.api.config();
+async function subscribe(session: Session): Promise<void> {
+  const { vapidPublicKey } = await session.messenger.api.config();
   const reg = await registration();
   await navigator.serviceWorker.ready;
   let sub = await reg.pushManager.getSubscription();
   if (!sub) sub = await reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: vapidBytes(vapidPublicKey) });
   const json = sub.toJSON();
   if (!json.endpoint || !json.keys?.p256dh || !json.keys.auth) throw new Error('The browser returned an incomplete push subscription.');
-  await s.m.api.setPush({ endpoint: json.endpoint, keys: { p256dh: json.keys.p256dh, auth: json.keys.auth } }, s.deviceId);
+  await session.messenger.api.setPush({ endpoint: json.endpoint, keys: { p256dh: json.keys.p256dh, auth: json.keys.auth } }, session.deviceId);
 }
 
-export async function disablePush(s: Session): Promise<void> {
+export async function disablePush(session: Session): Promise<void> {
   if (pushSupported()) {
     const reg = await navigator.serviceWorker.getRegistration('/');
     const sub = await reg?.pushManager.getSubscription();
     await sub?.unsubscribe();
   }
-  await s.m.api.deletePush(s.deviceId);
+  await session.messenger.api.deletePush(session.deviceId);
 }
 
 /** The service worker asks an open app to show a chat (a notification was clicked). */
 export function onOpenChatRequest(handler: (chat: string) => void): void {
   if (!('serviceWorker' in navigator)) return;
-  navigator.serviceWorker.addEventListener('message', (e: MessageEvent<{ type?: unknown; chat?: unknown }>) => {
-    if (e.data?.type === 'open-chat' && typeof e.data.chat === 'string') handler(e.data.chat);
+  navigator.serviceWorker.addEventListener('message', (event: MessageEvent<{ type?: unknown; chat?: unknown }>) => {
+    if (event.data?.type === 'open-chat' && typeof event.data.chat === 'string') handler(event.data.chat);
   });
 }

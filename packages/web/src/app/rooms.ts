@@ -8,23 +8,23 @@
  */
 import { isNick, isRoomName } from '@svc/protocol';
 import type { Room } from '@svc/protocol';
-import { isSdkError, type ChatId } from '@svc/sdk';
+import { isSdkError } from '@svc/sdk';
 import type { Session } from './session.js';
 import { describeError } from './errors.js';
 
 const rotating = new Set<string>();
 
-export async function rekeyOwedRooms(s: Session): Promise<void> {
-  for (const room of s.m.rooms) {
-    if (!room.needsRekey || !s.conv.membership.isOwner(room.id) || rotating.has(room.id)) continue;
+export async function rekeyOwedRooms(session: Session): Promise<void> {
+  for (const room of session.messenger.rooms) {
+    if (!room.needsRekey || !session.conv.membership.isOwner(room.id) || rotating.has(room.id)) continue;
     rotating.add(room.id);
     try {
-      await s.m.rotateRoomKey(room.id);
-      s.emit('rooms', undefined);
-    } catch (e) {
+      await session.messenger.rotateRoomKey(room.id);
+      session.roomsChanged();
+    } catch (error) {
       // The room itself says why (its warning); the rotation is tried again at the next change.
-      if (isSdkError(e, 'unannounced_member') || isSdkError(e, 'no_membership_record')) continue;
-      s.emit('problem', `The key of room “${room.name}” could not be rotated: ${describeError(e)}`);
+      if (isSdkError(error, 'unannounced_member') || isSdkError(error, 'no_membership_record')) continue;
+      session.reportProblem(`The key of room “${room.name}” could not be rotated: ${describeError(error)}`);
     } finally {
       rotating.delete(room.id);
     }
@@ -47,46 +47,35 @@ export function parseNicks(text: string, self: string): string[] {
 }
 
 export function checkRoomName(name: string): string {
-  const n = name.trim();
-  if (!isRoomName(n)) throw new Error('A room name is 1 to 64 characters, not only spaces, without control characters.');
-  return n;
+  const trimmed = name.trim();
+  if (!isRoomName(trimmed)) throw new Error('A room name is 1 to 64 characters, not only spaces, without control characters.');
+  return trimmed;
 }
 
-export async function createRoom(s: Session, name: string, membersText: string): Promise<Room> {
-  const room = await s.m.createRoom(checkRoomName(name), parseNicks(membersText, s.nick));
-  s.emit('rooms', undefined);
-  s.publishChats();
+export async function createRoom(session: Session, name: string, membersText: string): Promise<Room> {
+  const room = await session.messenger.createRoom(checkRoomName(name), parseNicks(membersText, session.nick));
+  session.roomsChanged();
   return room;
 }
 
-export async function addMembers(s: Session, roomId: string, text: string): Promise<void> {
-  const add = parseNicks(text, s.nick);
+export async function addMembers(session: Session, roomId: string, text: string): Promise<void> {
+  const add = parseNicks(text, session.nick);
   if (add.length === 0) return;
-  await s.m.changeMembers(roomId, { add });
-  s.emit('rooms', undefined);
+  await session.messenger.changeMembers(roomId, { add });
+  session.roomsChanged();
 }
 
-export async function removeMember(s: Session, roomId: string, nick: string): Promise<void> {
-  await s.m.changeMembers(roomId, { remove: [nick] });
-  s.emit('rooms', undefined);
+export async function removeMember(session: Session, roomId: string, nick: string): Promise<void> {
+  await session.messenger.changeMembers(roomId, { remove: [nick] });
+  session.roomsChanged();
 }
 
-async function dropRoom(s: Session, roomId: string): Promise<void> {
-  const chat: ChatId = `room:${roomId}`;
-  await s.membership.forget(roomId);
-  await s.conv.membership.forget(roomId);
-  await s.forgetChat(chat);
-  s.emit('gone', chat);
-  s.emit('rooms', undefined);
-  s.publishChats();
+export async function leaveRoom(session: Session, roomId: string): Promise<void> {
+  await session.messenger.leaveRoom(roomId);
+  await session.forgetRoom(roomId);
 }
 
-export async function leaveRoom(s: Session, roomId: string): Promise<void> {
-  await s.m.leaveRoom(roomId);
-  await dropRoom(s, roomId);
-}
-
-export async function deleteRoom(s: Session, roomId: string): Promise<void> {
-  await s.m.deleteRoom(roomId);
-  await dropRoom(s, roomId);
+export async function deleteRoom(session: Session, roomId: string): Promise<void> {
+  await session.messenger.deleteRoom(roomId);
+  await session.forgetRoom(roomId);
 }

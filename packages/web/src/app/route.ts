@@ -7,14 +7,14 @@ export type Route = { name: 'home' } | { name: 'chat'; chat: string } | { name: 
 
 const CHAT_RE = /^(room:[A-Za-z0-9_-]{1,64}|dm:[a-z0-9_]{2,32})$/;
 
-export function isChatId(s: string): boolean {
-  return CHAT_RE.test(s);
+export function isChatId(text: string): boolean {
+  return CHAT_RE.test(text);
 }
 
 /** The decoded text, or null for a malformed escape such as a lone `%`. */
-function decoded(s: string): string | null {
+function decoded(text: string): string | null {
   try {
-    return decodeURIComponent(s);
+    return decodeURIComponent(text);
   } catch {
     return null;
   }
@@ -25,19 +25,19 @@ export function parseRoute(hash: string): Route {
   const path = decoded(hash.replace(/^#/, ''));
   if (path === null) return { name: 'home' };
   if (path === '/settings') return { name: 'settings' };
-  const m = /^\/chat\/(.+)$/.exec(path);
-  if (m && m[1] && isChatId(m[1])) return { name: 'chat', chat: m[1] };
+  const match = /^\/chat\/(.+)$/.exec(path);
+  if (match && match[1] && isChatId(match[1])) return { name: 'chat', chat: match[1] };
   return { name: 'home' };
 }
 
-export function routeHash(r: Route): string {
-  if (r.name === 'chat') return `#/chat/${r.chat}`;
-  if (r.name === 'settings') return '#/settings';
+export function routeHash(route: Route): string {
+  if (route.name === 'chat') return `#/chat/${route.chat}`;
+  if (route.name === 'settings') return '#/settings';
   return '#/';
 }
 
-export function go(r: Route): void {
-  const hash = routeHash(r);
+export function go(route: Route): void {
+  const hash = routeHash(route);
   if (location.hash !== hash) location.hash = hash;
 }
 
@@ -50,6 +50,6 @@ export function roomChat(id: string): string {
 }
 
 export function splitChat(chat: string): { kind: 'dm' | 'room'; id: string } {
-  const i = chat.indexOf(':');
-  return { kind: chat.slice(0, i) === 'room' ? 'room' : 'dm', id: chat.slice(i + 1) };
+  const colon = chat.indexOf(':');
+  return { kind: chat.slice(0, colon) === 'room' ? 'room' : 'dm', id: chat.slice(colon + 1) };
 }

@@ -14,11 +14,11 @@ interface TrustedTypesFactory {
 }
 
 function ownScript(url: string): string {
-  const u = new URL(url, location.href);
-  if (u.origin !== location.origin || u.pathname === '/api' || u.pathname.startsWith('/api/')) {
+  const parsed = new URL(url, location.href);
+  if (parsed.origin !== location.origin || parsed.pathname === '/api' || parsed.pathname.startsWith('/api/')) {
     throw new TypeError(`not a script of this app: ${url}`);
   }
-  return u.href;
+  return parsed.href;
 }
 
 const factory = (globalThis as { trustedTypes?: TrustedTypesFactory }).trustedTypes;

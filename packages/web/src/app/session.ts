@@ -1,35 +1,44 @@
 /**
  * A signed-in account on this device: the SDK Messenger and its conversation layer (Conversations
- * over the sealed IndexedDB store), plus what this browser keeps for the views (pins, chat list)
- * and the event stream. Views hold one Session and listen to it.
+ * over the sealed IndexedDB store), plus what this browser keeps for the views (pins, chat list).
+ * It is the app's one owner of state: views read it and subscribe to its typed events (`on`);
+ * other modules (the event stream, the connection, room actions) tell it what happened through its
+ * named actions, and it alone emits.
  */
+import type { Contact, Device, Room } from '@svc/protocol';
 import {
   Conversations,
   SearchIndex,
   attachTransfer,
+  exportHistory,
+  importHistory,
   isAttachmentPlain,
   isShown,
-  isMuted,
   isTransferRoom,
+  safetyNumber,
   splitChatId,
+  type BlobLike,
   type Change,
   type ChatId,
   type ChatMessage,
   type ConnectionState,
+  type ExportResult,
   type HistoryTransfer,
+  type ImportResult,
   type KeptFilesSource,
   type Messenger,
-  type MuteSetting,
   type TransferEvent,
 } from '@svc/sdk';
+import { AttachmentBytes } from './attachment-bytes.js';
 import { ChatList, type ChatSummary } from './chats.js';
 import { Emitter } from './emitter.js';
 import { Db } from './idb.js';
 import { Membership } from './membership.js';
+import { ChatMutes } from './mutes.js';
 import { closeNotifications, notifyHidden } from './notify.js';
 import { KeptFiles, uploadFiles } from './keptfiles.js';
 import { keptSource } from './keptsource.js';
-import { IdbConversationStore } from './store.js';
+import { IdbConversationStore } from './conversation-store.js';
 import { Tags } from './tags.js';
 import { Trust } from './trust.js';
 
@@ -59,16 +68,18 @@ export interface SessionEvents extends Record<string, unknown> {
 }
 
 /** The line a chat list shows for its last message. */
-export function previewOf(m: ChatMessage, me: string): string {
-  const who = m.from === me ? 'You' : m.from;
-  if (m.deleted) return `${who}: Message deleted`;
-  if (m.kind === 'text' && m.attachment && !m.body)
-    return `${who}: ${m.attachment.type === 'photo' ? 'Photo' : m.attachment.type === 'voice' ? 'Voice message' : m.attachment.name}`;
-  if (m.kind === 'text') return `${who}: ${(m.body ?? '').replace(/\s+/g, ' ').slice(0, 80)}`;
-  return `${who}: ${m.kind === 'unknown' ? 'Message for a newer version of the app' : 'Message that could not be decrypted'}`;
+export function previewOf(message: ChatMessage, me: string): string {
+  const who = message.from === me ? 'You' : message.from;
+  if (message.deleted) return `${who}: Message deleted`;
+  if (message.kind === 'text' && message.attachment && !message.body)
+    return `${who}: ${message.attachment.type === 'photo' ? 'Photo' : message.attachment.type === 'voice' ? 'Voice message' : message.attachment.name}`;
+  if (message.kind === 'text') return `${who}: ${(message.body ?? '').replace(/\s+/g, ' ').slice(0, 80)}`;
+  return `${who}: ${message.kind === 'unknown' ? 'Message for a newer version of the app' : 'Message that could not be decrypted'}`;
 }
 
-export class Session extends Emitter<SessionEvents> {
+export class Session {
+  /** What changed, for the views; only the session's own methods emit on it. */
+  private readonly events = new Emitter<SessionEvents>();
   readonly nick: string;
   readonly store: IdbConversationStore;
   readonly conv: Conversations;
@@ -78,16 +89,17 @@ export class Session extends Emitter<SessionEvents> {
   /** The search index, in memory only; filled from the store the first time a search runs. */
   readonly search = new SearchIndex();
   private searchLoaded: Promise<void> | null = null;
-  private readonly urls = new Map<string, Promise<string>>();
   /** Received files, sealed in this device's store (at most a byte budget of them). */
   readonly files: KeptFiles;
   /** Files sent from this device until their upload finished, sealed in its store. */
   readonly uploads: ReturnType<typeof uploadFiles>;
   /** The kept files as a history export, import or transfer reads and writes them. */
   readonly kept: KeptFilesSource;
-  conn: ConnectionState = 'connecting';
+  /** A message's file for the views, kept or downloaded. */
+  private readonly attachments: AttachmentBytes;
+  private connState: ConnectionState = 'connecting';
   /** The chat on screen, so arriving messages there do not count as unread. */
-  openChat: string | null = null;
+  private openChat: string | null = null;
   /** The history between this account's devices (docs/CRYPTO.md, "History transfer"). */
   readonly transfer: HistoryTransfer;
   /** Set by a sign-in on a device without history: it asks the other devices once it is connected. */
@@ -99,9 +111,8 @@ export class Session extends Emitter<SessionEvents> {
   /** Chats whose draft and unread mention were read from the store. */
   private readonly marksRead = new Set<string>();
   private transferLoaded = false;
-  /** Each chat's mute as last read from the store, and the muted chats with an unread mention of this account. */
-  private readonly mutes = new Map<string, MuteSetting | null>();
-  private readonly mentionedMuted = new Set<string>();
+  /** Each chat's mute, and the muted chats with an unread mention of this account. */
+  private readonly mutes: ChatMutes;
   private muteTimer: ReturnType<typeof setTimeout> | null = null;
   /** The one timer of the next disappearing message, and when it fires (ms, the service's clock). */
   private expiryTimer: ReturnType<typeof setTimeout> | null = null;
@@ -109,148 +120,174 @@ export class Session extends Emitter<SessionEvents> {
   private closed = false;
 
   constructor(
-    readonly m: Messenger,
+    readonly messenger: Messenger,
     readonly db: Db,
     readonly deviceId: string,
   ) {
-    super();
-    this.nick = m.nick;
-    const tags = new Tags(m.indexKey);
-    this.store = new IdbConversationStore(db, m.historyKey, tags);
-    this.files = new KeptFiles(db, m.historyKey, tags);
-    this.uploads = uploadFiles(db, m.historyKey, tags);
+    this.nick = messenger.nick;
+    const tags = new Tags(messenger.indexKey);
+    this.store = new IdbConversationStore(db, messenger.historyKey, tags);
+    this.files = new KeptFiles(db, messenger.historyKey, tags);
+    this.uploads = uploadFiles(db, messenger.historyKey, tags);
     // A message deleted, or its chat forgotten: its kept file goes too.
     this.store.filesGone = async (ids) => {
       for (const id of ids) {
-        this.urls.delete(id);
+        this.attachments.forget(id);
         await this.files.remove(id);
       }
     };
     this.kept = keptSource(this.files);
     this.conv = new Conversations({
-      messenger: m,
+      messenger,
       store: this.store,
       // Files wait here for their upload, so a reload or a cut network resumes it.
       files: this.uploads,
       onError: (e) => console.warn('membership record or attachment:', e),
     });
+    this.attachments = new AttachmentBytes(this.files, this.uploads, this.conv);
+    this.mutes = new ChatMutes(this.conv, () => this.now());
     this.conv.membership.on((roomId) => {
-      this.emit('membership', roomId);
+      this.events.emit('membership', roomId);
       // A room's log tells of members joining and leaving as its record changes.
       void this.membership.update().catch((e: unknown) => console.warn('membership lines:', e));
     });
-    this.trust = new Trust(db, m.historyKey, tags, { nick: m.nick, publicKey: m.publicKey });
+    this.trust = new Trust(db, messenger.historyKey, tags, { nick: messenger.nick, publicKey: messenger.publicKey });
     this.trust.onChange = () => {
-      this.emit('trust', undefined);
+      this.events.emit('trust', undefined);
       this.publishChats();
     };
-    this.chats = new ChatList(m, db, tags);
+    this.chats = new ChatList(messenger, db, tags);
     this.membership = new Membership(this);
     // The history goes as an archive in the attachment store, with the files kept here.
-    this.transfer = attachTransfer(m, this.conv, deviceId, { kept: this.kept });
-    this.transfer.on((e) => this.emit('transfer', e));
-    this.conv.on((c) => {
-      for (const id of c.removed ?? []) this.search.remove(id);
-      for (const m of [...c.changed, ...(c.added ? [c.added] : []), ...(c.imported ?? [])]) this.search.put(m);
-      this.emit('change', c);
-      void this.book(c).catch((e: unknown) => console.warn('chat list:', e));
+    this.transfer = attachTransfer(messenger, this.conv, deviceId, { kept: this.kept });
+    this.transfer.on((e) => this.events.emit('transfer', e));
+    this.conv.on((change) => {
+      for (const id of change.removed ?? []) this.search.remove(id);
+      for (const message of [...change.changed, ...(change.added ? [change.added] : []), ...(change.imported ?? [])]) this.search.put(message);
+      this.events.emit('change', change);
+      void this.book(change).catch((e: unknown) => console.warn('chat list:', e));
       // A message with a timer was sent or seen: its deadline may be the next one.
-      if ([...c.changed, ...(c.added ? [c.added] : []), ...(c.imported ?? [])].some((m) => m.expire && m.seenAt !== undefined && !m.expired))
+      if (
+        [...change.changed, ...(change.added ? [change.added] : []), ...(change.imported ?? [])].some(
+          (m) => m.expire && m.seenAt !== undefined && !m.expired,
+        )
+      )
         void this.scheduleExpiry();
     });
   }
 
-  /** An attachment's bytes: kept on this device, or downloaded and checked by the SDK (then kept); `onProgress` as a fraction. */
-  async fetchFile(msg: ChatMessage, onProgress: (f: number) => void = () => undefined): Promise<Uint8Array> {
-    const ref = msg.attachment;
-    if (!ref) throw new Error('This message has no file.');
-    // Kept, or one's own file still waiting for its upload.
-    const kept =
-      (await this.keptBytes(ref.id)) ??
-      (await this.uploads
-        .get(ref.id)
-        .then((f) => f?.bytes())
-        .catch(() => undefined));
-    if (kept) return kept;
-    const pieces: Uint8Array[] = [];
-    let got = 0;
-    for await (const p of this.conv.attachments.download(ref, { onProgress: (d, t) => onProgress(t > 0 ? d / t : 0) })) {
-      pieces.push(p);
-      got += p.length;
-    }
-    const out = new Uint8Array(got);
-    let at = 0;
-    for (const p of pieces) {
-      out.set(p, at);
-      at += p.length;
-    }
-    // Kept for the history: a failure to keep it does not take the file from the person.
-    await this.files.put(ref.id, out).catch((e: unknown) => console.warn('keeping a file:', e));
-    return out;
+  /** Calls `fn` with each change of one kind; returns the function that stops it. */
+  on<K extends keyof SessionEvents>(name: K, fn: (payload: SessionEvents[K]) => void): () => void {
+    return this.events.on(name, fn);
   }
 
-  /** The kept copy of a file; a damaged one is dropped (and the file downloaded again). */
-  private async keptBytes(id: string): Promise<Uint8Array | undefined> {
-    try {
-      return await this.files.get(id);
-    } catch (e) {
-      console.warn('a kept file did not open:', e);
-      await this.files.remove(id).catch(() => undefined);
-      return undefined;
-    }
+  /** The connection to the service as the header shows it. */
+  get conn(): ConnectionState {
+    return this.connState;
+  }
+
+  // ---- what other modules tell the session (each emits what the views wait on) ----
+
+  /** The connection to the service changed (connection.ts, sync.ts). */
+  connectionChanged(state: ConnectionState): void {
+    this.connState = state;
+    this.events.emit('conn', state);
+  }
+
+  /** The service ended this session, or removed this device: the app goes back to the sign-in screen. */
+  endedByService(reason: 'session_ended' | 'device_removed'): void {
+    this.events.emit('ended', reason);
+  }
+
+  /** Something failed in the background that the person should know about; the banner says `text`. */
+  reportProblem(text: string): void {
+    this.events.emit('problem', text);
+  }
+
+  /** The rooms changed (listed, created, their members or key): room views read them again, and the chat list follows. */
+  roomsChanged(): void {
+    this.events.emit('rooms', undefined);
+    this.publishChats();
+  }
+
+  /**
+   * This account left or deleted a room: its membership lines, record, history and list entry go,
+   * and a view showing it closes (`gone`).
+   */
+  async forgetRoom(roomId: string): Promise<void> {
+    const chat: ChatId = `room:${roomId}`;
+    await this.membership.forget(roomId);
+    await this.conv.membership.forget(roomId);
+    await this.forgetChat(chat);
+    this.events.emit('gone', chat);
+    this.roomsChanged();
+  }
+
+  /**
+   * The service listed the account's contacts: the chat list and the key pins follow, and a DM
+   * peer no longer listed is checked (a deleted account), before anyone tries to send.
+   */
+  async contactsListed(contacts: Contact[]): Promise<void> {
+    this.chats.setContacts(contacts);
+    for (const contact of contacts) await this.trust.observe(contact.nick, contact.publicKey);
+    await this.membership.checkPeers(new Set(contacts.map((contact) => contact.nick)));
+    this.publishChats();
+  }
+
+  /** A DM was started with `peer`: it is listed, and its key pinned on first sight. */
+  async contactAdded(peer: { nick: string; publicKey: string }): Promise<void> {
+    this.chats.addContact({ nick: peer.nick, publicKey: peer.publicKey, createdAt: this.now() });
+    await this.trust.observe(peer.nick, peer.publicKey);
+    this.publishChats();
+  }
+
+  /** Another of the account's devices muted or unmuted a chat: the header and the list follow. */
+  async mutesChangedElsewhere(): Promise<void> {
+    await this.loadMutes();
+    this.events.emit('mute', '');
+    this.publishChats();
+  }
+
+  /** An attachment's bytes: kept on this device, or downloaded and checked by the SDK (then kept); `onProgress` as a fraction. */
+  fetchFile(msg: ChatMessage, onProgress?: (fraction: number) => void): Promise<Uint8Array> {
+    return this.attachments.bytes(msg, onProgress);
   }
 
   /** A file as a data: URL (what the CSP lets an image show), downloaded once per attachment. */
   fileUrl(msg: ChatMessage): Promise<string> {
-    const ref = msg.attachment;
-    if (!ref) return Promise.reject(new Error('This message has no file.'));
-    let url = this.urls.get(ref.id);
-    if (!url) {
-      url = this.fetchFile(msg).then(
-        (bytes) =>
-          new Promise<string>((resolve, reject) => {
-            const r = new FileReader();
-            r.onload = () => resolve(r.result as string);
-            r.onerror = () => reject(r.error ?? new Error('The file could not be read.'));
-            r.readAsDataURL(new Blob([bytes as BlobPart], { type: ref.mime }));
-          }),
-      );
-      this.urls.set(ref.id, url);
-      // A failure is not kept: the next look tries again.
-      url.catch(() => this.urls.delete(ref.id));
-    }
-    return url;
+    return this.attachments.dataUrl(msg);
   }
 
   /** Keeps the chat list's order, unread counts and last-message lines in step with the records. */
-  private async book(c: Change): Promise<void> {
+  private async book(change: Change): Promise<void> {
     let touched = false;
-    const a = c.added;
-    if (a && isShown(a)) {
-      const incoming = a.from !== this.nick;
+    const added = change.added;
+    if (added && isShown(added)) {
+      const incoming = added.from !== this.nick;
       // A muted chat raises nothing, unless the message mentions this account.
-      if (incoming && (await this.conv.shouldNotify(a))) notifyHidden(this.nick, (id) => this.m.room(id)?.name, a);
-      if (incoming && !this.isReading(a.chat) && this.conv.mentionsMe(a)) this.mentioned.add(a.chat);
-      if (incoming && this.isMuted(a.chat) && this.conv.mentionsMe(a)) this.mentionedMuted.add(a.chat);
-      await this.chats.touch(a.chat, a.ts, incoming && !this.isReading(a.chat), previewOf(a, this.nick));
+      if (incoming && (await this.conv.shouldNotify(added))) notifyHidden(this.nick, (id) => this.messenger.room(id)?.name, added);
+      if (incoming && !this.isReading(added.chat) && this.conv.mentionsMe(added)) this.mentioned.add(added.chat);
+      if (incoming && this.conv.mentionsMe(added)) this.mutes.mentionArrived(added.chat);
+      await this.chats.touch(added.chat, added.ts, incoming && !this.isReading(added.chat), previewOf(added, this.nick));
       touched = true;
     }
-    for (const m of c.changed) {
-      if (!isShown(m)) continue;
-      if (m.from === this.nick && m.state === 'sent') await this.chats.touch(m.chat, m.ts, false, previewOf(m, this.nick));
-      else await this.chats.setPreview(m.chat, m.ts, previewOf(m, this.nick));
+    for (const message of change.changed) {
+      if (!isShown(message)) continue;
+      if (message.from === this.nick && message.state === 'sent')
+        await this.chats.touch(message.chat, message.ts, false, previewOf(message, this.nick));
+      else await this.chats.setPreview(message.chat, message.ts, previewOf(message, this.nick));
       touched = true;
     }
     // History from another device or a file: the chat moves to its newest message, and nothing
     // of it is unread (it was read, or not, on the device it came from).
     const newest = new Map<string, ChatMessage>();
-    for (const m of c.imported ?? []) {
-      const n = newest.get(m.chat);
-      if (isShown(m) && (!n || m.ts > n.ts)) newest.set(m.chat, m);
+    for (const message of change.imported ?? []) {
+      const newestSoFar = newest.get(message.chat);
+      if (isShown(message) && (!newestSoFar || message.ts > newestSoFar.ts)) newest.set(message.chat, message);
     }
-    for (const m of newest.values()) await this.chats.touch(m.chat, m.ts, false, previewOf(m, this.nick));
+    for (const message of newest.values()) await this.chats.touch(message.chat, message.ts, false, previewOf(message, this.nick));
     // Read on another of the account's devices, or deleted: the count follows the SDK's unread.
-    const recount = new Set(c.changed.filter((m) => m.from !== this.nick && (this.chats.meta(m.chat)?.unread ?? 0) > 0).map((m) => m.chat));
+    const recount = new Set(change.changed.filter((m) => m.from !== this.nick && (this.chats.meta(m.chat)?.unread ?? 0) > 0).map((m) => m.chat));
     for (const chat of recount) if (await this.chats.setUnread(chat, (await this.conv.unread(chat)).count)) touched = true;
     if (touched || newest.size > 0) this.publishChats();
   }
@@ -266,8 +303,8 @@ export class Session extends Emitter<SessionEvents> {
     await this.transfer.load();
     // Requests that came while this device was away, or before a reload, ask again: those of
     // devices the service still lists (a removed device's request is dropped).
-    for (const request of await this.transfer.pendingRequests()) this.emit('transfer', { type: 'request', request });
-    for (const progress of this.transfer.progress()) if (progress.state === 'active') this.emit('transfer', { type: 'progress', progress });
+    for (const request of await this.transfer.pendingRequests()) this.events.emit('transfer', { type: 'request', request });
+    for (const progress of this.transfer.progress()) if (progress.state === 'active') this.events.emit('transfer', { type: 'progress', progress });
     if (this.askHistory) {
       this.askHistory = false;
       await this.transfer.request();
@@ -277,13 +314,13 @@ export class Session extends Emitter<SessionEvents> {
   /** Whether `chat` is the account's private room of its devices, which no view shows. */
   isHidden(chat: string): boolean {
     const { kind, id } = splitChatId(chat);
-    return kind === 'room' && isTransferRoom(this.m.room(id), this.nick);
+    return kind === 'room' && isTransferRoom(this.messenger.room(id), this.nick);
   }
 
   /** Reads and decrypts the whole history once, for search. */
   searchIndex(): Promise<SearchIndex> {
     this.searchLoaded ??= this.store.all().then((all) => {
-      for (const m of all) this.search.put(m);
+      for (const message of all) this.search.put(message);
     });
     return this.searchLoaded.then(() => this.search);
   }
@@ -312,17 +349,17 @@ export class Session extends Emitter<SessionEvents> {
   private readMarks(chats: ChatSummary[]): void {
     const fresh = chats.filter((c) => !this.marksRead.has(c.chat));
     if (fresh.length === 0) return;
-    for (const c of fresh) this.marksRead.add(c.chat);
+    for (const entry of fresh) this.marksRead.add(entry.chat);
     const read = async () => {
       let changed = false;
-      for (const c of fresh) {
-        const chat = c.chat as ChatId;
+      for (const entry of fresh) {
+        const chat = entry.chat as ChatId;
         const draft = await this.conv.drafts.preview(chat);
         if (draft && !this.draftLines.has(chat)) {
           this.draftLines.set(chat, draft);
           changed = true;
         }
-        if (c.unread > 0 && (await this.conv.unread(chat)).mentioned) {
+        if (entry.unread > 0 && (await this.conv.unread(chat)).mentioned) {
           this.mentioned.add(chat);
           changed = true;
         }
@@ -342,9 +379,22 @@ export class Session extends Emitter<SessionEvents> {
     this.publishChats();
   }
 
-  /** The chat was read: its "Mentioned" goes. */
-  readChat(chat: string): void {
-    this.mentioned.delete(chat);
+  /** The chat on screen changed (null: none). */
+  chatOnScreen(chat: string | null): void {
+    this.openChat = chat;
+  }
+
+  /**
+   * The open chat was looked at: its unread count goes, and while the person is reading it (the
+   * page visible) its "Mentioned" too, and the SDK marks `shown` read (receipts to the sender).
+   */
+  markChatRead(chat: ChatId, shown: ChatMessage[]): void {
+    if (this.isReading(chat)) {
+      this.mentioned.delete(chat);
+      void this.conv.markRead(chat, shown).catch(() => undefined);
+      if (this.mutes.mentionRead(chat)) this.publishChats();
+    }
+    void this.chats.markRead(chat).then(() => this.publishChats());
   }
 
   /**
@@ -353,94 +403,141 @@ export class Session extends Emitter<SessionEvents> {
    */
   private async dropUploadsGone(): Promise<void> {
     const queued = new Set(this.conv.outbox.pending.flatMap((i) => (isAttachmentPlain(i.plain) ? [i.plain.id] : [])));
-    for (const f of await this.uploads.files.list()) if (!queued.has(f.id)) await this.uploads.remove(f.id);
+    for (const file of await this.uploads.files.list()) if (!queued.has(file.id)) await this.uploads.remove(file.id);
   }
 
   /** Drops a chat from the list, the store and the search index (the room was left or deleted). */
-  async forgetChat(chat: ChatId): Promise<void> {
+  private async forgetChat(chat: ChatId): Promise<void> {
     await this.chats.forget(chat);
     await this.store.forgetChat(chat);
     this.search.forgetChat(chat);
+  }
+
+  /** "Delete chat" of a chat that became read-only: its history and its entry in the list go. */
+  async deleteChat(chat: ChatId): Promise<void> {
+    await this.forgetChat(chat);
+    this.publishChats();
   }
 
   /** The chat list as the views show it: key states, unread mentions and drafts marked. */
   summaries(): ChatSummary[] {
     const list = this.trust.annotate(this.chats.list());
     this.readMarks(list);
-    for (const c of list) {
-      if (this.mentioned.has(c.chat)) c.mentioned = true;
-      const draft = this.draftLines.get(c.chat);
-      if (draft) c.draft = draft;
+    for (const entry of list) {
+      if (this.mentioned.has(entry.chat)) entry.mentioned = true;
+      const draft = this.draftLines.get(entry.chat);
+      if (draft) entry.draft = draft;
     }
     return list;
   }
 
+  /** Emits the chat list as it is now (`chats`); the app calls it once when the signed-in screen first shows. */
   publishChats(): void {
-    const now = this.m.api.now();
     const list = this.summaries();
-    for (const c of list) if (isMuted(this.mutes.get(c.chat), now)) c.muted = { mentioned: this.mentionedMuted.has(c.chat) };
-    this.emit('chats', list);
+    for (const entry of list) {
+      const muted = this.mutes.mark(entry.chat);
+      if (muted) entry.muted = muted;
+    }
+    this.events.emit('chats', list);
     // Chats listed since the mutes were read (contacts and rooms arrive once online): read theirs.
-    const unknown = list.filter((c) => !this.mutes.has(c.chat)).map((c) => c.chat as ChatId);
+    const unknown = this.mutes.firstSeen(list.map((entry) => entry.chat));
     if (unknown.length === 0) return;
-    for (const chat of unknown) this.mutes.set(chat, null);
-    void Promise.all(unknown.map((chat) => this.readMute(chat)))
+    void Promise.all(unknown.map((chat) => this.mutes.read(chat)))
       .then(() => {
         if (!unknown.some((chat) => this.isMuted(chat))) return;
         this.armMuteTimer();
-        this.emit('mute', '');
+        this.events.emit('mute', '');
         this.publishChats();
       })
       .catch((e: unknown) => console.warn('mute:', e));
+  }
+
+  // ---- what the views ask of the account (they never reach the Messenger themselves) ----
+
+  /** The time by the service's clock (ms), in which mutes and disappearing messages are counted. */
+  now(): number {
+    return this.messenger.api.now();
+  }
+
+  /** A room as the service lists it to this account, or undefined (not in it, or not listed yet). */
+  room(roomId: string): Room | undefined {
+    return this.messenger.room(roomId);
+  }
+
+  /** The account's devices (Settings → "Devices"). */
+  devices(): Promise<Device[]> {
+    return this.messenger.api.devices();
+  }
+
+  /** Removes one of the account's devices; removing this one ends the session (the caller signs out). */
+  removeDevice(deviceId: string): Promise<void> {
+    return this.messenger.api.deleteDevice(deviceId);
+  }
+
+  /**
+   * A DM was opened: the peer's key is checked (and pinned on first use), and a peer who deleted
+   * their account is found out now, before the person tries to send.
+   */
+  dmOpened(peer: string): void {
+    void this.messenger.peerKey(peer, 'receive').catch(() => undefined);
+    void this.membership.checkPeer(peer).then((gone) => gone && this.publishChats());
+  }
+
+  /** A peer's key as the service gives it for reading; the first one seen is pinned. */
+  peerKey(peer: string): Promise<string> {
+    return this.messenger.peerKey(peer, 'receive');
+  }
+
+  /** The safety number of this account and `peer` holding `key`, as 60 digits. */
+  safetyNumber(peer: string, key: string): Promise<string> {
+    return safetyNumber(this.nick, this.messenger.publicKey, peer, key);
+  }
+
+  /** "Accept new key": the peer's changed key is trusted, and sends to them use it from now on. */
+  async acceptNewKey(peer: string): Promise<void> {
+    await this.trust.accept(peer);
+    this.messenger.forgetPeer(peer);
+  }
+
+  /** The history on this device as a file sealed under the account's export key; `withFiles`: the kept files go in too. */
+  exportHistory(withFiles: boolean): Promise<ExportResult> {
+    return exportHistory({ nick: this.nick, exportKey: this.messenger.exportKey }, this.store, Date.now(), withFiles ? { files: this.kept } : {});
+  }
+
+  /** Merges an exported history file (and the files it carries) into this device's history. */
+  importHistory(file: BlobLike): Promise<ImportResult> {
+    return importHistory({ nick: this.nick, exportKey: this.messenger.exportKey }, this.conv, file, { files: this.kept });
   }
 
   // ---- mute ----
 
   /** Whether `chat` is muted now ("Unmute" in its header, "Muted" in the list). */
   isMuted(chat: string): boolean {
-    return isMuted(this.mutes.get(chat), this.m.api.now());
+    return this.mutes.isMuted(chat);
   }
 
   /** Mutes `chat` until `until` (ms), always, or unmutes it (0); the account's other devices follow. */
   async setMute(chat: ChatId, until: number | 'always'): Promise<void> {
     await this.conv.setMute(chat, until);
-    await this.refreshMute(chat);
-  }
-
-  /** Reads the mute of every chat in the list (at start, and when another device changed one). */
-  async loadMutes(): Promise<void> {
-    for (const c of this.chats.list()) await this.readMute(c.chat as ChatId);
+    await this.mutes.read(chat);
     this.armMuteTimer();
-  }
-
-  private async readMute(chat: ChatId): Promise<void> {
-    const mute = await this.conv.mute(chat);
-    this.mutes.set(chat, mute);
-    if (isMuted(mute, this.m.api.now()) && (await this.conv.unread(chat)).mentioned) this.mentionedMuted.add(chat);
-    else this.mentionedMuted.delete(chat);
-  }
-
-  /** A chat's mute changed (here, or a `mute` message from another of the account's devices). */
-  async refreshMute(chat: ChatId): Promise<void> {
-    await this.readMute(chat);
-    this.armMuteTimer();
-    this.emit('mute', chat);
+    this.events.emit('mute', chat);
     this.publishChats();
   }
 
-  /** A chat read: its unread mention no longer counts in the title. */
-  readMuted(chat: string): void {
-    if (this.mentionedMuted.delete(chat)) this.publishChats();
+  /** Reads the mute of every chat in the list (at start, and when another device changed one). */
+  private async loadMutes(): Promise<void> {
+    for (const entry of this.chats.list()) await this.mutes.read(entry.chat as ChatId);
+    this.armMuteTimer();
   }
 
   /** One timer for the mute that ends first, so "Muted" goes from the list when it does. */
   private armMuteTimer(): void {
     if (this.muteTimer) clearTimeout(this.muteTimer);
     this.muteTimer = null;
-    const now = this.m.api.now();
-    let next = Infinity;
-    for (const mute of this.mutes.values()) if (mute && mute.until !== 'always' && mute.until > now) next = Math.min(next, mute.until);
-    if (next === Infinity || this.closed) return;
+    const next = this.mutes.nextEnd();
+    if (next === null || this.closed) return;
+    const now = this.now();
     this.muteTimer = setTimeout(
       () => {
         this.armMuteTimer();
@@ -453,7 +550,7 @@ export class Session extends Emitter<SessionEvents> {
   // ---- disappearing messages ----
 
   /** Sets the one timer for the message that disappears next; called whenever a deadline may have changed. */
-  async scheduleExpiry(): Promise<void> {
+  private async scheduleExpiry(): Promise<void> {
     const next = await this.conv.nextExpiry();
     if (this.closed) return;
     if (next?.at === this.expiryAt && this.expiryTimer) return;
@@ -461,7 +558,7 @@ export class Session extends Emitter<SessionEvents> {
     this.expiryTimer = null;
     this.expiryAt = next?.at ?? null;
     if (!next) return;
-    const wait = Math.max(0, Math.min(next.at - this.m.api.now(), MAX_TIMER_MS));
+    const wait = Math.max(0, Math.min(next.at - this.now(), MAX_TIMER_MS));
     this.expiryTimer = setTimeout(() => {
       this.expiryTimer = null;
       this.expiryAt = null;
@@ -476,11 +573,11 @@ export class Session extends Emitter<SessionEvents> {
    * views), then drops what the app keeps of them: search index entries, kept files, notifications
    * shown for their chats, and the chat list's last-message line when it was one of them.
    */
-  async expireNow(): Promise<number> {
+  private async expireNow(): Promise<number> {
     const { records, attachments } = await this.conv.expireDue();
-    for (const m of records) this.search.remove(m.id);
+    for (const message of records) this.search.remove(message.id);
     for (const id of attachments) {
-      this.urls.delete(id);
+      this.attachments.forget(id);
       await this.files.remove(id).catch((e: unknown) => console.warn('removing a kept file:', e));
     }
     const chats = new Set(records.map((m) => m.chat));
@@ -493,9 +590,9 @@ export class Session extends Emitter<SessionEvents> {
     return records.length;
   }
 
-  /** Whether a message in `chat` is being read right now. */
+  /** Whether a message in `chat` is being read right now (never without a page, as in the unit tests in Node). */
   isReading(chat: string): boolean {
-    return this.openChat === chat && document.visibilityState === 'visible';
+    return this.openChat === chat && typeof document !== 'undefined' && document.visibilityState === 'visible';
   }
 
   /** Stops sending (sign-out, the session ended). */

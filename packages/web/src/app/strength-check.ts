@@ -16,6 +16,6 @@ const zxcvbn = new ZxcvbnFactory({ dictionary, graphs: adjacencyGraphs, translat
 
 /** How guessable `password` is; `related` (the nick) counts as known to an attacker. */
 export function check(password: string, related: string[]): Strength {
-  const r = zxcvbn.check(password, related);
-  return { score: r.score, warning: r.feedback.warning || null, suggestions: r.feedback.suggestions };
+  const result = zxcvbn.check(password, related);
+  return { score: result.score, warning: result.feedback.warning || null, suggestions: result.feedback.suggestions };
 }

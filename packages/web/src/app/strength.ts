@@ -23,12 +23,12 @@ type Answer = { id: number; strength: Strength } | { id: number; error: string }
 
 let worker: Worker | null = null;
 let nextId = 0;
-const pending = new Map<number, { resolve: (s: Strength) => void; reject: (e: Error) => void }>();
+const pending = new Map<number, { resolve: (strength: Strength) => void; reject: (error: Error) => void }>();
 
 function failAll(message: string): void {
   worker?.terminate();
   worker = null;
-  for (const p of pending.values()) p.reject(new Error(message));
+  for (const waiting of pending.values()) waiting.reject(new Error(message));
   pending.clear();
 }
 
@@ -36,11 +36,11 @@ function failAll(message: string): void {
 export function rate(password: string, related: string[]): Promise<Strength> {
   if (!worker) {
     worker = new Worker(scriptUrl(strengthWorker), { type: 'module', name: 'password-strength' });
-    worker.onmessage = (e: MessageEvent<Answer>) => {
-      const d = e.data;
-      if (!('strength' in d)) return failAll(d.error); // the estimator did not load: the next call starts afresh
-      pending.get(d.id)?.resolve(d.strength);
-      pending.delete(d.id);
+    worker.onmessage = (event: MessageEvent<Answer>) => {
+      const data = event.data;
+      if (!('strength' in data)) return failAll(data.error); // the estimator did not load: the next call starts afresh
+      pending.get(data.id)?.resolve(data.strength);
+      pending.delete(data.id);
     };
     worker.onerror = (e) => failAll(e.message || 'the password check failed');
   }
@@ -60,25 +60,25 @@ function length(password: string): number {
 }
 
 /** The score shown: a password under the minimum length never looks better than "Weak". */
-export function shownScore(password: string, s: Strength): number {
-  return length(password) < MIN_LENGTH ? Math.min(s.score, 1) : s.score;
+export function shownScore(password: string, strength: Strength): number {
+  return length(password) < MIN_LENGTH ? Math.min(strength.score, 1) : strength.score;
 }
 
 /**
  * One short line under the meter: the verdict, and for a refused password the first thing to fix
  * (the refusal itself gives all of zxcvbn's advice).
  */
-export function verdict(password: string, s: Strength): string {
-  const name = VERDICTS[shownScore(password, s)] ?? VERDICTS[0];
+export function verdict(password: string, strength: Strength): string {
+  const name = VERDICTS[shownScore(password, strength)] ?? VERDICTS[0];
   if (length(password) < MIN_LENGTH) return `${name}: use at least ${MIN_LENGTH} characters.`;
-  if (s.score < MIN_SCORE) return `${name}: ${s.warning ?? s.suggestions[0] ?? 'easy to guess.'}`;
+  if (strength.score < MIN_SCORE) return `${name}: ${strength.warning ?? strength.suggestions[0] ?? 'easy to guess.'}`;
   return `${name}.`;
 }
 
 /** Why "Create account" refuses `password`, or null when it is strong enough. */
-export function weakness(password: string, s: Strength): string | null {
-  const advice = [s.warning, ...s.suggestions].filter(Boolean).join(' ');
+export function weakness(password: string, strength: Strength): string | null {
+  const advice = [strength.warning, ...strength.suggestions].filter(Boolean).join(' ');
   if (length(password) < MIN_LENGTH) return `Use at least ${MIN_LENGTH} characters.${advice ? ` ${advice}` : ''}`;
-  if (s.score < MIN_SCORE) return `This password is too easy to guess. ${advice || 'Add more words that are less common.'}`;
+  if (strength.score < MIN_SCORE) return `This password is too easy to guess. ${advice || 'Add more words that are less common.'}`;
   return null;
 }

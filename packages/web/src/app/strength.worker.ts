@@ -11,12 +11,12 @@ interface Job {
   related: string[];
 }
 
-const scope = self as unknown as { onmessage: ((e: MessageEvent<Job>) => void) | null; postMessage(msg: unknown): void };
+const scope = self as unknown as { onmessage: ((event: MessageEvent<Job>) => void) | null; postMessage(msg: unknown): void };
 
 let checker: Promise<(password: string, related: string[]) => Strength> | null = null;
 
-scope.onmessage = (e) => {
-  const { id, password, related } = e.data;
+scope.onmessage = (event) => {
+  const { id, password, related } = event.data;
   // The estimator is its own chunk, fetched with the first password to rate.
   checker ??= import('./strength-check.js').then((m) => m.check);
   checker.then(

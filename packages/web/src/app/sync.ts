@@ -15,66 +15,56 @@ import type { Session } from './session.js';
  * resolves once stored, so the stream acknowledges only what IndexedDB holds. A replay of what is
  * already stored is just acknowledged.
  */
-async function onMsg(s: Session, env: Envelope): Promise<void> {
-  const r = await s.conv.receive(env);
+async function onMsg(session: Session, env: Envelope): Promise<void> {
+  const ingested = await session.conv.receive(env);
   // Another of this account's devices muted or unmuted a chat: the header and the list follow.
-  if (r.ignored === 'mute') {
-    await s.loadMutes();
-    s.emit('mute', '');
-    s.publishChats();
+  if (ingested.ignored === 'mute') {
+    await session.mutesChangedElsewhere();
   }
 }
 
-export async function refreshContacts(s: Session): Promise<void> {
-  const contacts = await s.m.api.contacts();
-  s.chats.setContacts(contacts);
-  for (const c of contacts) await s.trust.observe(c.nick, c.publicKey);
-  // A peer who deleted their account is no longer a contact: say so before anyone tries to send.
-  await s.membership.checkPeers(new Set(contacts.map((c) => c.nick)));
+export async function refreshContacts(session: Session): Promise<void> {
+  await session.contactsListed(await session.messenger.api.contacts());
 }
 
-async function onReady(s: Session): Promise<void> {
+async function onReady(session: Session): Promise<void> {
   // The connection is back: what waits in the outbox goes now.
-  s.conv.online();
-  await refreshContacts(s).catch((e: unknown) => s.emit('problem', String(e)));
-  await s.membership.update(true);
-  s.emit('rooms', undefined);
-  s.publishChats();
-  await rekeyOwedRooms(s);
-  await s.connected().catch((e: unknown) => s.emit('problem', `History transfer: ${describeError(e)}`));
+  session.conv.online();
+  await refreshContacts(session).catch((e: unknown) => session.reportProblem(String(e)));
+  await session.membership.update(true);
+  session.roomsChanged();
+  await rekeyOwedRooms(session);
+  await session.connected().catch((e: unknown) => session.reportProblem(`History transfer: ${describeError(e)}`));
 }
 
-async function onRoom(s: Session, room: Room): Promise<void> {
-  await s.membership.update();
-  s.emit('rooms', undefined);
-  s.publishChats();
-  if (room.needsRekey) await rekeyOwedRooms(s);
+async function onRoom(session: Session, room: Room): Promise<void> {
+  await session.membership.update();
+  session.roomsChanged();
+  if (room.needsRekey) await rekeyOwedRooms(session);
 }
 
 /** Removed from a room (or it was deleted): it stays in the list, read-only, with its history. */
-async function onRoomLeft(s: Session, id: string): Promise<void> {
+async function onRoomLeft(session: Session, id: string): Promise<void> {
   const chat: ChatId = `room:${id}`;
-  await s.membership.removed(id, s.chats.meta(chat)?.title ?? 'a room');
-  s.emit('rooms', undefined);
-  s.publishChats();
+  await session.membership.removed(id, session.chats.meta(chat)?.title ?? 'a room');
+  session.roomsChanged();
 }
 
-export function startSync(s: Session): EventStream {
-  const stream = s.m.events({
-    device: s.deviceId,
-    onMsg: (env) => onMsg(s, env),
-    onReady: () => onReady(s),
-    onRoom: (room) => onRoom(s, room),
-    onRoomLeft: (ev) => onRoomLeft(s, ev.id),
+export function startSync(session: Session): EventStream {
+  const stream = session.messenger.events({
+    device: session.deviceId,
+    onMsg: (env) => onMsg(session, env),
+    onReady: () => onReady(session),
+    onRoom: (room) => onRoom(session, room),
+    onRoomLeft: (ev) => onRoomLeft(session, ev.id),
     onState: (state, info) => {
-      s.conn = state;
-      s.emit('conn', state);
-      if (state === 'closed' && info.reason === 'unauthenticated') s.emit('ended', 'session_ended');
-      if (state === 'closed' && (info.reason === 'unknown_device' || info.reason === 'invalid_device')) s.emit('ended', 'device_removed');
+      session.connectionChanged(state);
+      if (state === 'closed' && info.reason === 'unauthenticated') session.endedByService('session_ended');
+      if (state === 'closed' && (info.reason === 'unknown_device' || info.reason === 'invalid_device')) session.endedByService('device_removed');
     },
-    onError: (e) => {
-      if (isSdkError(e, 'unauthenticated')) return;
-      console.warn('event stream:', e);
+    onError: (error) => {
+      if (isSdkError(error, 'unauthenticated')) return;
+      console.warn('event stream:', error);
     },
   });
   return stream.start();

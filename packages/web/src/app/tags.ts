@@ -17,12 +17,12 @@ export class Tags {
 
   /** The `c` of a chat's message rows (index chat_order). */
   chat(chat: string): Promise<string> {
-    let t = this.chats.get(chat);
-    if (!t) {
-      t = this.of(`chat|${chat}`);
-      this.chats.set(chat, t);
+    let tag = this.chats.get(chat);
+    if (!tag) {
+      tag = this.of(`chat|${chat}`);
+      this.chats.set(chat, tag);
     }
-    return t;
+    return tag;
   }
 
   /** The key of a chat's row in the chat list (chats.ts). */

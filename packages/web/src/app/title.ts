@@ -17,9 +17,9 @@ export function titleFor(chats: readonly Pick<ChatSummary, 'unread' | 'muted'>[]
 }
 
 /** Follows the session's chat list; returns the function that stops following. */
-export function trackTitle(s: Session): () => void {
-  document.title = titleFor(s.chats.list());
-  return s.on('chats', (chats) => {
+export function trackTitle(session: Session): () => void {
+  document.title = titleFor(session.chats.list());
+  return session.on('chats', (chats) => {
     document.title = titleFor(chats);
   });
 }

@@ -52,8 +52,8 @@ const ctx = (k: string) => `pin|${k}`;
 
 /** The row a pin is stored as (also for moving an old database, migrate.ts). */
 export async function pinRow(key: CryptoKey, tags: Tags, nick: string, pin: Pin): Promise<PinRow> {
-  const k = await tags.pin(nick);
-  return { k, sealed: await sealAtRest(key, { ...pin, nick }, ctx(k)) };
+  const rowKey = await tags.pin(nick);
+  return { k: rowKey, sealed: await sealAtRest(key, { ...pin, nick }, ctx(rowKey)) };
 }
 
 export class Trust {
@@ -93,10 +93,10 @@ export class Trust {
 
   /** Adds each DM entry's trust state to the chat list (rooms are left as they are). */
   annotate(list: ChatSummary[]): ChatSummary[] {
-    return list.map((c) => {
-      if (c.kind !== 'dm') return c;
-      const st = this.status(splitChat(c.chat).id);
-      return { ...c, verified: st.verified, keyChanged: st.changed };
+    return list.map((entry) => {
+      if (entry.kind !== 'dm') return entry;
+      const st = this.status(splitChat(entry.chat).id);
+      return { ...entry, verified: st.verified, keyChanged: st.changed };
     });
   }
 
@@ -158,10 +158,10 @@ export class Trust {
    * remembers whether the contact was verified before.
    */
   async accept(nick: string): Promise<void> {
-    const c = this.changes.get(nick);
-    if (!c) return;
+    const change = this.changes.get(nick);
+    if (!change) return;
     const old = this.pins.get(nick);
-    await this.pin(nick, c.seen, old?.verifiedAt !== undefined || old?.wasVerified === true);
+    await this.pin(nick, change.seen, old?.verifiedAt !== undefined || old?.wasVerified === true);
     this.changes.delete(nick);
     this.onChange();
   }
@@ -172,8 +172,8 @@ export class Trust {
 
   /** The SDK hook: a changed key refuses `send` (held) and lets `receive` through (warned). */
   readonly keyCheck: KeyCheck = async (nick, publicKey, purpose) => {
-    const r = await this.observe(nick, publicKey);
-    if (r === 'changed' && purpose === 'send') {
+    const seen = await this.observe(nick, publicKey);
+    if (seen === 'changed' && purpose === 'send') {
       throw new SdkError('untrusted_key', { message: `The key of ${nick} changed. Compare safety numbers and accept the new key before sending.` });
     }
   };

@@ -47,7 +47,7 @@ export function muteButton(s: Session, chat: ChatId, fail: (e: unknown) => void)
         label: c.label,
         run: () =>
           void s
-            .setMute(chat, c.ms === 'always' ? 'always' : s.m.api.now() + c.ms)
+            .setMute(chat, c.ms === 'always' ? 'always' : s.now() + c.ms)
             .then(() => button.focus())
             .catch(fail),
       })),

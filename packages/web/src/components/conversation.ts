@@ -56,10 +56,7 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
   const dropBtn = h('button', { type: 'button', class: 'danger' }, 'Delete chat');
   dropBtn.hidden = true;
   dropBtn.addEventListener('click', () => {
-    void s.forgetChat(chat).then(() => {
-      s.publishChats();
-      go({ name: 'home' });
-    });
+    void s.deleteChat(chat).then(() => go({ name: 'home' }));
   });
   const fail = (e: unknown) => (problem.textContent = describeError(e));
   const mute = muteButton(s, chat, fail);
@@ -122,7 +119,7 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
         if (!m.expire) return null;
         if (m.seenAt === undefined) return remainingWords(m.expire * 1000);
         timed.add(m.id);
-        return remainingWords(m.seenAt + m.expire * 1000 - s.m.api.now());
+        return remainingWords(m.seenAt + m.expire * 1000 - s.now());
       },
       file: {
         uploaded: (mid) => {
@@ -168,7 +165,7 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
         continue;
       }
       const el = log.el.querySelector<HTMLElement>(`[data-id="${CSS.escape(id)}"] .expiry`);
-      const left = remainingWords(m.seenAt + m.expire * 1000 - s.m.api.now());
+      const left = remainingWords(m.seenAt + m.expire * 1000 - s.now());
       const label = `Disappears in ${left}`;
       if (el && el.getAttribute('aria-label') !== label && tens(left)) {
         el.setAttribute('aria-label', label);
@@ -188,7 +185,7 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
   }
 
   function room() {
-    return kind === 'room' ? s.m.room(id) : undefined;
+    return kind === 'room' ? s.room(id) : undefined;
   }
 
   /** Why this chat is read-only now, or null. */
@@ -252,14 +249,7 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
     if (panel === 'settings') renderPanel();
   }
 
-  function markRead(): void {
-    if (s.isReading(chat)) {
-      s.readChat(chat);
-      void s.conv.markRead(chat, log.records()).catch(() => undefined);
-      s.readMuted(chat);
-    }
-    void s.chats.markRead(chat).then(() => s.publishChats());
-  }
+  const markRead = () => s.markChatRead(chat, log.records());
 
   const offs = [
     s.on('change', (c) => {
@@ -304,12 +294,7 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
     .catch(() => undefined)
     .then((unread) => log.open(unread))
     .then(markRead);
-  // A DM peer's key is checked (and pinned on first use) as soon as the chat opens.
-  // A peer who deleted their account is found out now, before the person tries to send.
-  if (kind === 'dm') {
-    void s.m.peerKey(id, 'receive').catch(() => undefined);
-    void s.membership.checkPeer(id).then((gone) => gone && s.publishChats());
-  }
+  if (kind === 'dm') s.dmOpened(id);
 
   const logWrap = h('div', { class: 'log-wrap' }, log.el, log.jump);
   const el = h(

@@ -45,8 +45,7 @@ export function devicesSection(s: Session, onThisDeviceRemoved: () => void): HTM
       const remove = h('button', { type: 'button', class: 'danger', 'aria-label': removeLabel }, 'Remove');
       remove.addEventListener('click', () => {
         remove.disabled = true;
-        s.m.api
-          .deleteDevice(device.id)
+        s.removeDevice(device.id)
           .then(() => (self ? onThisDeviceRemoved() : load()))
           .catch((e: unknown) => {
             status.textContent = describeError(e);
@@ -57,7 +56,7 @@ export function devicesSection(s: Session, onThisDeviceRemoved: () => void): HTM
     }
   };
   const load = () =>
-    s.m.api.devices().then(render, (e: unknown) => {
+    s.devices().then(render, (e: unknown) => {
       status.textContent = describeError(e);
     });
   void load();

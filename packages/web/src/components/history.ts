@@ -8,7 +8,6 @@
  * kept on this device that the history names into the file, and importing puts them back; off,
  * the file names them only (they open while the service still has them).
  */
-import { exportHistory, importHistory } from '@svc/sdk';
 import { describeError } from '../app/errors.js';
 import type { Session } from '../app/session.js';
 import { h, uid } from './dom.js';
@@ -54,7 +53,7 @@ export function historySection(s: Session): HTMLElement {
   exportBtn.addEventListener('click', () => {
     exportBtn.disabled = true;
     say('Sealing the history…');
-    exportHistory({ nick: s.nick, exportKey: s.m.exportKey }, s.store, Date.now(), include.checked ? { files: s.kept } : {})
+    s.exportHistory(include.checked)
       .then((r) => {
         const name = exportFileName(s.nick);
         download(r.parts, name);
@@ -73,7 +72,7 @@ export function historySection(s: Session): HTMLElement {
     importBtn.disabled = true;
     say('Importing…');
     // The file is read a piece at a time: one with photos and files can be large.
-    importHistory({ nick: s.nick, exportKey: s.m.exportKey }, s.conv, f, { files: s.kept })
+    s.importHistory(f)
       .then((r) => {
         say(`Imported ${count(r.records)} messages (${count(r.added)} new)${withFiles(r.files)}.${leftOut(r.dropped)}`);
         file.value = '';

@@ -15,7 +15,7 @@ const NO_RECORD_TEXT = 'This device does not know yet who is in this room';
 
 export function membershipAlert(s: Session, roomId: string): HTMLElement | null {
   const st = s.conv.membership.status(roomId);
-  const listed = s.m.room(roomId);
+  const listed = s.room(roomId);
   const lines: HTMLElement[] = [];
   if (listed && st.missing && !isTransferRoom(listed, s.nick))
     lines.push(

@@ -15,7 +15,7 @@ import { byTime } from '@svc/sdk';
 import { onPopupClosed, popupIn } from './actionmenu.js';
 import { clear, h } from './dom.js';
 import { dayKey, dayLabel } from './format.js';
-import { messageItem, type ItemContext } from './messages.js';
+import { messageItem, type ItemContext } from './messageitem.js';
 
 /** Records read when a chat opens and per "Show older messages". */
 export const PAGE = 100;

@@ -4,7 +4,6 @@
  * The number is computed here from the key the trust store holds (the pending new key while a
  * change waits, else the pin), so "Mark as verified" is bound to the very key the digits came from.
  */
-import { safetyNumber } from '@svc/sdk';
 import { toDataURL } from 'qrcode';
 import { describeError } from '../app/errors.js';
 import type { Session } from '../app/session.js';
@@ -17,7 +16,7 @@ async function shownKey(s: Session, peer: string): Promise<string> {
   const now = held();
   if (now !== undefined) return now;
   // Nothing pinned yet: fetching the key for reading pins it (trust on first use).
-  const fetched = await s.m.peerKey(peer, 'receive');
+  const fetched = await s.peerKey(peer);
   return held() ?? fetched;
 }
 
@@ -129,7 +128,7 @@ export function safetyPanel(s: Session, peer: string): HTMLElement {
     shownKey(s, peer)
       .then(async (key) => {
         if (shown?.key !== key) {
-          const digits = await safetyNumber(s.nick, s.m.publicKey, peer, key);
+          const digits = await s.safetyNumber(peer, key);
           shown = { key, digits };
           clear(body);
           body.append(qrImage(digits), h('p', { class: 'safety' }, digits));
@@ -160,14 +159,11 @@ export function keyChangeAlert(s: Session, nick: string, showSafety: (() => void
   const accept = h('button', { type: 'button', class: 'primary' }, 'Accept new key');
   accept.addEventListener('click', () => {
     accept.disabled = true;
-    s.trust.accept(nick).then(
-      () => {
-        s.m.forgetPeer(nick);
-        accepted();
-      },
+    s.acceptNewKey(nick).then(
+      () => accepted(),
       (e: unknown) => {
         accept.disabled = false;
-        s.emit('problem', describeError(e));
+        s.reportProblem(describeError(e));
       },
     );
   });

@@ -42,7 +42,7 @@ export function searchView(s: Session, open: (hit: SearchHit) => void): HTMLElem
         ? 'No messages found.'
         : `${hits.length === 50 ? 'The newest 50' : hits.length} ${hits.length === 1 ? 'message' : 'messages'} found.`;
     for (const hit of hits) {
-      const where = hit.chat.startsWith('room:') ? (s.m.room(hit.chat.slice(5))?.name ?? 'a room') : hit.chat.slice(3);
+      const where = hit.chat.startsWith('room:') ? (s.room(hit.chat.slice(5))?.name ?? 'a room') : hit.chat.slice(3);
       const who = hit.from === s.nick ? 'You' : hit.from;
       const b = h(
         'button',

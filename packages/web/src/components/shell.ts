@@ -72,7 +72,7 @@ export function shellView(s: Session, o: ShellOptions): ShellView {
     current = r;
     conv?.destroy();
     conv = null;
-    s.openChat = currentChat();
+    s.chatOnScreen(currentChat());
     shell.classList.toggle('has-main', r.name !== 'home');
     settingsBtn.setAttribute('aria-pressed', String(r.name === 'settings'));
     if (r.name === 'chat') {

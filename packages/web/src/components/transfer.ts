@@ -141,7 +141,7 @@ export function transferRequests(s: Session): TransferView {
       open = null;
       asked.delete(r.device);
       const act = choice === 'send' ? s.transfer.send(r.device) : s.transfer.decline(r.device);
-      act.catch((e: unknown) => s.emit('problem', `History transfer: ${describeError(e)}`));
+      act.catch((e: unknown) => s.reportProblem(`History transfer: ${describeError(e)}`));
       if (hadFocus) document.getElementById('main')?.focus();
       next();
     });

@@ -77,7 +77,7 @@ export interface DeviceOptions extends BrowserContextOptions {
   /**
    * Give new accounts the app's real KDF parameters (m=65536 KiB, t=3), and expect them of accounts
    * this device never saw, as for a real user. By default a device sets the app's test switch
-   * (src/app/kdf/test-kdf.ts) to the weakest parameters the bounds allow, so the scenarios that are
+   * (src/app/kdf/new-account-kdf.ts) to the weakest parameters the bounds allow, so the scenarios that are
    * not about the key derivation do not wait for Argon2id; the files about it pass `realKdf`.
    */
   realKdf?: boolean;

@@ -6,11 +6,14 @@ import { argon2id, type Argon2Params } from '@svc/sdk/argon2';
 
 type Job = Omit<Argon2Params, 'onProgress'>;
 
-const scope = self as unknown as { onmessage: ((e: MessageEvent<Job>) => void) | null; postMessage(msg: unknown, transfer?: Transferable[]): void };
+const scope = self as unknown as {
+  onmessage: ((event: MessageEvent<Job>) => void) | null;
+  postMessage(msg: unknown, transfer?: Transferable[]): void;
+};
 
-scope.onmessage = (e) => {
+scope.onmessage = (event) => {
   try {
-    const hash = argon2id({ ...e.data, onProgress: (progress) => scope.postMessage({ progress }) });
+    const hash = argon2id({ ...event.data, onProgress: (progress) => scope.postMessage({ progress }) });
     scope.postMessage({ hash }, [hash.buffer]);
   } catch (err) {
     scope.postMessage({ error: err instanceof Error ? err.message : String(err) });

@@ -13,19 +13,19 @@ export const workerArgon2: Argon2Fn = ({ onProgress, ...job }) => {
   // A worker per derivation: its 64 MiB go away with it.
   const worker = new Worker(scriptUrl(argon2Worker), { type: 'module', name: 'argon2id' });
   return new Promise<Uint8Array>((resolve, reject) => {
-    worker.onmessage = (e: MessageEvent<{ progress?: number; hash?: Uint8Array; error?: string }>) => {
-      const d = e.data;
-      if (typeof d.progress === 'number') {
-        onProgress?.(d.progress);
+    worker.onmessage = (event: MessageEvent<{ progress?: number; hash?: Uint8Array; error?: string }>) => {
+      const data = event.data;
+      if (typeof data.progress === 'number') {
+        onProgress?.(data.progress);
         return;
       }
       worker.terminate();
-      if (d.hash) resolve(d.hash);
-      else reject(new Error(d.error ?? 'key derivation failed'));
+      if (data.hash) resolve(data.hash);
+      else reject(new Error(data.error ?? 'key derivation failed'));
     };
-    worker.onerror = (e) => {
+    worker.onerror = (event) => {
       worker.terminate();
-      reject(new Error(e.message || 'key derivation worker failed'));
+      reject(new Error(event.message || 'key derivation worker failed'));
     };
     worker.postMessage(job);
   });

@@ -59,20 +59,24 @@ export class IdbConversationStore implements ConversationStore {
   ) {}
 
   /** The row a record is stored as (also for moving an old database, migrate.ts). */
-  async messageRow(m: ChatMessage): Promise<MessageRow> {
-    const head: Omit<MessageRow, 'sealed'> = { k: await this.tags.message(m.id), c: await this.tags.chat(m.chat), o: bucketOf(m.ts) };
-    if (m.mid) head.m = await this.tags.mid(m.from, m.mid);
-    return { ...head, sealed: await sealAtRest(this.key, m, msgCtx(head)) };
+  async messageRow(message: ChatMessage): Promise<MessageRow> {
+    const head: Omit<MessageRow, 'sealed'> = {
+      k: await this.tags.message(message.id),
+      c: await this.tags.chat(message.chat),
+      o: bucketOf(message.ts),
+    };
+    if (message.mid) head.m = await this.tags.mid(message.from, message.mid);
+    return { ...head, sealed: await sealAtRest(this.key, message, msgCtx(head)) };
   }
 
-  async pendingRow(p: PendingAction): Promise<SealedRow> {
+  async pendingRow(pending: PendingAction): Promise<SealedRow> {
     const head = {
-      k: await this.tags.pending(p.id),
-      t: await this.tags.target(p.target),
-      f: await this.tags.sender(p.from),
-      s: await this.tags.senderChat(p.from, p.chat),
+      k: await this.tags.pending(pending.id),
+      t: await this.tags.target(pending.target),
+      f: await this.tags.sender(pending.from),
+      s: await this.tags.senderChat(pending.from, pending.chat),
     };
-    return { ...head, sealed: await sealAtRest(this.key, p, pendingCtx(head)) };
+    return { ...head, sealed: await sealAtRest(this.key, pending, pendingCtx(head)) };
   }
 
   async outboxRow(item: OutboxItem): Promise<SealedRow> {
@@ -95,14 +99,14 @@ export class IdbConversationStore implements ConversationStore {
 
   async get(id: string): Promise<ChatMessage | undefined> {
     const row = await this.db.get<MessageRow>(STORES.messages, await this.tags.message(id));
-    const m = row ? await this.openRow(row) : undefined;
-    return m?.id === id ? m : undefined;
+    const message = row ? await this.openRow(row) : undefined;
+    return message?.id === id ? message : undefined;
   }
 
-  async put(m: ChatMessage): Promise<void> {
+  async put(message: ChatMessage): Promise<void> {
     // A deletion takes the record's attachment away: the stored one still names it.
-    const was = m.deleted && !m.attachment ? (await this.get(m.id))?.attachment : undefined;
-    await this.db.put(STORES.messages, await this.messageRow(m));
+    const was = message.deleted && !message.attachment ? (await this.get(message.id))?.attachment : undefined;
+    await this.db.put(STORES.messages, await this.messageRow(message));
     if (was) await this.filesGone([was.id]);
   }
 
@@ -112,19 +116,19 @@ export class IdbConversationStore implements ConversationStore {
 
   async idForMid(from: string, mid: string): Promise<string | undefined> {
     for (const row of await this.db.byIndex<MessageRow>(STORES.messages, 'mid', await this.tags.mid(from, mid))) {
-      const m = await this.openRow(row);
-      if (m?.from === from && m.mid === mid) return m.id;
+      const message = await this.openRow(row);
+      if (message?.from === from && message.mid === mid) return message.id;
     }
     return undefined;
   }
 
-  async chat(chat: ChatId, o: { limit?: number; before?: { ts: number; id: string } } = {}): Promise<ChatMessage[]> {
-    const c = await this.tags.chat(chat);
-    const { limit, before } = o;
+  async chat(chat: ChatId, options: { limit?: number; before?: { ts: number; id: string } } = {}): Promise<ChatMessage[]> {
+    const chatTag = await this.tags.chat(chat);
+    const { limit, before } = options;
     const rows =
       limit !== undefined
-        ? await this.db.newestRows<MessageRow>(c, limit, before ? bucketOf(before.ts) : undefined)
-        : await this.db.chatRows<MessageRow>(c);
+        ? await this.db.newestRows<MessageRow>(chatTag, limit, before ? bucketOf(before.ts) : undefined)
+        : await this.db.chatRows<MessageRow>(chatTag);
     let list = (await this.openAll(rows)).filter((m) => m.chat === chat);
     if (before) list = list.filter((m) => byTime(m, before) < 0);
     if (limit !== undefined) list = list.slice(Math.max(0, list.length - limit));
@@ -136,17 +140,17 @@ export class IdbConversationStore implements ConversationStore {
   }
 
   async forgetChat(chat: ChatId): Promise<void> {
-    const c = await this.tags.chat(chat);
-    const files = (await this.openAll(await this.db.chatRows<MessageRow>(c))).flatMap((m) => (m.attachment ? [m.attachment.id] : []));
-    await this.db.deleteChat(c, await this.tags.chatMeta(chat));
+    const chatTag = await this.tags.chat(chat);
+    const files = (await this.openAll(await this.db.chatRows<MessageRow>(chatTag))).flatMap((m) => (m.attachment ? [m.attachment.id] : []));
+    await this.db.deleteChat(chatTag, await this.tags.chatMeta(chat));
     if (files.length > 0) await this.filesGone(files);
-    for (const [row, p] of await this.openSealed<PendingAction>(STORES.pending, pendingCtx))
-      if (p.chat === chat) await this.db.delete(STORES.pending, row.k);
+    for (const [row, pending] of await this.openSealed<PendingAction>(STORES.pending, pendingCtx))
+      if (pending.chat === chat) await this.db.delete(STORES.pending, row.k);
   }
 
   private async openSealed<T>(
     store: typeof STORES.pending | typeof STORES.outbox,
-    ctx: (r: SealedRow) => string,
+    ctx: (row: SealedRow) => string,
     rows?: SealedRow[],
   ): Promise<[SealedRow, T][]> {
     const out: [SealedRow, T][] = [];
@@ -160,39 +164,41 @@ export class IdbConversationStore implements ConversationStore {
     return out;
   }
 
-  async addPending(p: PendingAction): Promise<void> {
-    await this.db.put(STORES.pending, await this.pendingRow(p));
+  async addPending(pending: PendingAction): Promise<void> {
+    await this.db.put(STORES.pending, await this.pendingRow(pending));
   }
 
   async takePending(target: string): Promise<PendingAction[]> {
     const rows = await this.db.byIndex<SealedRow>(STORES.pending, 'target', await this.tags.target(target));
     if (rows.length === 0) return [];
-    const list = (await this.openSealed<PendingAction>(STORES.pending, pendingCtx, rows)).map(([, p]) => p).filter((p) => p.target === target);
-    for (const r of rows) await this.db.delete(STORES.pending, r.k);
+    const list = (await this.openSealed<PendingAction>(STORES.pending, pendingCtx, rows))
+      .map(([, pending]) => pending)
+      .filter((p) => p.target === target);
+    for (const row of rows) await this.db.delete(STORES.pending, row.k);
     return list.sort(byTime);
   }
 
-  async countPending(o?: { from: string; chat?: ChatId }): Promise<number> {
-    if (!o) return this.db.count(STORES.pending);
+  async countPending(options?: { from: string; chat?: ChatId }): Promise<number> {
+    if (!options) return this.db.count(STORES.pending);
     const index =
-      o.chat === undefined
-        ? { name: 'sender', key: await this.tags.sender(o.from) }
-        : { name: 'sender_chat', key: await this.tags.senderChat(o.from, o.chat) };
+      options.chat === undefined
+        ? { name: 'sender', key: await this.tags.sender(options.from) }
+        : { name: 'sender_chat', key: await this.tags.senderChat(options.from, options.chat) };
     return this.db.count(STORES.pending, index);
   }
 
   /** Opens every waiting row (at most the SDK's cap of them, plus rows of an older layout, which do not open and go). */
   async purgePending(before: number): Promise<{ removed: number; oldest?: number }> {
     const rows = await this.db.all<SealedRow>(STORES.pending);
-    const live = (await this.openSealed<PendingAction>(STORES.pending, pendingCtx, rows)).filter(([, p]) => p.at >= before);
-    const keep = new Set(live.map(([r]) => r.k));
+    const live = (await this.openSealed<PendingAction>(STORES.pending, pendingCtx, rows)).filter(([, pending]) => pending.at >= before);
+    const keep = new Set(live.map(([row]) => row.k));
     let removed = 0;
-    for (const r of rows) {
-      if (keep.has(r.k)) continue;
-      await this.db.delete(STORES.pending, r.k);
+    for (const row of rows) {
+      if (keep.has(row.k)) continue;
+      await this.db.delete(STORES.pending, row.k);
       removed++;
     }
-    return live.length === 0 ? { removed } : { removed, oldest: Math.min(...live.map(([, p]) => p.at)) };
+    return live.length === 0 ? { removed } : { removed, oldest: Math.min(...live.map(([, pending]) => pending.at)) };
   }
 
   /** The transfer's bookkeeping (it names chats and devices): sealed in `kv` under the tag of its name. */
