@@ -40,8 +40,11 @@ export class AttachmentBytes {
       out.set(piece, at);
       at += piece.length;
     }
-    // Kept for the history: a failure to keep it does not take the file from the person.
-    await this.files.put(ref.id, out).catch((e: unknown) => console.warn('keeping a file:', e));
+    // Kept for the history, unless its message went while it came down (deleted, or its timer ran
+    // out): an expired message's file must not stay on the device. A failure to keep it does not
+    // take the file from the person.
+    const still = await this.conv.quoted(msg.chat, msg.id).catch(() => undefined);
+    if (still && !still.expired && !still.deleted) await this.files.put(ref.id, out).catch((e: unknown) => console.warn('keeping a file:', e));
     return out;
   }
 
