@@ -273,3 +273,19 @@ test('a history file with files that was altered, cut at a piece or had pieces s
     assert.deepEqual([await target.all(), await keptThere.list()], [[], []], `${what}: nothing changed`);
   }
 });
+
+test('importing puts back only the files of messages that live on the device: one deleted or expired since the export stays gone', async () => {
+  const { alice, store, kept, files } = await withFiles();
+  const out = await exportHistory(alice.m, store, Date.now(), { files: kept });
+  const [f0, f1, f2] = [...files.keys()];
+  const named = async (id: string) => (await store.all()).find((m) => m.attachment?.id === id)!;
+  // On this device, the message of f0 was deleted for everyone and that of f2 expired after the export was made.
+  await store.put({ ...(await named(f0!)), deleted: true });
+  await store.put({ ...(await named(f2!)), expired: true });
+  const keptHere = new MemoryFiles();
+  const r = await importHistory(alice.m, store, new Blob(out.parts as Uint8Array<ArrayBuffer>[]), { files: keptHere });
+  assert.equal(r.records, 203);
+  assert.deepEqual(await keptHere.list(), [f1], 'only the file of the message that lives');
+  assert.equal((await named(f0!)).deleted, true, 'the deleted message stays deleted');
+  assert.equal((await named(f2!)).expired, true, 'the expired message stays expired');
+});

@@ -281,7 +281,7 @@ export async function openExport(account: ExportAccount, file: Source): Promise<
 }
 
 /** Puts the files of a checked version 2 file into `kept`, each whole once its last piece is read. */
-async function putFiles(account: ExportAccount, file: Source, kept: KeptFilesSource, files: ArchiveFile[]): Promise<void> {
+async function putFiles(account: ExportAccount, file: Source, kept: KeptFilesSource, files: ArchiveFile[], live: Set<string>): Promise<void> {
   const { at } = await header(account, file);
   let f = 0;
   let pieces: Uint8Array[] = [];
@@ -292,7 +292,7 @@ async function putFiles(account: ExportAccount, file: Source, kept: KeptFilesSou
     got += piece.length;
     // Every segment holds a piece of one file (a file of no bytes has one empty piece).
     if (files[f] && got === files[f]!.size) {
-      await kept.put(files[f]!.id, pieces.length === 1 ? pieces[0]! : concat(...pieces));
+      if (live.has(files[f]!.id)) await kept.put(files[f]!.id, pieces.length === 1 ? pieces[0]! : concat(...pieces));
       pieces = [];
       got = 0;
       f++;
@@ -314,8 +314,17 @@ export async function importHistory(
   const { records, dropped, exportedAt, files } = await openExport(account, file);
   const conv = 'notify' in target ? target : null;
   const store = conv ? conv.store : (target as ConversationStore);
-  if (o.files && files.length > 0) await putFiles(account, file, o.files, files);
   const r = await mergeRecords(store, account.nick, records);
+  // Only the files of records that live in the store once merged: a message deleted or expired
+  // since the export was made must not bring its file back.
+  if (o.files && files.length > 0) {
+    const live = new Set<string>();
+    for (const m of records) {
+      const now = m.attachment ? await store.get(m.id) : undefined;
+      if (now?.attachment && !now.deleted && !now.expired) live.add(now.attachment.id);
+    }
+    await putFiles(account, file, o.files, files, live);
+  }
   conv?.notify({ changed: r.changed, imported: r.added });
   return {
     records: records.length,

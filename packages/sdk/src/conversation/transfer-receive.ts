@@ -88,6 +88,12 @@ export interface ReceiverHost {
  */
 export class HistoryReceiver {
   private recv: ReceiveState | null = null;
+  /**
+   * The attachments named by live records this transfer merged: an archive's files are kept only
+   * if one is (a file of a message deleted or expired since must not come back). Null after a
+   * reload, when it is read from the store at the first file.
+   */
+  private liveFiles: Set<string> | null = null;
   /** Whether this device is downloading an archive now. */
   private fetching = false;
 
@@ -162,7 +168,14 @@ export class HistoryReceiver {
   }
 
   /** Merges an opened chunk into the store: the state after it. */
+  private async liveFileIds(): Promise<Set<string>> {
+    this.liveFiles ??= liveAttachments(await this.l.store.all());
+    return this.liveFiles;
+  }
+
   private async merge(r: ReceiveState, opened: OpenedChunk): Promise<ReceiveState> {
+    if (r.next === 0) this.liveFiles = new Set();
+    for (const id of liveAttachments(opened.records)) this.liveFiles?.add(id);
     const merged = await mergeRecords(this.l.store, this.l.me, opened.records);
     this.l.notify({ changed: merged.changed, imported: merged.added });
     const next: ReceiveState = { ...r, next: r.next + 1, hash: opened.hash, recordsDone: r.recordsDone + opened.records.length + opened.dropped };
@@ -280,7 +293,7 @@ export class HistoryReceiver {
     if (r.next < r.total || r.carry) throw damaged('a file comes before the end of the history');
     if (arc.filesDone >= arc.files) throw damaged('it holds more files than its message says');
     if (!isId16(f.id)) throw damaged('a file in it has no valid name');
-    await this.l.archive?.kept?.put(f.id, f.bytes);
+    if ((await this.liveFileIds()).has(f.id)) await this.l.archive?.kept?.put(f.id, f.bytes);
     await this.saveRecv({ ...r, archive: { ...arc, filesDone: arc.filesDone + 1, offset } });
     return true;
   }
@@ -329,4 +342,11 @@ export class HistoryReceiver {
     this.recv = r;
     if (tell) this.host.emit({ type: 'progress', progress: receiveProgress(r, this.l.deviceId) });
   }
+}
+
+/** The attachments that live records name (not deleted, not expired). */
+export function liveAttachments(records: readonly ChatMessage[]): Set<string> {
+  const out = new Set<string>();
+  for (const m of records) if (m.attachment && !m.deleted && !m.expired) out.add(m.attachment.id);
+  return out;
 }
