@@ -12,6 +12,7 @@ import { go, isChatId, parseRoute } from './app/route.js';
 import type { EndReason, Session } from './app/session.js';
 import { keepChats } from './app/chatcache.js';
 import { connect } from './app/connection.js';
+import { forgetAllMedia } from './app/media.js';
 import { onTabs, tellTabs, tellWorker, watchIdle } from './app/lock.js';
 import { LOCKED_TITLE, SIGN_IN_TITLE, trackTitle } from './app/title.js';
 import { authView } from './components/auth.js';
@@ -73,6 +74,7 @@ async function lockApp(s: Session, fromTab = false): Promise<void> {
   // First: a push that arrives while the rest is put away shows no chat name.
   await tellWorker(true).catch(() => undefined);
   closeDialogs();
+  forgetAllMedia();
   await stopSync?.().catch(() => undefined);
   stopSync = null;
   shell?.destroy();

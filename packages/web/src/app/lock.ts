@@ -85,14 +85,24 @@ export function watchIdle(onIdle: () => void): () => void {
     if (what === 'active') last = Date.now();
   });
   for (const type of INPUT) window.addEventListener(type, onInput, { capture: true, passive: true });
-  const timer = setInterval(() => {
+  const check = () => {
     const after = lockAfter();
     if (after === 0) return;
     if (Date.now() - last >= after) onIdle();
-  }, 1_000);
+  };
+  const timer = setInterval(check, 1_000);
+  // A tab in the background is throttled, and one coming back from sleep paints what it held:
+  // it checks the moment it shows again, before the next tick.
+  const onShow = () => {
+    if (document.visibilityState === 'visible') check();
+  };
+  document.addEventListener('visibilitychange', onShow);
+  window.addEventListener('pageshow', onShow);
   return () => {
     clearInterval(timer);
     stop();
+    document.removeEventListener('visibilitychange', onShow);
+    window.removeEventListener('pageshow', onShow);
     for (const type of INPUT) window.removeEventListener(type, onInput, { capture: true });
   };
 }

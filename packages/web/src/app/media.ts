@@ -46,6 +46,12 @@ function sweep(): void {
   }
 }
 
+/** Forgets every recording at once (the app locks or signs out): the worker answers 404 from now on. */
+export function forgetAllMedia(): void {
+  held.clear();
+  sweep();
+}
+
 function scheduleSweep(): void {
   sweepTimer ??= setTimeout(sweep, 1_000);
 }

@@ -118,6 +118,7 @@ export class Session {
   private expiryTimer: ReturnType<typeof setTimeout> | null = null;
   private expiryAt: number | null = null;
   private closed = false;
+  private readonly closing = new AbortController();
 
   constructor(
     readonly messenger: Messenger,
@@ -596,8 +597,14 @@ export class Session {
   }
 
   /** Stops sending (sign-out, the session ended). */
+  /** Aborted when the session closes: listeners a view added to the document go with it. */
+  get closedSignal(): AbortSignal {
+    return this.closing.signal;
+  }
+
   close(): void {
     this.closed = true;
+    this.closing.abort();
     if (this.expiryTimer) clearTimeout(this.expiryTimer);
     if (this.muteTimer) clearTimeout(this.muteTimer);
     this.conv.stop();

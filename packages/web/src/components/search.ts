@@ -77,7 +77,8 @@ export function searchView(s: Session, open: (hit: SearchHit) => void): HTMLElem
       go({ name: 'home' });
     } else focus();
   };
-  queueMicrotask(() => document.addEventListener('keydown', shortcut));
+  // Removed with the session (a lock or a sign-out), so nothing on the document keeps it.
+  queueMicrotask(() => document.addEventListener('keydown', shortcut, { signal: s.closedSignal }));
   // Changes to the history show in open results.
   s.on('change', () => {
     if (input.value.trim()) void run();
