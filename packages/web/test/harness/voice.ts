@@ -67,8 +67,18 @@ export interface Played {
   duration: number;
 }
 
-/** Plays the recording from its start until its time has moved on, and pauses it. */
-export function play(audio: Locator): Promise<Played> {
+/**
+ * Plays the recording from its start until its time has moved on, and pauses it. A row drawn
+ * again meanwhile (a receipt arriving) takes its player out of the page: then the new one plays.
+ */
+export async function play(audio: Locator): Promise<Played> {
+  for (let attempt = 0; ; attempt++) {
+    const r = await playOnce(audio);
+    if (r.currentTime > 0.3 || r.connected || attempt >= 3) return r;
+  }
+}
+
+function playOnce(audio: Locator): Promise<Played & { connected: boolean }> {
   return audio.evaluate(async (a: HTMLAudioElement) => {
     const deadline = Date.now() + 20_000;
     while (!a.src && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
@@ -78,14 +88,14 @@ export function play(audio: Locator): Promise<Played> {
     let readyState = a.readyState;
     const seen = () => (readyState = Math.max(readyState, a.readyState));
     for (const e of ['canplay', 'playing', 'timeupdate']) a.addEventListener(e, seen);
-    await a.play();
-    while (a.currentTime <= 0.3 && Date.now() < deadline) {
+    await a.play().catch(() => undefined);
+    while (a.currentTime <= 0.3 && a.isConnected && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 100));
-      readyState = Math.max(readyState, a.readyState);
+      seen();
     }
     seen();
     for (const e of ['canplay', 'playing', 'timeupdate']) a.removeEventListener(e, seen);
     a.pause();
-    return { src: a.src, currentTime: a.currentTime, readyState, duration: a.duration };
+    return { src: a.src, currentTime: a.currentTime, readyState, duration: a.duration, connected: a.isConnected };
   });
 }
