@@ -1,7 +1,7 @@
 /**
  * The plaintext inside every message's `ct`: the set of types, their schema check on decrypt, and
  * the padding. The service never sees which type a message carries: every type is padded the
- * same way and travels in an ordinary envelope (docs/CRYPTO.md, "Plaintext types").
+ * same way and travels in an ordinary envelope (docs/CRYPTO.md).
  *
  * Wire form: UTF-8 JSON `{"v":1,"type":…,…,"sentAt":…}` (a message sent under a disappearing timer
  * carries `expire` just before `sentAt`) followed by zero bytes up to the next
@@ -235,7 +235,7 @@ export interface RecordsPlain extends Common {
 }
 
 /*
- * Everyday conversation state (docs/CRYPTO.md, "Plaintext types"): pins and the disappearing
+ * Everyday conversation state (docs/CRYPTO.md): pins and the disappearing
  * messages timer are shared by the chat's members; a chat's mute is the person's own setting and
  * travels only in the account's private room, to its other devices.
  */

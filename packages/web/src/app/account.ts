@@ -108,7 +108,7 @@ export async function signIn(o: { nick: string; password: string; acceptWeakKdf?
 
 /**
  * A sign-in on a device that holds no history of the account, while the account has another
- * device: that one may send the history (docs/WEB.md, "History on every device"). A resume never asks.
+ * device: that one may send the history (docs/WEB.md). A resume never asks.
  */
 async function isNewDevice(s: Session): Promise<boolean> {
   if ((await s.db.count(STORES.messages)) > 0) return false;
