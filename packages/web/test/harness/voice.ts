@@ -73,14 +73,18 @@ export function play(audio: Locator): Promise<Played> {
     const deadline = Date.now() + 20_000;
     while (!a.src && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
     a.muted = true;
-    await a.play();
-    // The most data the element had while it played: right after a pause it may report less.
+    // The most data the element had while it played, noted at each of its events: sampled now
+    // and then, it may read 1 (no data at the position yet) between two ranges of a stream, or
+    // right after a pause.
     let readyState = a.readyState;
-    while (a.currentTime <= 0.3 && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 100));
-      readyState = Math.max(readyState, a.readyState);
-    }
-    readyState = Math.max(readyState, a.readyState);
+    const note = () => (readyState = Math.max(readyState, a.readyState));
+    const events = ['loadeddata', 'canplay', 'canplaythrough', 'playing', 'timeupdate'];
+    for (const e of events) a.addEventListener(e, note);
+    await a.play();
+    note();
+    while (a.currentTime <= 0.3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    note();
+    for (const e of events) a.removeEventListener(e, note);
     a.pause();
     return { src: a.src, currentTime: a.currentTime, readyState, duration: a.duration };
   });
