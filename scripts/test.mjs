@@ -4,10 +4,11 @@
 // Arguments filter files by substring; TEST_MODES=sqlite,postgres limits the modes; TEST_LANES=1
 // runs the suites one after another; TEST_CONCURRENCY and TEST_WEB_CONCURRENCY set how many files
 // of a run go at a time. At the end it prints the tests and assertions of each run.
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { makeTestCa } from './test-ca.mjs';
 import { browser, modal, modesFromEnv, testFiles, testNodeOptions } from './test-files.mjs';
 
@@ -27,13 +28,39 @@ const webConcurrency = Math.max(1, Number(process.env.TEST_WEB_CONCURRENCY || 3)
 // The other files are independent too (each starts its own servers on its own store) and wait much
 // of the time for fsync, PostgreSQL or Redis: TEST_CONCURRENCY of them at a time (default 2).
 const concurrency = Math.max(1, Number(process.env.TEST_CONCURRENCY || 2));
+// Each file's time in the previous run, per mode. A run's files start longest first (see
+// run-files.mjs): started in name order, a long file near the end (the history transfer, the
+// minute of the pacing test) ran on alone while the other slots stood idle. A file with no time
+// yet goes first.
+const timesFile = join('node_modules', '.cache', 'svc-test-times.json');
+const lastTimes = (() => {
+  try {
+    return JSON.parse(readFileSync(timesFile, 'utf8'));
+  } catch {
+    return {};
+  }
+})();
+// The runner names a file by its TypeScript source (source maps): packages/x/test/a.test.ts for
+// packages/x/dist/test/a.test.js, packages/web/unit/a.test.ts for packages/web/dist/node/unit/a.test.js.
+const sourceOf = (f) =>
+  f
+    .replace(/\\/g, '/')
+    .replace(/\/dist\/test\//, '/test/')
+    .replace(/\/dist\/node\//, '/')
+    .replace(/\.js$/, '.ts');
+const longestFirst = (mode, files) => {
+  const took = (f) => lastTimes[mode]?.[sourceOf(f)] ?? lastTimes[mode]?.[f] ?? Infinity;
+  return [...files].sort((a, b) => (took(a) === took(b) ? a.localeCompare(b) : took(b) > took(a) ? 1 : -1));
+};
+const runFiles = fileURLToPath(new URL('./run-files.mjs', import.meta.url));
+
 const runs = [];
 for (const mode of modes) {
-  const batch = mode === modes[0] ? selected : selected.filter(modal);
+  const batch = longestFirst(mode, mode === modes[0] ? selected : selected.filter(modal));
   const rest = batch.filter((f) => !browser(f));
   const web = batch.filter(browser);
-  if (rest.length > 0) runs.push({ name: `TEST_MODE=${mode}`, mode, batch: rest, flags: [`--test-concurrency=${concurrency}`] });
-  if (web.length > 0) runs.push({ name: `TEST_MODE=${mode} browser`, mode, batch: web, flags: [`--test-concurrency=${webConcurrency}`] });
+  if (rest.length > 0) runs.push({ name: `TEST_MODE=${mode}`, mode, batch: rest, concurrency });
+  if (web.length > 0) runs.push({ name: `TEST_MODE=${mode} browser`, mode, batch: web, concurrency: webConcurrency });
 }
 
 // The runs are independent (each server gets its own SQLite file, or its own PostgreSQL schema and
@@ -44,16 +71,17 @@ const started = Date.now();
 
 function runOne(run, index) {
   const assertLog = join(countDir, `asserts-${index}.log`);
+  const timesLog = join(countDir, `times-${index}.json`);
   const env = {
     ...baseEnv,
     TEST_MODE: run.mode,
     TEST_ASSERT_LOG: assertLog,
     NODE_OPTIONS: testNodeOptions('lean-test-hook.mjs', 'count-asserts.mjs'),
   };
-  const args = ['--enable-source-maps', '--test', ...run.flags, '--test-reporter=spec', ...run.batch];
+  const args = ['--enable-source-maps', runFiles, String(run.concurrency), timesLog, ...run.batch];
   return new Promise((resolve) => {
     const t0 = Date.now();
-    console.log(`--- started ${run.name}: ${run.batch.length} files ${run.flags.join(' ')}`);
+    console.log(`--- started ${run.name}: ${run.batch.length} files, ${run.concurrency} at a time`);
     const child = spawnMeasured(process.execPath, args, env);
     const out = [];
     const times = [];
@@ -64,7 +92,7 @@ function runOne(run, index) {
       const cpu = cpuSeconds(Buffer.concat(times).toString('utf8'));
       const text = Buffer.concat(out).toString('utf8');
       const seconds = Math.round((Date.now() - t0) / 1000);
-      console.log(`\n=== ${run.name}: ${run.batch.length} files ${run.flags.join(' ')} (${seconds} s) ===\n`);
+      console.log(`\n=== ${run.name}: ${run.batch.length} files, ${run.concurrency} at a time (${seconds} s) ===\n`);
       process.stdout.write(text);
       const tests = Number(/^ℹ tests (\d+)/m.exec(text)?.[1] ?? 0);
       const passed = Number(/^ℹ pass (\d+)/m.exec(text)?.[1] ?? 0);
@@ -78,6 +106,13 @@ function runOne(run, index) {
         : 0;
       // The runner's own list of failures, with their messages, for the end of the log.
       const failing = text.includes('\n✖ failing tests:') ? text.slice(text.lastIndexOf('\n✖ failing tests:') + 1) : '';
+      if (existsSync(timesLog)) {
+        try {
+          lastTimes[run.mode] = { ...lastTimes[run.mode], ...JSON.parse(readFileSync(timesLog, 'utf8')) };
+        } catch {
+          // A run cut short leaves no complete record; the previous times stay.
+        }
+      }
       resolve({ run, ok: code === 0, tests, passed, skipped, asserts, seconds, cpu, failing });
     });
   });
@@ -180,5 +215,7 @@ const total = (k) => results.reduce((n, r) => n + r[k], 0);
 console.log(
   `all: ${total('passed')}/${total('tests')} tests passed${total('skipped') ? `, ${total('skipped')} skipped` : ''}, ${total('asserts')} assertions, ${Math.round((Date.now() - started) / 1000)} s`,
 );
+mkdirSync(dirname(timesFile), { recursive: true });
+writeFileSync(timesFile, JSON.stringify(lastTimes));
 rmSync(countDir, { recursive: true, force: true });
 process.exit(results.every((r) => r.ok) ? 0 : 1);

@@ -1,12 +1,12 @@
 /**
  * `npm run bench:store-send`: the PostgreSQL store's send path alone, without HTTP or Redis, so
- * that what PostgreSQL spends per send can be read apart from the rest (docs/POSTGRES.md, "What a
- * send costs inside PostgreSQL"). Concurrent DM senders, each to its own recipient with two
- * devices, call `PostgresStore.sendMessage` as the service's requests do (each send carrying its
- * session, as a request of a session the instance remembers does); the run prints sends per
- * second and the CPU per send of the PostgreSQL server (postmaster and children, from /proc) and
- * of this process. Point BENCH_DATABASE_URL at a private cluster with pg_stat_statements to list
- * the statements as well.
+ * that what PostgreSQL spends per send can be read apart from the rest (docs/POSTGRES.md).
+ * Concurrent DM senders, each to its own recipient with two devices, call
+ * `PostgresStore.sendMessage` as the service's requests do (each send carrying its session, as a
+ * request of a session the instance remembers does); the run prints sends per second and the CPU
+ * per send of the PostgreSQL server (postmaster and children, from /proc) and of this process.
+ * Point BENCH_DATABASE_URL at a private cluster with pg_stat_statements to list the statements as
+ * well.
  *
  *   npm run bench:store-send -- [sends (4000)] [senders (200)] [further devices in the table (3200)] [checkout (this one)]
  */

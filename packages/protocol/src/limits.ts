@@ -20,7 +20,7 @@ export const LIMITS = {
 } as const;
 
 /**
- * The attachment store (docs/API.md, "Attachments"). A part's data travels as base64url inside a JSON body
+ * The attachment store (docs/API.md). A part's data travels as base64url inside a JSON body
  * under the 32 KiB body limit: 24,000 bytes make 32,000 characters, with room for the rest of
  * the body. Every part of a finished attachment but its last holds exactly `partBytes`.
  */

@@ -236,7 +236,7 @@ export {
 export { mergeRecords, mergeRecord, type MergeResult } from './conversation/merge.js';
 export { checkRecord, isSettled } from './conversation/history-codec.js';
 
-// Files, photos and voice messages: file encryption, upload with resume, checked download (docs/CRYPTO.md "Attachments").
+// Files, photos and voice messages: file encryption, upload with resume, checked download (docs/CRYPTO.md).
 export {
   padme,
   paddedLength,

@@ -30,7 +30,7 @@ export interface MemberChange {
 
 /**
  * Decides whom the owner's new room keys are wrapped for, instead of the service's list of
- * members, and hears of every room listing and change (docs/CRYPTO.md, "Membership record").
+ * members, and hears of every room listing and change (docs/CRYPTO.md).
  */
 export interface RoomGuard {
   /** A listing of the room came (an event, GET /api/rooms, an answer). Never throws. */

@@ -21,7 +21,7 @@ const FILES = Object.keys(SHELL.sha256);
 const CACHE_PREFIX = 'svc-shell-';
 const CACHE = CACHE_PREFIX + SHELL.version;
 
-/** The service's own answers: never cached, never answered from a cache (docs/API.md §1.2: `Cache-Control: no-store`). */
+/** The service's own answers: never cached, never answered from a cache (docs/API.md: `Cache-Control: no-store`). */
 function isService(path: string): boolean {
   return path.startsWith('/api/') || path === '/api' || path === '/healthz' || path.startsWith('/healthz/');
 }

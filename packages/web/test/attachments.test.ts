@@ -89,15 +89,21 @@ describe('web client: files', { skip: missingBrowser() }, () => {
       const bytes = randomBytes(1_500_000);
       await sendFiles(alice.page, [{ name: 'big.bin', mimeType: 'application/octet-stream', buffer: bytes }]);
       await messageLog(bob.page).getByRole('button', { name: 'Download big.bin', exact: true }).waitFor({ timeout: 60_000 });
-      // The download is held back a moment, so the bar is seen on a machine that downloads 1.5 MB at once.
+      // The bar shows at the click; the bytes are held back until it has been seen, so it is seen
+      // on a machine that downloads 1.5 MB at once.
+      let barSeen!: () => void;
+      const held = new Promise<void>((r) => (barSeen = r));
       await bob.page.route('**/api/attachments/*', async (route) => {
         const res = await route.fetch();
-        await new Promise((r) => setTimeout(r, 1_500));
+        await held;
         await route.fulfill({ response: res });
       });
       const [got] = await Promise.all([
         download(bob.page, 'big.bin'),
-        bob.page.getByRole('progressbar', { name: 'Downloading big.bin', exact: true }).waitFor({ timeout: 10_000 }),
+        bob.page
+          .getByRole('progressbar', { name: 'Downloading big.bin', exact: true })
+          .waitFor({ timeout: 10_000 })
+          .finally(() => barSeen()),
       ]);
       assert.ok(got.equals(bytes));
       await bob.page.unroute('**/api/attachments/*');
@@ -132,8 +138,10 @@ describe('web client: files', { skip: missingBrowser() }, () => {
       const caption = scene.text('sent across a cut');
       await sendFiles(alice.page, [{ name: 'across.bin', mimeType: 'application/octet-stream', buffer: bytes }], caption);
       await alice.page.getByRole('progressbar', { name: 'Uploading across.bin', exact: true }).waitFor();
+      // The next part goes into the cut and fails there.
+      const failed = alice.page.waitForEvent('requestfailed', (r) => /\/api\/attachments\/[^/]+\/parts\//.test(r.url()));
       await alice.context.setOffline(true);
-      await new Promise((r) => setTimeout(r, 2_000));
+      await failed;
       await statusShows(alice.page, caption, /Sending|Waiting to send/);
       await alice.context.setOffline(false);
       await statusShows(alice.page, caption, /Sent|Delivered|Read/, 60_000);

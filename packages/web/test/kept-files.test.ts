@@ -27,6 +27,7 @@ import {
   messageLog,
   openChat,
   seeMessage,
+  send,
   signIn,
   signUp,
   startChat,
@@ -103,6 +104,17 @@ async function uploadPast(page: Page, name: string, fraction: number): Promise<v
   );
 }
 
+/**
+ * Sends a text from `sender` and waits for it at `peer`. The outbox sends in order, so a second
+ * copy of anything sent before (its upload, its message) would have reached the service and the
+ * peer by then.
+ */
+async function nothingBehind(sender: Page, peer: Page): Promise<void> {
+  const next = `typed next ${randomBytes(8).toString('hex')}`;
+  await send(sender, next);
+  await seeMessage(peer, next);
+}
+
 /** The rows of the open chat's log that hold `text`. */
 const rowsWith = (page: Page, text: string) => messageLog(page).getByRole('listitem').filter({ hasText: text }).count();
 
@@ -159,7 +171,7 @@ describe('web client: the files it keeps', { skip: missingBrowser() }, () => {
       await seeMessage(bob.page, caption);
       assert.ok((await download(bob.page, 'reloaded.bin')).equals(bytes), 'the exact bytes');
       // Once: one message on either side, one attachment at the service.
-      await new Promise((r) => setTimeout(r, 1_000));
+      await nothingBehind(alice.page, bob.page);
       assert.equal(await rowsWith(bob.page, caption), 1);
       assert.equal(await rowsWith(alice.page, caption), 1);
       assert.equal(attachmentCount(scene.server.dbPath), before + 1);
@@ -181,9 +193,11 @@ describe('web client: the files it keeps', { skip: missingBrowser() }, () => {
       await sendFiles(alice.page, [{ name, mimeType: 'text/plain', buffer: bytes }], caption);
       await uploadPast(alice.page, name, 0.3);
       await alice.context.setOffline(true);
+      // The held parts go on into the cut and fail there.
+      const failed = alice.page.waitForEvent('requestfailed', (r) => /\/api\/attachments\/[^/]+\/parts\//.test(r.url()));
       held.release();
       await alice.page.unroute(PARTS);
-      await new Promise((r) => setTimeout(r, 2_000));
+      await failed;
       await statusShows(alice.page, caption, /Sending|Waiting to send/);
       // The file waits in IndexedDB, in sealed chunks: neither its bytes nor its name are there in the clear.
       const waiting = await kvNames(alice.page, 'upload.');
@@ -199,7 +213,7 @@ describe('web client: the files it keeps', { skip: missingBrowser() }, () => {
       await statusShows(alice.page, caption, /Sent|Delivered|Read/, 60_000);
       await seeMessage(bob.page, caption);
       assert.ok((await download(bob.page, name)).equals(bytes), 'the exact bytes');
-      await new Promise((r) => setTimeout(r, 1_000));
+      await nothingBehind(alice.page, bob.page);
       assert.equal(await rowsWith(bob.page, caption), 1);
       assert.equal(await rowsWith(alice.page, caption), 1);
       assert.equal(attachmentCount(scene.server.dbPath), before + 1);

@@ -6,6 +6,7 @@
  * default message limit (30 a minute per nick), as people meet it.
  */
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import type { Page, Request } from 'playwright-core';
 import { missingBrowser, type Device } from './harness/browser.js';
@@ -60,9 +61,12 @@ async function type(page: Page, text: string): Promise<void> {
 async function deliveredOnce(sender: Page, peer: Page, text: string, timeout = RESEND_PATIENCE): Promise<void> {
   await seeMessage(peer, text, timeout);
   await rowStatus(sender, text, DONE).waitFor({ timeout });
-  // A second copy would come right behind the first; the delivered receipt took a round trip already.
   await rowStatus(sender, text, /^(Delivered|Read)$/).waitFor({ timeout });
-  await peer.waitForTimeout(1_500);
+  // The outbox sends in order, so a second copy would reach the service, and the peer, before
+  // the message typed next: once that one is shown, every copy of this one would be.
+  const next = `typed next ${randomUUID()}`;
+  await send(sender, next);
+  await seeMessage(peer, next, timeout);
   assert.equal(await copies(peer, text), 1, `the peer shows "${text}" once`);
   assert.equal(await copies(sender, text), 1, `the sender shows "${text}" once`);
 }

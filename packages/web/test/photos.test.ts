@@ -60,10 +60,12 @@ describe('web client: photos', { skip: missingBrowser() }, () => {
       assert.ok(original.includes(GPS_SECRET) && jpegSegments(original).markers.includes(0xe1), 'the test photo carries Exif with GPS');
       const caption = scene.text('a view from the hill');
       await sendFiles(alice.page, [{ name: 'hill.jpg', mimeType: 'image/jpeg', buffer: original }], caption);
-      // The full photo is held back a moment, so the thumbnail is seen first on any machine.
+      // The full photo is held back until the thumbnail has been seen, so it is seen first on any machine.
+      let thumbnailSeen!: () => void;
+      const held = new Promise<void>((r) => (thumbnailSeen = r));
       await bob.page.route('**/api/attachments/*', async (route) => {
         const res = await route.fetch();
-        await new Promise((r) => setTimeout(r, 1_500));
+        await held;
         await route.fulfill({ response: res });
       });
       await chatEntry(bob.page, aliceNick).waitFor();
@@ -75,6 +77,7 @@ describe('web client: photos', { skip: missingBrowser() }, () => {
       const first = (await img.getAttribute('src')) ?? '';
       assert.match(first, /^data:image\/jpeg;base64,/);
       assert.ok(first.length <= 32 + Math.ceil(4096 / 3) * 4, `the thumbnail is at most 4 KB (${first.length} characters)`);
+      thumbnailSeen();
       await bob.page
         .waitForFunction(
           ([name, thumb]) => Array.from(document.querySelectorAll('img')).some((i) => i.alt === name && i.src !== thumb && i.naturalWidth === 2048),

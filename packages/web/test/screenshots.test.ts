@@ -18,6 +18,7 @@ import {
   chatEntry,
   chooseAction,
   messageBox,
+  messageLog,
   react,
   reaction,
   statusShows,
@@ -94,7 +95,8 @@ describe('web client: screenshots of the main screens', { skip: missingBrowser()
       // A fresh visit of the start address: the chat list with no chat open.
       await alice.page.goto('/');
       await ensureSignedIn(alice.page, 'alice', password);
-      await chatEntry(alice.page, 'carol').waitFor();
+      // The picture shows each chat's last message: carol's has arrived once her entry shows it.
+      await chatEntry(alice.page, 'carol').filter({ hasText: 'Did you get the photos' }).waitFor();
       await chatEntry(alice.page, 'Weekend trip').waitFor();
       await shot(alice, 'chat-list');
 
@@ -156,6 +158,9 @@ describe('web client: screenshots of the main screens', { skip: missingBrowser()
       );
       await shot(bob, 'attachments');
       await bob.page.setViewportSize(PHONE);
+      // The narrower page wraps the chat header onto more lines and the log keeps its scroll
+      // position: scrolled to its end, as a reader would, it shows the voice message whole.
+      await messageLog(bob.page).evaluate((log) => log.scrollTo(0, log.scrollHeight));
       await shot(bob, 'attachments-phone');
       await bob.page.setViewportSize(DESKTOP);
     })();

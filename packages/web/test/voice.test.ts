@@ -16,8 +16,9 @@ import { CHROMIUM, launchBrowser } from '@svc/testkit/browser';
 import { missingBrowser, openDevice, type Device } from './harness/browser.js';
 import { attachmentCount } from './harness/db.js';
 import { nick, openScene, type Scene } from './harness/scene.js';
-import { button, chatEntry, createRoom, messageBox, messageLog, openChat, seeMessage, send, signUp, startChat, statusShows } from './harness/ui.js';
+import { button, chatEntry, createRoom, messageBox, messageLog, openChat, seeMessage, send, signUp, startChat } from './harness/ui.js';
 import { allowMicrophone, microphoneTracks, play, record, shownSeconds, voiceMessages } from './harness/voice.js';
+import { until } from './harness/wait.js';
 
 /** Waits until `page` shows `n` voice messages in the open chat. */
 async function voiceCount(page: Page, n: number): Promise<void> {
@@ -119,8 +120,14 @@ describe('web client: voice messages', { skip: missingBrowser() }, () => {
       assert.equal(past.status, 416);
       assert.equal(bob.forgiveErrors(/HTTP 416 GET \/media\//), 1, 'a range past the end is refused as it should be');
 
-      // The sender's own message plays too.
-      await statusShows(alice.page, 'hello', /Sent|Delivered|Read/);
+      // The sender's own message plays too, once bob's receipt is in: a row drawn again while it
+      // plays would stop it.
+      await messageLog(alice.page)
+        .getByRole('listitem')
+        .filter({ has: alice.page.locator('audio') })
+        .first()
+        .getByRole('status', { name: 'Read', exact: true })
+        .waitFor({ timeout: 30_000 });
       const mine = voiceMessages(alice.page).first();
       assert.ok((await play(mine)).currentTime > 0.3, 'the sender plays their own voice message');
 
@@ -133,8 +140,12 @@ describe('web client: voice messages', { skip: missingBrowser() }, () => {
       // Once the message has left the screen, its URL plays nothing.
       await button(bob.page, 'New chat').click();
       await bob.page.waitForFunction(() => document.querySelectorAll('audio').length === 0);
-      await bob.page.waitForTimeout(1_500);
-      assert.equal((await fetchRange(bob.page, src.pathname, null)).status, 404, 'the token is revoked');
+      // The service worker forgets the address once the player is gone; until then it still serves it.
+      const revoked = await until('the token to be revoked', async () => {
+        const status = (await fetchRange(bob.page, src.pathname, null)).status;
+        return status === 404 ? status : undefined;
+      });
+      assert.equal(revoked, 404, 'the token is revoked');
       assert.equal(bob.forgiveErrors(/HTTP 404 GET \/media\//), 1);
       await openChat(bob.page, aliceNick);
     })();
@@ -220,17 +231,22 @@ describe('web client: voice messages', { skip: missingBrowser() }, () => {
       await voiceCount(bob.page, 1);
       await alice.context.setOffline(true);
       await record(alice.page, 2);
+      // Its upload is tried, and fails, while the network is away.
+      const failed = alice.page.waitForEvent('requestfailed', (r) => new URL(r.url()).pathname.startsWith('/api/attachments'));
       await button(alice.page, 'Send voice message').click();
       const mine = messageLog(alice.page)
         .getByRole('listitem')
         .filter({ has: alice.page.locator('audio') })
         .last();
       await mine.getByRole('status', { name: /Sending|Waiting to send/ }).waitFor();
-      await new Promise((r) => setTimeout(r, 2_000));
+      await failed;
       await alice.context.setOffline(false);
       await mine.getByRole('status', { name: /Sent|Delivered|Read/ }).waitFor({ timeout: 60_000 });
       await voiceCount(bob.page, 2);
-      await bob.page.waitForTimeout(2_000);
+      // The outbox sends in order: a second copy would reach bob before the text typed next.
+      const next = `typed next ${Date.now()}`;
+      await send(alice.page, next);
+      await seeMessage(bob.page, next);
       assert.equal(await voiceMessages(bob.page).count(), 2, 'sent once');
       assert.ok((await play(voiceMessages(bob.page).last())).currentTime > 0.3, 'it plays');
       // What failed while offline is the cut itself.

@@ -98,7 +98,7 @@ const SAVE_EVERY = 8;
 /**
  * Parts an upload keeps in flight. One at a time, each part waits for its round trip and the
  * service's commit before the next leaves; four keep the service and the network busy
- * (docs/BENCHMARKS.md, "Attachments") and hold at most four parts in memory.
+ * (docs/BENCHMARKS.md) and hold at most four parts in memory.
  */
 export const UPLOAD_IN_FLIGHT = 4;
 

@@ -1,5 +1,5 @@
 /**
- * The sealed history file (docs/CRYPTO.md, "History export"): every settled record of the store,
+ * The sealed history file (docs/CRYPTO.md): every settled record of the store,
  * compressed and sealed under the account's export key, which derives from the identity, so the
  * password alone opens the file again on any device, also after a password change.
  *

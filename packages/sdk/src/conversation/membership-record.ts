@@ -1,5 +1,5 @@
 /**
- * A room's membership as its members announced it (docs/CRYPTO.md, "Membership record"): the rules
+ * A room's membership as its members announced it (docs/CRYPTO.md): the rules
  * alone, with no I/O. The service's list of members is open metadata it could change at will; the
  * record is what the room's own ciphertext said, so that a client wraps a new room key only for
  * people somebody in the room actually added, and sends only under a key its owner made.

@@ -1,5 +1,5 @@
 /**
- * Membership records between the account's own devices (docs/CRYPTO.md, "Membership record"). A
+ * Membership records between the account's own devices (docs/CRYPTO.md). A
  * device that lacks the record of a room it is listed in (a device signed in later) makes no key
  * for that room and sends nothing there: it asks the account's other devices (`records-request`),
  * and each answers with every record it holds (`records`), sealed under the account's transfer key

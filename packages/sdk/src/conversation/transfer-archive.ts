@@ -1,9 +1,9 @@
 /**
- * The history transfer as an archive in the attachment store (docs/CRYPTO.md, "History
- * transfer"): the sending device seals the history into chunks exactly as for the paced transfer
- * (transfer-wire.ts: the transfer key, the chain, the receiving device in every seal), only larger,
- * puts the files it keeps after them, uploads the lot as one attachment or a few, and sends one
- * `history-archive` message that names them.
+ * The history transfer as an archive in the attachment store (docs/CRYPTO.md): the sending device
+ * seals the history into chunks exactly as for the paced transfer (transfer-wire.ts: the transfer
+ * key, the chain, the receiving device in every seal), only larger, puts the files it keeps after
+ * them, uploads the lot as one attachment or a few, and sends one `history-archive` message that
+ * names them.
  *
  *   archive = frame*      frame = kind (1 byte) | length (4 bytes, big-endian) | body
  *   kind 1: a chunk, body = data[k] of transfer-wire.ts (iv || AES-256-GCM under the transfer key)

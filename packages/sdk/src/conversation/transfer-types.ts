@@ -1,6 +1,6 @@
 /**
  * The history transfer's types and the state each side keeps in the store (transfer.ts runs the
- * protocol; docs/CRYPTO.md, "History transfer").
+ * protocol; docs/CRYPTO.md).
  */
 import type { KeptFilesSource } from '../attachments/files.js';
 import type { ChatId } from '../envelopes.js';

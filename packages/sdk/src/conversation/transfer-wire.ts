@@ -1,5 +1,5 @@
 /**
- * The history transfer's wire form (docs/CRYPTO.md, "History transfer"): how records become
+ * The history transfer's wire form (docs/CRYPTO.md): how records become
  * chunks that each fit one message, how chunks are sealed and chained, and how the control
  * messages are authenticated. Pure functions; transfer.ts runs the protocol.
  *

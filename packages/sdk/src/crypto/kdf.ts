@@ -23,7 +23,7 @@ export const SALT_BYTES = 16;
 /** The smallest parameters the bounds accept; for tests and benchmarks that make many accounts. */
 export const KDF_MIN = { m: KDF_BOUNDS.m.min, t: KDF_BOUNDS.t.min, p: KDF_BOUNDS.p.min } as const;
 
-/** Parameters for a new account (or a password change): defaults of docs/CRYPTO.md §1, a fresh 16-byte salt. */
+/** Parameters for a new account (or a password change): the documented defaults (docs/CRYPTO.md), a fresh 16-byte salt. */
 export function newKdf(params: Partial<Pick<Kdf, 'm' | 't' | 'p'>> = {}): Kdf {
   return checkKdf({
     alg: 'argon2id',

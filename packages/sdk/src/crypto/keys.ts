@@ -1,5 +1,5 @@
 /**
- * Account keys from the master secret (docs/CRYPTO.md §2), each an HKDF-SHA256 output with an empty
+ * Account keys from the master secret (docs/CRYPTO.md), each an HKDF-SHA256 output with an empty
  * salt and its own info string, so one key says nothing about the other:
  *   authKey = HKDF(master, info "svc/auth/v1")   32 bytes, sent to the service
  *   encKey  = HKDF(master, info "svc/enc/v1")    AES-256-GCM, seals the identity key

@@ -1,6 +1,6 @@
 /**
  * The plaintext types inside every message's `ct`, their fields and their limits (plaintext.ts
- * checks, encodes and decodes them; docs/CRYPTO.md, "Plaintext types").
+ * checks, encodes and decodes them; docs/CRYPTO.md).
  */
 import type { AttachmentFields, PhotoFields, VoiceFields } from './attachment-plain.js';
 
@@ -201,7 +201,7 @@ export interface RecordsPlain extends Common {
 }
 
 /*
- * Everyday conversation state (docs/CRYPTO.md, "Plaintext types"): pins and the disappearing
+ * Everyday conversation state (docs/CRYPTO.md): pins and the disappearing
  * messages timer are shared by the chat's members; a chat's mute is the person's own setting and
  * travels only in the account's private room, to its other devices.
  */

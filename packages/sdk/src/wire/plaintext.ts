@@ -1,7 +1,7 @@
 /**
  * The plaintext inside every message's `ct`: its types (plaintext-types.ts), their schema check
  * on decrypt, and the padding. The service never sees which type a message carries: every type is padded the
- * same way and travels in an ordinary envelope (docs/CRYPTO.md, "Plaintext types").
+ * same way and travels in an ordinary envelope (docs/CRYPTO.md).
  *
  * Wire form: UTF-8 JSON `{"v":1,"type":…,…,"sentAt":…}` (a message sent under a disappearing timer
  * carries `expire` just before `sentAt`) followed by zero bytes up to the next

@@ -6,7 +6,7 @@
  * then 403) before anything is decided or written; a part's write confirms its session the same
  * way before it writes (401). So nothing here is ever trusted on its own, and nothing
  * needs invalidating: a session revoked or a device deleted on any instance, also while Redis is
- * down, is refused by the next send's own read (docs/DESIGN.md, "Sends confirm their session").
+ * down, is refused by the next send's own read (docs/DESIGN.md).
  *
  * A remembered session is used only while its last use is recent enough that the session check
  * would neither touch it (TOUCH_EVERY_MS) nor find it idle past its lifetime; otherwise the send

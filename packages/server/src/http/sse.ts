@@ -21,7 +21,7 @@ export function sseFrame(event: EventName, data: string, id?: string): string {
  * Where an event keeps its frame once made. A delivery is one object handed to the stream of each
  * of its target devices, so its frame is made once for all of them (also for a stream that held it
  * during its replay). A symbol key stays out of the JSON the Redis bus publishes; a WeakMap made
- * replays slower (docs/DESIGN.md, "Event streams").
+ * replays slower (docs/DESIGN.md).
  */
 const FRAME = Symbol('sse frame');
 

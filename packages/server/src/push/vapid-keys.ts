@@ -1,6 +1,6 @@
 /**
  * The VAPID key pair (RFC 8292): P-256, the public key as its 65-byte uncompressed point and the
- * private key as its 32-byte scalar, both base64url (docs/PUSH.md, "Configuring VAPID").
+ * private key as its 32-byte scalar, both base64url (docs/PUSH.md).
  *
  * Node's ECDH hands out the scalar without its leading zero bytes, so about one generated key in
  * 200 was 31 bytes long; `web-push` refuses such a key, and every push of a deployment whose

@@ -1,4 +1,4 @@
-/** Attachment routes (docs/API.md, "Attachments"): present unless the operator set ATTACHMENTS=off. */
+/** Attachment routes (docs/API.md): present unless the operator set ATTACHMENTS=off. */
 import { Readable } from 'node:stream';
 import { invalid, isId16 } from '@svc/protocol';
 import * as attachments from '../domain/attachments.js';

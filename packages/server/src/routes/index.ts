@@ -59,7 +59,7 @@ export function registerRoutes(app: FastifyInstance, deps: Deps): void {
     // events may already be out.
     const writes = spec.method !== 'GET';
     // An attachment's part is answered once committed, before the disk has it; its finish waits
-    // for the disk, and so for every part it covers (docs/DESIGN.md, "Attachments").
+    // for the disk, and so for every part it covers (docs/DESIGN.md).
     const barrier = spec.name === 'uploadAttachmentPart' ? whenCommitted : whenDurable;
     const onRequest = [];
     // A send and an attachment's part confirm a remembered session in their own write: a part is

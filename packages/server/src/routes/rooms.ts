@@ -1,4 +1,4 @@
-/** Room routes (docs/API.md "Rooms"): the body checks come from the protocol's route table, the rest from the domain. */
+/** Room routes (docs/API.md): the body checks come from the protocol's route table, the rest from the domain. */
 import * as rooms from '../domain/rooms.js';
 import { created, noContent, ok } from '../http/reply.js';
 import { callerOf, param, type RouteHandlers } from './context.js';

@@ -83,7 +83,7 @@ export interface SendInput {
   now: number;
   /**
    * The session the caller presented, when its check is left to the send itself (a session this
-   * instance remembers, docs/DESIGN.md "Sends confirm their session"): the store reads it and the
+   * instance remembers, docs/DESIGN.md): the store reads it and the
    * owner of `senderDevice` with the send's facts, and passes both to the caller's checks. Only
    * for a store whose `confirmsCallerInSend` is true.
    */
@@ -363,7 +363,7 @@ export interface Store {
   lossMark(): number;
   durable(mark: number): Promise<void>;
   /**
-   * The weaker barrier of an attachment's part (docs/DESIGN.md, "Attachments"): resolves once
+   * The weaker barrier of an attachment's part (docs/DESIGN.md): resolves once
    * every write settled so far is committed, so that it survives the service's process ending,
    * though perhaps not yet a power loss; rejects as `durable` does. The finish waits for
    * `durable`, which covers every part committed before it.

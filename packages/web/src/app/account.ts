@@ -115,7 +115,7 @@ export async function signIn(credentials: { nick: string; password: string; acce
 
 /**
  * A sign-in on a device that holds no history of the account, while the account has another
- * device: that one may send the history (docs/WEB.md, "History on every device"). A resume never asks.
+ * device: that one may send the history (docs/WEB.md). A resume never asks.
  */
 async function isNewDevice(session: Session): Promise<boolean> {
   if ((await session.db.count(STORES.messages)) > 0) return false;

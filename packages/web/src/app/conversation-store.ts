@@ -1,5 +1,5 @@
 /**
- * The SDK's ConversationStore over IndexedDB, sealed at rest (docs/CRYPTO.md §8): every record (its
+ * The SDK's ConversationStore over IndexedDB, sealed at rest (docs/CRYPTO.md): every record (its
  * id, chat, time, sender, text, reactions, receipts; outbox and waiting actions alike) is AES-256-GCM
  * under the history key, and IndexedDB finds rows only by tags of the index key (tags.ts): a
  * message by the tag of its id, a chat's messages by the tag of the chat, the duplicate check by

@@ -3,10 +3,10 @@
  * account, a few object stores, short transactions. Kept separate from what is stored (conversation-store.ts,
  * chats.ts, trust.ts) so the at-rest encryption reads on its own.
  *
- * Nothing here is readable without the account's keys (docs/CRYPTO.md §8, "History at
- * rest"): the database is named by a tag of the account's index key, every row is found by a tag
- * (`k`, and the indexed `c`, `m`, `t`), and what a row holds is sealed under the history key. The
- * one clear number is `o`, the week of a message, which lets a chat be read a page at a time.
+ * Nothing here is readable without the account's keys (docs/CRYPTO.md): the database is named by a
+ * tag of the account's index key, every row is found by a tag (`k`, and the indexed `c`, `m`, `t`),
+ * and what a row holds is sealed under the history key. The one clear number is `o`, the week of a
+ * message, which lets a chat be read a page at a time.
  */
 import { atRestTag } from '@svc/sdk';
 

@@ -100,7 +100,7 @@ export class Session {
   private connState: ConnectionState = 'connecting';
   /** The chat on screen, so arriving messages there do not count as unread. */
   private openChat: string | null = null;
-  /** The history between this account's devices (docs/CRYPTO.md, "History transfer"). */
+  /** The history between this account's devices (docs/CRYPTO.md). */
   readonly transfer: HistoryTransfer;
   /** Set by a sign-in on a device without history: it asks the other devices once it is connected. */
   askHistory = false;

@@ -1,5 +1,5 @@
 /**
- * Trust on first use (docs/CRYPTO.md §7): the first public key seen for a peer is pinned; a different
+ * Trust on first use (docs/CRYPTO.md): the first public key seen for a peer is pinned; a different
  * key later is a key change, which the app shows as a warning and which holds sending to that
  * peer (and wrapping room keys for them) until the user accepts it. Reading stays possible: a
  * message under the new key is authentic for whoever holds it, and the warning says so.

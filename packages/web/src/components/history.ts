@@ -2,7 +2,7 @@
  * Settings → "Export and import history": "Export history" saves the history on this device as a file sealed
  * under the account's export key (the password alone opens it again, on any device), and "Import
  * history" merges such a file in without duplicates. The SDK builds and checks the file
- * (docs/CRYPTO.md, "History export"); a file of another account or a damaged one is refused with
+ * (docs/CRYPTO.md); a file of another account or a damaged one is refused with
  * its clear error, and nothing changes. A single record that fails the check is left out, and
  * the status line says how many were. "Include photos and files" (on by default) puts the files
  * kept on this device that the history names into the file, and importing puts them back; off,

@@ -1,6 +1,6 @@
 /**
  * The warning a room shows (role alert) while its membership record and the service's list
- * disagree (the SDK's membership record, docs/CRYPTO.md "Membership record"): the service lists a
+ * disagree (the SDK's membership record, docs/CRYPTO.md): the service lists a
  * member that no announcement of the room added (nobody's app makes a room key for that member,
  * and nothing is sent to the room), or no longer lists a recorded member that nobody announced
  * leaving. A device that holds no record yet says so. The owner is told how to decide.

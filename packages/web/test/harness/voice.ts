@@ -83,18 +83,18 @@ function playOnce(audio: Locator): Promise<Played & { connected: boolean }> {
     const deadline = Date.now() + 20_000;
     while (!a.src && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
     a.muted = true;
-    // The most data the element had while it played, seen at each of its events (a busy machine's
-    // polling may miss it; right after a pause it may report less).
+    // The most data the element had while it played, noted at each of its events: sampled now
+    // and then, it may read 1 (no data at the position yet) between two ranges of a stream, or
+    // right after a pause.
     let readyState = a.readyState;
-    const seen = () => (readyState = Math.max(readyState, a.readyState));
-    for (const e of ['canplay', 'playing', 'timeupdate']) a.addEventListener(e, seen);
+    const note = () => (readyState = Math.max(readyState, a.readyState));
+    const events = ['loadeddata', 'canplay', 'canplaythrough', 'playing', 'timeupdate'];
+    for (const e of events) a.addEventListener(e, note);
     await a.play().catch(() => undefined);
-    while (a.currentTime <= 0.3 && a.isConnected && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 100));
-      seen();
-    }
-    seen();
-    for (const e of ['canplay', 'playing', 'timeupdate']) a.removeEventListener(e, seen);
+    note();
+    while (a.currentTime <= 0.3 && a.isConnected && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    note();
+    for (const e of events) a.removeEventListener(e, note);
     a.pause();
     return { src: a.src, currentTime: a.currentTime, readyState, duration: a.duration, connected: a.isConnected };
   });

@@ -59,7 +59,7 @@ const MIGRATION_TIMEOUT_MS = 60 * 60 * 1000;
  * probes (a lookup of six keys against 400 sessions and 600 devices: 0.22 ms against 0.03 ms of
  * execution), and it grows with the table where the probes do not. With sequential scans turned
  * off the planner takes the index whenever there is one, at every table size; a statement with
- * no index to use still scans (docs/POSTGRES.md, "Plans"). Such a plan carries the planner's
+ * no index to use still scans (docs/POSTGRES.md). Such a plan carries the planner's
  * penalty for a disabled scan (10^10) in its cost, far past `jit_above_cost`, so it would compile
  * itself with LLVM at every execution (tens of milliseconds for a count): JIT is off too, and no
  * statement of a service that reads rows by key gains from it.

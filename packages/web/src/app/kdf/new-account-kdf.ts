@@ -3,7 +3,7 @@
  * password changes), and expects at least of an account it never saw. Real users get KDF_DEFAULTS
  * (m=65536 KiB, t=3, p=1). A test page whose init script sets `window.__svcTestKdf = 'min'` before
  * the app loads gets KDF_MIN (m=19456 KiB, t=2, p=1), the weakest the bounds allow, so the scenarios
- * that are not about the key derivation do not spend minutes in Argon2id (docs/WEB.md, "Tests").
+ * that are not about the key derivation do not spend minutes in Argon2id (docs/WEB.md).
  *
  * Nothing the service sends can set it: it is read from the page's own global, never from an
  * answer, a URL or storage, and the SDK still refuses parameters outside KDF_BOUNDS whatever it says.

@@ -1,6 +1,6 @@
 /**
  * PostgreSQL migration 11: a part's write commits without waiting for the WAL's flush
- * (docs/DESIGN.md, "Attachments"). `put_attachment_part` is migration 10's, with one line more:
+ * (docs/DESIGN.md). `put_attachment_part` is migration 10's, with one line more:
  * `synchronous_commit` is off for the rest of the part's own transaction. The part is committed,
  * seen by every instance and survives the service's process ending when its call returns; the
  * finish commits synchronously, and a synchronous commit flushes the WAL up to its own record, so
