@@ -252,12 +252,12 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
     if (panel === 'settings') renderPanel();
   }
 
+  /** Only while the person sees the chat: in a background tab its messages stay unread (list and title). */
   function markRead(): void {
-    if (s.isReading(chat)) {
-      s.readChat(chat);
-      void s.conv.markRead(chat, log.records()).catch(() => undefined);
-      s.readMuted(chat);
-    }
+    if (!s.isReading(chat)) return;
+    s.readChat(chat);
+    void s.conv.markRead(chat, log.records()).catch(() => undefined);
+    s.readMuted(chat);
     void s.chats.markRead(chat).then(() => s.publishChats());
   }
 
