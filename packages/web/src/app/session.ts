@@ -386,15 +386,16 @@ export class Session {
   }
 
   /**
-   * The open chat was looked at: its unread count goes, and while the person is reading it (the
-   * page visible) its "Mentioned" too, and the SDK marks `shown` read (receipts to the sender).
+   * The open chat was looked at while the person is reading it (the page visible): its unread
+   * count and its "Mentioned" go, and the SDK marks `shown` read (receipts to the sender).
    */
   markChatRead(chat: ChatId, shown: ChatMessage[]): void {
-    if (this.isReading(chat)) {
-      this.mentioned.delete(chat);
-      void this.conv.markRead(chat, shown).catch(() => undefined);
-      if (this.mutes.mentionRead(chat)) this.publishChats();
-    }
+    // Only while the person sees the chat: in a background tab its messages stay unread (the
+    // chat list's count and the title); showing the tab again reads them.
+    if (!this.isReading(chat)) return;
+    this.mentioned.delete(chat);
+    void this.conv.markRead(chat, shown).catch(() => undefined);
+    if (this.mutes.mentionRead(chat)) this.publishChats();
     void this.chats.markRead(chat).then(() => this.publishChats());
   }
 
