@@ -91,12 +91,14 @@ describe('web client: screenshots of the main screens', { skip: missingBrowser()
 
       await startChat(carol.page, 'alice');
       await send(carol.page, 'Did you get the photos from last weekend?');
+      // alice has it before her page reloads: the chat list shows each chat's last message.
+      const carolsEntry = chatEntry(alice.page, 'carol').filter({ hasText: 'Did you get the photos' });
+      await carolsEntry.waitFor();
 
       // A fresh visit of the start address: the chat list with no chat open.
       await alice.page.goto('/');
       await ensureSignedIn(alice.page, 'alice', password);
-      // The picture shows each chat's last message: carol's has arrived once her entry shows it.
-      await chatEntry(alice.page, 'carol').filter({ hasText: 'Did you get the photos' }).waitFor();
+      await carolsEntry.waitFor();
       await chatEntry(alice.page, 'Weekend trip').waitFor();
       await shot(alice, 'chat-list');
 
