@@ -597,12 +597,12 @@ export class Session {
     return this.openChat === chat && typeof document !== 'undefined' && document.visibilityState === 'visible';
   }
 
-  /** Stops sending (sign-out, the session ended). */
   /** Aborted when the session closes: listeners a view added to the document go with it. */
   get closedSignal(): AbortSignal {
     return this.closing.signal;
   }
 
+  /** Stops sending (sign-out, the session ended). */
   close(): void {
     this.closed = true;
     this.closing.abort();
