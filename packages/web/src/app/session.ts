@@ -594,7 +594,8 @@ export class Session {
 
   /** Whether a message in `chat` is being read right now (never without a page, as in the unit tests in Node). */
   isReading(chat: string): boolean {
-    return this.openChat === chat && typeof document !== 'undefined' && document.visibilityState === 'visible';
+    // Without a page (the app's logic under Node) the chat on screen is the one being read.
+    return this.openChat === chat && (typeof document === 'undefined' || document.visibilityState === 'visible');
   }
 
   /** Aborted when the session closes: listeners a view added to the document go with it. */
