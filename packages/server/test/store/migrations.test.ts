@@ -8,6 +8,7 @@ import Database from 'better-sqlite3';
 import { openDatabase, NewerSchemaError } from '../../src/store/sqlite/db.js';
 import { SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { SqliteStore } from '../../src/store/sqlite/index.js';
+import { ATTACHMENT } from '@svc/protocol';
 
 function tempDb(): { path: string; cleanup(): void } {
   const dir = mkdtempSync(join(tmpdir(), 'svc-mig-'));
@@ -160,7 +161,14 @@ test('migration 7 adds the attachment store to a database holding data of versio
     try {
       assert.deepEqual(await store.getOrCreateMeta('k', () => 'other'), 'v');
       assert.deepEqual(
-        await store.putAttachmentPart({ id: 'A'.repeat(22), nick: 'ann', n: 0, data: new Uint8Array([1, 2, 3]), now: 5, quotaBytes: 10 }),
+        await store.putAttachmentPart({
+          id: 'A'.repeat(22),
+          nick: 'ann',
+          n: 0,
+          data: new Uint8Array([1, 2, 3]),
+          now: 5,
+          quotaBytes: ATTACHMENT.partBytes,
+        }),
         {
           ok: true,
         },

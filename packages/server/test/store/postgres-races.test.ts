@@ -5,7 +5,7 @@
  */
 import { describe, test, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { LIMITS } from '@svc/protocol';
+import { ATTACHMENT, LIMITS } from '@svc/protocol';
 import { PostgresStore } from '../../src/store/postgres/index.js';
 import { id16, iv, ct, ulid } from '@svc/testkit/harness';
 import { dropSchema, freshSchema, sqlIn, testPgUrl } from '@svc/testkit/postgres';
@@ -41,8 +41,16 @@ describe('store: postgres, instances racing on one database', () => {
   });
 
   test('attachment parts of one account sent at once through two instances never pass its quota together', async () => {
+    // Each attachment counts at least one whole part against the quota: five fit, the sixth does not.
     const part = (store: PostgresStore, i: number) =>
-      store.putAttachmentPart({ id: id16(), nick: 'ann', n: 0, data: new Uint8Array(20_000).fill(i), now: NOW, quotaBytes: 100_000 });
+      store.putAttachmentPart({
+        id: id16(),
+        nick: 'ann',
+        n: 0,
+        data: new Uint8Array(20_000).fill(i),
+        now: NOW,
+        quotaBytes: 5 * ATTACHMENT.partBytes,
+      });
     const rs = await Promise.all(Array.from({ length: 12 }, (_, i) => part(i % 2 ? a : b, i)));
     assert.equal(rs.filter((r) => 'ok' in r).length, 5);
     assert.equal(rs.filter((r) => 'error' in r && r.error === 'quota_exceeded').length, 7);
@@ -52,7 +60,9 @@ describe('store: postgres, instances racing on one database', () => {
   test('one attachment id made at once by two accounts through two instances: one upload, the other attachment_conflict', async () => {
     const id = id16();
     const rs = await Promise.all(
-      ['ann', 'bob'].map((nick, i) => [a, b][i]!.putAttachmentPart({ id, nick, n: 0, data: new Uint8Array(10), now: NOW, quotaBytes: 1_000 })),
+      ['ann', 'bob'].map((nick, i) =>
+        [a, b][i]!.putAttachmentPart({ id, nick, n: 0, data: new Uint8Array(10), now: NOW, quotaBytes: ATTACHMENT.partBytes }),
+      ),
     );
     assert.deepEqual(outcomes(rs), outcomes([{ ok: true }, { error: 'attachment_conflict' }]));
     assert.equal((await sqlIn(schema, 'SELECT n FROM attachment_parts')).length, 1);
