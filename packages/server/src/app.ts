@@ -26,6 +26,7 @@ import { registerRoutes } from './routes/index.js';
 import { randomSecret } from './crypto.js';
 import { registerMetrics } from './ops/metrics.js';
 import { errorForLog } from './log-error.js';
+import { AttachmentCache } from './domain/attachment-cache.js';
 
 export interface AppOptions {
   store?: Store;
@@ -124,7 +125,18 @@ export async function createApp(config: Config, opts: AppOptions = {}): Promise<
       allowPrivate: config.pushAllowPrivateTargets,
       ...(opts.pushResolver ? { resolve: opts.pushResolver } : {}),
     });
-  const deps: Deps = { config, store, bus, limiter, known, pusher, secrets, log: fastify.log, now: opts.now ?? Date.now };
+  const deps: Deps = {
+    config,
+    store,
+    bus,
+    limiter,
+    known,
+    pusher,
+    attachmentCache: new AttachmentCache(config.attachments ? config.attachmentCacheBytes : 0),
+    secrets,
+    log: fastify.log,
+    now: opts.now ?? Date.now,
+  };
 
   // Bodies are collected raw (any content type, 32 KiB at most) and parsed by the handler,
   // so that the session and rate-limit checks come before bad_json, as docs/API.md orders them.

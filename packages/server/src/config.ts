@@ -28,6 +28,8 @@ export interface Config {
   pushAllowPrivateTargets: boolean;
   /** The attachment store's limits, or null with ATTACHMENTS=off (its routes are then absent). */
   attachments: AttachmentConfig | null;
+  /** Finished attachments kept in memory for their downloads (domain/attachment-cache.ts); 0 keeps none. */
+  attachmentCacheBytes: number;
   /** Port of the Prometheus endpoint on 127.0.0.1 (0: any free port), or null: no metrics. */
   metricsPort: number | null;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -147,6 +149,7 @@ export function parseConfig(env: Env, defaults: { webRoot: string; build: Config
     },
     pushAllowPrivateTargets: allowPrivate === '1',
     attachments: parseAttachments(env),
+    attachmentCacheBytes: intVar(env, 'ATTACHMENT_CACHE_BYTES', 64 * 1024 ** 2, 0, 1024 ** 4),
     metricsPort: env.METRICS_PORT ? intVar(env, 'METRICS_PORT', 0, 0, 65535) : null,
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info'),
     webRoot: defaults.webRoot,

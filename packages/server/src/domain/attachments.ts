@@ -50,12 +50,17 @@ function partsProblem(rec: AttachmentRecord, f: FinishAttachmentRequest): string
   return total === f.size ? null : `The parts hold ${total} bytes, not ${f.size}.`;
 }
 
-async function sha256Of(deps: Deps, id: string, parts: number): Promise<Buffer> {
+/** The SHA-256 of the stored parts, and their bytes joined when the cache would keep them. */
+async function readWhole(deps: Deps, id: string, parts: number, size: number): Promise<{ sha256: Buffer; bytes: Buffer | null }> {
   const h = createHash('sha256');
+  const keep: Uint8Array[] | null = deps.attachmentCache.fits(size) ? [] : null;
   for (let from = 0; from < parts; from += READ_BATCH) {
-    for (const part of await deps.store.readAttachmentParts(id, from, READ_BATCH)) h.update(part);
+    for (const part of await deps.store.readAttachmentParts(id, from, READ_BATCH)) {
+      h.update(part);
+      keep?.push(part);
+    }
   }
-  return h.digest();
+  return { sha256: h.digest(), bytes: keep && Buffer.concat(keep, size) };
 }
 
 /**
@@ -82,11 +87,14 @@ export async function finish(
     if (f.size > a.maxBytes) throw tooLarge(a);
     const problem = partsProblem(rec, f);
     if (problem) throw new ApiError('attachment_mismatch', { message: problem });
-    if (!stated.equals(await sha256Of(deps, id, f.parts)))
+    const whole = await readWhole(deps, id, f.parts, f.size);
+    if (!stated.equals(whole.sha256))
       throw new ApiError('attachment_mismatch', { message: 'The SHA-256 of the stored parts is not the one stated.' });
     const now = deps.now();
-    if ((await deps.store.finishAttachment({ id, nick: caller.nick, version: rec.version, size: f.size, sha256: stated, now })) === 'finished')
+    if ((await deps.store.finishAttachment({ id, nick: caller.nick, version: rec.version, size: f.size, sha256: stated, now })) === 'finished') {
+      if (whole.bytes) deps.attachmentCache.put(id, stated, whole.bytes);
       return { created: true, info: { id, size: f.size, finishedAt: now } };
+    }
   }
   throw new ApiError('attachment_mismatch', { message: 'Parts were written while the finish checked them; finish again once they are all up.' });
 }
@@ -98,19 +106,39 @@ export interface Download {
   body: AsyncIterable<Uint8Array>;
 }
 
-/** A finished attachment's ciphertext, from byte `from` on (0 when the range is absent or past the end). */
+/**
+ * A finished attachment's ciphertext, from byte `from` on (0 when the range is absent or past the
+ * end): from memory when this instance finished or served it lately, else from the store.
+ */
 export async function download(deps: Deps, id: string, from: number | null): Promise<Download> {
   settings(deps);
   const rec = await deps.store.attachment(id);
-  if (!rec || rec.finishedAt === null) throw new ApiError('unknown_attachment');
+  if (!rec || rec.finishedAt === null) {
+    deps.attachmentCache.drop(id);
+    throw new ApiError('unknown_attachment');
+  }
   const size = rec.size!;
   const start = from !== null && from < size ? from : 0;
-  return { size, start, body: parts(deps, id, rec.parts.length, start) };
+  const cached = deps.attachmentCache.get(id, rec.sha256!);
+  const body = cached ? oneChunk(cached.subarray(start)) : parts(deps, rec, start);
+  return { size, start, body };
 }
 
-async function* parts(deps: Deps, id: string, count: number, start: number): AsyncIterable<Uint8Array> {
+/** The same bytes as a Buffer, not copied. */
+const asBuffer = (b: Uint8Array): Buffer => (Buffer.isBuffer(b) ? b : Buffer.from(b.buffer, b.byteOffset, b.byteLength));
+
+async function* oneChunk(bytes: Uint8Array): AsyncIterable<Uint8Array> {
+  yield bytes;
+}
+
+async function* parts(deps: Deps, rec: AttachmentRecord, start: number): AsyncIterable<Uint8Array> {
+  const { id } = rec;
+  const count = rec.parts.length;
   const first = Math.floor(start / ATTACHMENT.partBytes);
   let skip = start - first * ATTACHMENT.partBytes;
+  // A whole file the cache would keep is kept once it has all been read: the next member's
+  // download of a room's photo comes from memory.
+  const keep: Buffer[] | null = start === 0 && deps.attachmentCache.fits(rec.size!) ? [] : null;
   const read = (n: number) => (n < count ? deps.store.readAttachmentParts(id, n, READ_BATCH) : Promise.resolve([]));
   // The next batch is read while this one is written to the socket.
   let next = read(first);
@@ -123,10 +151,15 @@ async function* parts(deps: Deps, id: string, count: number, start: number): Asy
     // Not awaited if the response ends first (the client went away); its failure is the next read's.
     next.catch(() => undefined);
     // One write of the batch's bytes, not one a part: a stream's cost is per chunk, not per byte.
-    const bytes = batch.length === 1 ? batch[0]! : Buffer.concat(batch);
+    const bytes = batch.length === 1 ? asBuffer(batch[0]!) : Buffer.concat(batch);
+    keep?.push(bytes);
     yield skip > 0 ? bytes.subarray(skip) : bytes;
     skip = 0;
-    if (batch.length < READ_BATCH) return;
+    if (batch.length < READ_BATCH) break;
+  }
+  if (keep) {
+    const whole = Buffer.concat(keep);
+    if (whole.length === rec.size) deps.attachmentCache.put(id, Buffer.from(rec.sha256!), whole);
   }
 }
 
@@ -134,4 +167,5 @@ export async function remove(deps: Deps, caller: Caller, id: string): Promise<vo
   settings(deps);
   const r = await deps.store.deleteAttachment(id, caller.nick);
   if ('error' in r) throw new ApiError(r.error);
+  deps.attachmentCache.drop(id);
 }

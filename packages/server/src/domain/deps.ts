@@ -6,6 +6,7 @@ import type { Bus } from '../bus/types.js';
 import type { RateLimiter } from '../limits/types.js';
 import type { KnownAddresses } from '../limits/known.js';
 import type { Pusher } from '../push/types.js';
+import type { AttachmentCache } from './attachment-cache.js';
 
 export interface Secrets {
   /** Server secret for KDF decoys, shared by every instance through the store. */
@@ -22,6 +23,8 @@ export interface Deps {
   /** Where each nick signed in from lately: its login budget does not hold those addresses. */
   known: KnownAddresses;
   pusher: Pusher;
+  /** Finished attachments this instance finished or served lately. */
+  attachmentCache: AttachmentCache;
   secrets: Secrets;
   log: FastifyBaseLogger;
   now(): number;

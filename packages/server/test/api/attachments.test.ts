@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { ATTACHMENT } from '@svc/protocol';
 import { assertError, Client, id16, signup, startServer, via, type TestServer } from '@svc/testkit/harness';
+import { TEST_MODE } from '@svc/testkit/modes';
 
 const PART = ATTACHMENT.partBytes;
 const b64 = (b: Uint8Array) => Buffer.from(b).toString('base64url');
@@ -251,6 +252,25 @@ describe('refusals change nothing', () => {
     assertError(await a.del(`/api/attachments/${id}`), 404, 'unknown_attachment');
     assertError(await a.del('/api/attachments/x'), 400, 'invalid', 'id');
     assert.deepEqual(await stored(server, id), []);
+  });
+
+  test('a file served lately from memory is refused as soon as it is deleted or purged, through any instance', async () => {
+    const a = await signup(server);
+    const b = await signup(server);
+    const other = via(server, b, server.urls.length - 1);
+    const file = randomBytes(2 * PART + 9);
+    const id = await upload(a, file);
+    for (const reader of [a, other]) assert.ok((await reader.get(`/api/attachments/${id}`)).bytes.equals(file));
+    assert.equal((await a.del(`/api/attachments/${id}`)).status, 204);
+    for (const reader of [a, b, other]) assertError(await reader.get(`/api/attachments/${id}`), 404, 'unknown_attachment');
+    // Purged by another instance's purge: the rows go from under this one (a shared database
+    // only; the SQLite file is written by its one service alone).
+    if (TEST_MODE === 'sqlite') return;
+    const kept = await upload(a, file);
+    assert.ok((await other.get(`/api/attachments/${kept}`)).bytes.equals(file));
+    await server.query(`DELETE FROM attachment_parts WHERE attachment_id = '${kept}' RETURNING n`);
+    await server.query(`DELETE FROM attachments WHERE id = '${kept}' RETURNING id`);
+    for (const reader of [a, other]) assertError(await reader.get(`/api/attachments/${kept}`), 404, 'unknown_attachment');
   });
 
   test('every attachment route needs a session (401 before anything else)', async () => {

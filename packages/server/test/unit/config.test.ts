@@ -194,15 +194,28 @@ test('PUSH_ALLOW_PRIVATE_TARGETS=1 makes the service log a warning at start', as
   }
 });
 
-test('attachments: on by default with 25 MiB, 1 GiB, 200 MiB a minute and 30 days; each overridable; ATTACHMENTS=off turns them off', () => {
+test('attachments: on by default with 25 MiB, 1 GiB, 200 MiB a minute, 30 days and 64 MiB kept in memory; each overridable; ATTACHMENTS=off turns them off', () => {
   assert.deepEqual(parseConfig({}, defaults).attachments, {
     maxBytes: 25 * 1024 * 1024,
     quotaBytes: 1024 ** 3,
     uploadBytesPerMin: 200 * 1024 * 1024,
     ttlDays: 30,
   });
-  const env = { ATTACHMENT_MAX_BYTES: '1000', ATTACHMENT_QUOTA_BYTES: '5000', LIMIT_UPLOAD_BYTES_PER_MIN: '48000', ATTACHMENT_TTL_DAYS: '7' };
-  assert.deepEqual(parseConfig(env, defaults).attachments, { maxBytes: 1000, quotaBytes: 5000, uploadBytesPerMin: 48000, ttlDays: 7 });
+  assert.equal(parseConfig({}, defaults).attachmentCacheBytes, 64 * 1024 * 1024);
+  const env = {
+    ATTACHMENT_MAX_BYTES: '1000',
+    ATTACHMENT_QUOTA_BYTES: '5000',
+    LIMIT_UPLOAD_BYTES_PER_MIN: '48000',
+    ATTACHMENT_TTL_DAYS: '7',
+    ATTACHMENT_CACHE_BYTES: '0',
+  };
+  assert.deepEqual(parseConfig(env, defaults).attachments, {
+    maxBytes: 1000,
+    quotaBytes: 5000,
+    uploadBytesPerMin: 48000,
+    ttlDays: 7,
+  });
+  assert.equal(parseConfig({ ATTACHMENT_CACHE_BYTES: '0' }, defaults).attachmentCacheBytes, 0);
   assert.equal(parseConfig({ ATTACHMENTS: 'off' }, defaults).attachments, null);
   assert.equal(parseConfig({ ATTACHMENTS: 'on' }, defaults).attachments?.ttlDays, 30);
 });
@@ -213,6 +226,7 @@ test('bad attachment settings stop the start with a message naming the variable'
     [{ ATTACHMENT_MAX_BYTES: '0' }, /ATTACHMENT_MAX_BYTES must be between/],
     [{ ATTACHMENT_MAX_BYTES: '2000', ATTACHMENT_QUOTA_BYTES: '1000' }, /ATTACHMENT_QUOTA_BYTES \(1000\) must be at least ATTACHMENT_MAX_BYTES/],
     [{ LIMIT_UPLOAD_BYTES_PER_MIN: '1000' }, /LIMIT_UPLOAD_BYTES_PER_MIN must be between 24000/],
+    [{ ATTACHMENT_CACHE_BYTES: '2000000000000' }, /ATTACHMENT_CACHE_BYTES must be between 0/],
     [{ ATTACHMENT_TTL_DAYS: 'x' }, /ATTACHMENT_TTL_DAYS must be a whole number/],
   ];
   for (const [env, message] of bad)
