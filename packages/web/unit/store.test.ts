@@ -75,3 +75,16 @@ test('IdbConversationStore keeps no chat, nick, id or text readable at rest', as
     o.db.close();
   }
 });
+
+test('putUnless: a lock another tab saved is never written over, and an unlocked session is saved again', async () => {
+  const { db } = await openStore();
+  try {
+    const isLocked = (v: unknown) => (v as { locked?: boolean } | undefined)?.locked === true;
+    assert.equal(await db.putUnless(STORES.kv, 'saved', { nick: 'ann', privateKey: 'k' }, isLocked), true);
+    await db.put(STORES.kv, { nick: 'ann', locked: true }, 'saved');
+    assert.equal(await db.putUnless(STORES.kv, 'saved', { nick: 'ann', privateKey: 'k' }, isLocked), false);
+    assert.deepEqual(await db.get(STORES.kv, 'saved'), { nick: 'ann', locked: true });
+  } finally {
+    db.close();
+  }
+});

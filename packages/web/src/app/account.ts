@@ -71,28 +71,43 @@ async function registerDevice(messenger: Messenger, deviceId: string, mayWait: b
   return false;
 }
 
+/**
+ * Opens the account's database and Session. `resuming`: the saved session was read before this
+ * began, and another tab may have locked the app since; the saved session is then written again
+ * only if it is still unlocked, in one transaction with that look, and a lock found there wins
+ * (null: the caller shows the lock screen). A sign-in, a sign-up or an unlock writes it whole.
+ */
 async function open(
   messenger: Messenger,
   bindTrust: (session: Session) => void,
-  mayWait = false,
-): Promise<{ session: Session; deviceReady: boolean }> {
+  o: { mayWait?: boolean; resuming?: boolean } = {},
+): Promise<{ session: Session; deviceReady: boolean } | null> {
   const name = await accountDbName(messenger.indexKey);
   const db = await Db.open(name);
   try {
     await moveLegacy(messenger, db);
+    if (o.resuming && !(await db.putUnless(STORES.kv, SAVED, messenger.exportSession(), isLocked))) {
+      db.close();
+      return null;
+    }
   } catch (error) {
     db.close();
     throw error;
   }
   const deviceId = await deviceIdFor(messenger.indexKey, messenger.nick);
-  const deviceReady = await registerDevice(messenger, deviceId, mayWait);
+  const deviceReady = await registerDevice(messenger, deviceId, o.mayWait ?? false);
   const session = new Session(messenger, db, deviceId);
   bindTrust(session);
   await session.load();
-  await db.put(STORES.kv, messenger.exportSession(), SAVED);
+  if (!o.resuming) await db.put(STORES.kv, messenger.exportSession(), SAVED);
   setCurrentAccount(name);
   await rememberKdf(messenger.nick, messenger.kdf);
   return { session, deviceReady };
+}
+
+/** A sign-up, sign-in or unlock opens the account whatever was saved: only a resume yields to a lock. */
+async function openWhole(messenger: Messenger, bindTrust: (session: Session) => void, mayWait = false) {
+  return (await open(messenger, bindTrust, { mayWait }))!;
 }
 
 export async function signUp(credentials: { nick: string; password: string; invite?: string }, onProgress: OnProgress): Promise<Session> {
@@ -101,14 +116,14 @@ export async function signUp(credentials: { nick: string; password: string; invi
     { nick: credentials.nick, password: credentials.password, ...(credentials.invite ? { invite: credentials.invite } : {}), kdf: newAccountKdf() },
     onProgress,
   );
-  return (await open(messenger, bindTrust)).session;
+  return (await openWhole(messenger, bindTrust)).session;
 }
 
 /** `acceptWeakKdf`: the person read the warning of a `kdf_weak` refusal and goes on anyway (only offered when this browser never saw the account). */
 export async function signIn(credentials: { nick: string; password: string; acceptWeakKdf?: boolean }, onProgress: OnProgress): Promise<Session> {
   const { messenger, bindTrust } = await newMessenger(credentials.nick);
   await messenger.login(credentials, onProgress);
-  const { session } = await open(messenger, bindTrust);
+  const { session } = await openWhole(messenger, bindTrust);
   session.askHistory = await isNewDevice(session);
   return session;
 }
@@ -193,7 +208,10 @@ export async function resume(): Promise<Resumed> {
   }
   // A database holding another account's session is not this account's history.
   if (legacyNick === null && (await accountDbName(messenger.indexKey)) !== name) return none;
-  const { session, deviceReady } = await open(messenger, bindTrust, true);
+  const opened = await open(messenger, bindTrust, { mayWait: true, resuming: true });
+  // Another tab locked the app while this one resumed: the lock stands.
+  if (!opened) return { ...none, locked: true };
+  const { session, deviceReady } = opened;
   await restoreChats(session);
   return { session, ended: false, nick, deviceReady };
 }
@@ -243,7 +261,7 @@ export async function unlock(password: string, onProgress: OnProgress): Promise<
     throw error;
   }
   if ((await accountDbName(messenger.indexKey)) !== name) throw new Error('This password opens another account than the one locked here.');
-  const { session, deviceReady } = await open(messenger, bindTrust, true);
+  const { session, deviceReady } = await openWhole(messenger, bindTrust, true);
   await restoreChats(session);
   return { session, ended: false, nick: state.nick, deviceReady };
 }

@@ -160,6 +160,21 @@ export class Db {
     return committed(tx);
   }
 
+  /**
+   * Writes `value` under `key` unless the value stored there now matches `refuse`, in one
+   * transaction (so no other tab's write can fall between the look and the write). Resolves
+   * whether it wrote, once committed.
+   */
+  async putUnless(name: StoreName, key: IDBValidKey, value: unknown, refuse: (stored: unknown) => boolean): Promise<boolean> {
+    const tx = this.db.transaction(name, 'readwrite');
+    const store = tx.objectStore(name);
+    const stored: unknown = await done(store.get(key));
+    const write = !refuse(stored);
+    if (write) store.put(value, key);
+    await committed(tx);
+    return write;
+  }
+
   /** Writes rows of one store in one transaction (the move of an old database). */
   putAll(name: StoreName, rows: Row[]): Promise<void> {
     const tx = this.db.transaction(name, 'readwrite');
