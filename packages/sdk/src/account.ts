@@ -1,10 +1,14 @@
 /**
  * The account's steps with the service, for Messenger (messenger.ts): sign-up, sign-in and what a
- * sign-in refuses, a new password, deletion. Each returns what Messenger keeps and holds no state;
- * the crypto of each step (what a password makes) is credentials.ts.
+ * sign-in refuses, unlocking a saved session, a new password, deletion. Each returns what Messenger
+ * keeps and holds no state; the crypto of each step (what a password makes) is credentials.ts.
+ * And the keys a signed-in account derives from its identity.
  */
 import type { Kdf } from '@svc/protocol';
 import type { ApiClient } from './api.js';
+import { deriveHistoryKey } from './crypto/atrest.js';
+import { deriveIndexKey } from './crypto/atrest-index.js';
+import { deriveOwnKey, INFO_EXPORT, INFO_TRANSFER } from './crypto/ownkeys.js';
 import type { Identity } from './crypto/identity.js';
 import { checkKdf, type Argon2Fn, type OnProgress } from './crypto/kdf.js';
 import { keysFor, newAccount, openAccount, resealAccount, type KdfChoice } from './credentials.js';
@@ -16,6 +20,24 @@ export interface OpenedAccount {
   identity: Identity;
   /** The parameters the password was derived with (never what a later answer claims). */
   kdf: Kdf;
+}
+
+/** The keys Messenger derives from the identity: the same on all devices and across password changes. */
+export interface AccountKeys {
+  historyKey: CryptoKey;
+  indexKey: CryptoKey;
+  transferKey: CryptoKey;
+  exportKey: CryptoKey;
+}
+
+export async function deriveAccountKeys(identity: Identity): Promise<AccountKeys> {
+  const [historyKey, indexKey, transferKey, exportKey] = await Promise.all([
+    deriveHistoryKey(identity),
+    deriveIndexKey(identity),
+    deriveOwnKey(identity, INFO_TRANSFER),
+    deriveOwnKey(identity, INFO_EXPORT),
+  ]);
+  return { historyKey, indexKey, transferKey, exportKey };
 }
 
 /** Whether a login answer's `kdf` names exactly the parameters the password was derived with. */
@@ -82,6 +104,28 @@ export async function signIn(
   onProgress?.('opening_identity');
   const identity = await openAccount(keys, res.encryptedKey, res.nick, res.publicKey);
   return { nick: res.nick, identity, kdf };
+}
+
+/**
+ * Opens the identity the service keeps for the session (GET /api/me) with the password, derived
+ * under the saved KDF parameters; for Messenger.unlock, which documents what it refuses.
+ */
+export async function unlockAccount(
+  api: ApiClient,
+  argon2: Argon2Fn | undefined,
+  state: { nick: string; publicKey: string; kdf: Kdf },
+  password: string,
+  onProgress?: OnProgress,
+): Promise<OpenedAccount> {
+  const kdf = checkKdf(state.kdf);
+  onProgress?.('contacting_service');
+  const me = await api.me();
+  if (me.nick !== state.nick || me.publicKey !== state.publicKey)
+    throw new SdkError('bad_response', { message: `The service answered for another account or key than ${state.nick}'s; nothing was opened.` });
+  const keys = await keysFor(password, kdf, argon2, onProgress);
+  onProgress?.('opening_identity');
+  const identity = await openAccount(keys, me.encryptedKey, state.nick, state.publicKey);
+  return { nick: state.nick, identity, kdf };
 }
 
 /**

@@ -12,12 +12,9 @@
 import type { Envelope, Kdf, Room } from '@svc/protocol';
 import type { ApiClient } from './api.js';
 import type { PlainInput } from './wire/plaintext.js';
-import { deriveHistoryKey } from './crypto/atrest.js';
-import { deriveIndexKey } from './crypto/atrest-index.js';
-import { deriveOwnKey, INFO_EXPORT, INFO_TRANSFER } from './crypto/ownkeys.js';
 import { identityMatches, type Identity } from './crypto/identity.js';
-import { checkKdf, KDF_DEFAULTS, type Argon2Fn, type OnProgress } from './crypto/kdf.js';
-import { keysFor, openAccount, type KdfChoice } from './credentials.js';
+import { KDF_DEFAULTS, type Argon2Fn, type OnProgress } from './crypto/kdf.js';
+import type { KdfChoice } from './credentials.js';
 import * as account from './account.js';
 import { SdkError } from './errors.js';
 import { EventStream, type EventStreamOptions } from './events.js';
@@ -58,14 +55,10 @@ export interface MessengerOptions {
   kdfFloor?: Pick<Kdf, 'm' | 't'>;
 }
 
-interface Me {
+interface Me extends account.AccountKeys {
   nick: string;
   identity: Identity;
   kdf: Kdf;
-  historyKey: CryptoKey;
-  indexKey: CryptoKey;
-  transferKey: CryptoKey;
-  exportKey: CryptoKey;
 }
 
 export class Messenger {
@@ -200,27 +193,14 @@ export class Messenger {
   ): Promise<Messenger> {
     const m = new Messenger(opts);
     if (state.deviceId !== null) m.api.setDevice(state.deviceId);
-    const kdf = checkKdf(state.kdf);
-    onProgress?.('contacting_service');
-    const me = await m.api.me();
-    if (me.nick !== state.nick || me.publicKey !== state.publicKey)
-      throw new SdkError('bad_response', { message: `The service answered for another account or key than ${state.nick}'s; nothing was opened.` });
-    const keys = await keysFor(password, kdf, m.argon2, onProgress);
-    onProgress?.('opening_identity');
-    const identity = await openAccount(keys, me.encryptedKey, state.nick, state.publicKey);
-    await m.start(state.nick, identity, kdf, onProgress);
+    const a = await account.unlockAccount(m.api, m.argon2, state, password, onProgress);
+    await m.start(a.nick, a.identity, a.kdf, onProgress);
     return m;
   }
 
   private async start(nick: string, identity: Identity, kdf: Kdf, onProgress?: OnProgress): Promise<void> {
     this.reset();
-    const [historyKey, indexKey, transferKey, exportKey] = await Promise.all([
-      deriveHistoryKey(identity),
-      deriveIndexKey(identity),
-      deriveOwnKey(identity, INFO_TRANSFER),
-      deriveOwnKey(identity, INFO_EXPORT),
-    ]);
-    const me: Me = { nick, identity, kdf, historyKey, indexKey, transferKey, exportKey };
+    const me: Me = { nick, identity, kdf, ...(await account.deriveAccountKeys(identity)) };
     const peers = new Peers(this.api, this.keyCheck, me);
     const rooms = new RoomBook({
       api: this.api,

@@ -1,8 +1,8 @@
 /**
  * Sign-in as a hostile service would try it: the answer to POST /api/login names an account other
  * than the one typed, or other key-derivation parameters than the ones the password was derived
- * with. The client refuses it and opens nothing (docs/CRYPTO.md §3: the service cannot switch a
- * person into another account), and later derivations use the parameters of the sign-in.
+ * with. The client refuses it and opens nothing (docs/CRYPTO.md, "Identity": the service cannot
+ * switch a person into another account), and later derivations use the parameters of the sign-in.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';

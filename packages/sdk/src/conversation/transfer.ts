@@ -9,7 +9,8 @@
  * resumes after a reload, when a chunk is missing, and once it holds all of them (with the last
  * chunk, not waiting for `history-done`, which the sender's budget may hold back).
  *
- * This file holds the sending side and passes what a receiver takes to transfer-receive.ts.
+ * This file holds the sending side and passes what a receiver takes to transfer-receive.ts; a
+ * history sent as an archive is uploaded by transfer-archive-send.ts.
  * Everything travels in the account's private room (transfer-link.ts), so the service relays
  * ciphertext between the account's own devices only. Both sides keep their state in the store
  * (getMeta/putMeta, transfer-types.ts), so a reload or a dropped connection on either side resumes.
@@ -18,14 +19,13 @@
  * service lists now.
  */
 import { isDeviceId } from '@svc/protocol';
-import { sleep } from '../attachments/upload.js';
-import { b64, randomBytes, unb64 } from '../bytes.js';
+import { b64, randomBytes } from '../bytes.js';
 import { SdkError } from '../errors.js';
 import type { HistoryMessage } from './changes.js';
 import { checkedRecords, isSettled } from './history-codec.js';
-import type { ChatMessage, OutboxItem } from './model.js';
-import { MAX_ARCHIVE_PARTS, type HistoryPlain, type HistoryRequestPlain } from '../wire/plaintext.js';
-import { ARCHIVE_CHUNK_BYTES, archiveBytes, archiveLength, keptFiles } from './transfer-archive.js';
+import type { OutboxItem } from './model.js';
+import type { HistoryPlain, HistoryRequestPlain } from '../wire/plaintext.js';
+import { ArchiveSender, type NewSend } from './transfer-archive-send.js';
 import {
   ACK_AGAIN_MS,
   K_CHUNKS,
@@ -40,16 +40,15 @@ import {
 } from './transfer-types.js';
 import { Freshness } from './transfer-fresh.js';
 import { HistoryReceiver } from './transfer-receive.js';
-import { backoff, passing, why } from './transfer-retry.js';
 import { dropQueued, queueChunks, sendProgress } from './transfer-send.js';
 import { buildTransfer, checkTag, makeTag, tagAad } from './transfer-wire.js';
 
 export class HistoryTransfer {
-  /** Transfers whose archive this device is uploading. */
-  private readonly uploading = new Set<string>();
   private sends: SendState[] = [];
   /** The side that takes a history sent to this device. */
   private readonly receiver: HistoryReceiver;
+  /** The side that sends a history as an archive. */
+  private readonly archives: ArchiveSender;
   private asks: TransferRequest[] = [];
   private readonly listeners = new Set<(e: TransferEvent) => void>();
   private queue: Promise<unknown> = Promise.resolve();
@@ -61,6 +60,13 @@ export class HistoryTransfer {
       serial: (f) => this.serial(f),
       emit: (e) => this.emit(e),
       refuse: (p, why) => this.refuse(p, why),
+    });
+    this.archives = new ArchiveSender(l, {
+      serial: (f) => this.serial(f),
+      emit: (e) => this.emit(e),
+      startSend: (o) => this.startSend(o),
+      isSending: (s) => this.sends.includes(s),
+      saveSends: () => this.saveSends(),
     });
   }
 
@@ -106,7 +112,7 @@ export class HistoryTransfer {
    */
   load(): Promise<void> {
     return this.serial(async () => {
-      for (const s of this.sends) this.startUpload(s);
+      for (const s of this.sends) this.archives.startUpload(s);
       await this.receiver.resume();
     });
   }
@@ -145,7 +151,7 @@ export class HistoryTransfer {
     const chat = await this.l.carrier();
     const nonce = await this.serial(() => this.fresh.ask());
     // The history comes as an archive when this device and the service can take one.
-    const archive = (await this.archiveMax()) !== null;
+    const archive = (await this.archives.maxBytes()) !== null;
     const p = { type: 'history-request' as const, device: this.l.deviceId, nonce, ...(archive ? { archive: true as const } : {}) };
     await this.l.enqueue(chat, { ...p, tag: await makeTag(this.l.key, tagAad(this.l.me, p)), sentAt: 0 });
   }
@@ -162,8 +168,8 @@ export class HistoryTransfer {
       const chat = await this.l.carrier();
       // Newest first: recent chats fill in first.
       const { records, dropped } = checkedRecords((await this.l.store.all()).filter(isSettled).reverse());
-      const max = ask.archive ? await this.archiveMax() : null;
-      if (max !== null && records.length > 0) return this.sendArchive(ask, chat, records, dropped, max);
+      const max = ask.archive ? await this.archives.maxBytes() : null;
+      if (max !== null && records.length > 0) return this.archives.send(ask, chat, records, dropped, max);
       const transfer = b64(randomBytes(16));
       const built = await buildTransfer({ key: this.l.key, nick: this.l.me, transfer, device, records });
       const s = await this.startSend({ transfer, device, chat, built, dropped });
@@ -177,14 +183,7 @@ export class HistoryTransfer {
   }
 
   /** Records a new send, paced or as an archive, with its sealed chunks kept to resend from; its request is answered. */
-  private async startSend(o: {
-    transfer: string;
-    device: string;
-    chat: SendState['chat'];
-    built: Awaited<ReturnType<typeof buildTransfer>>;
-    dropped: number;
-    archive?: SendState['archive'];
-  }): Promise<SendState> {
+  private async startSend(o: NewSend): Promise<SendState> {
     const s: SendState = {
       transfer: o.transfer,
       device: o.device,
@@ -206,113 +205,6 @@ export class HistoryTransfer {
     await this.saveSends();
     await this.dropRequest(o.device);
     return s;
-  }
-
-  /** The largest attachment the service takes, or null when the history cannot go as an archive. */
-  private async archiveMax(): Promise<number | null> {
-    try {
-      return (await this.l.archive?.maxBytes()) ?? null;
-    } catch {
-      return null;
-    }
-  }
-
-  /**
-   * The history as an archive (transfer-archive.ts): sealed and chained like the chunks of the paced
-   * transfer, with the files kept here after it, uploaded in the background; one message names it.
-   */
-  private async sendArchive(
-    ask: TransferRequest,
-    chat: SendState['chat'],
-    records: ChatMessage[],
-    dropped: number,
-    max: number,
-  ): Promise<TransferProgress> {
-    const a = this.l.archive!;
-    const transfer = b64(randomBytes(16));
-    const device = ask.device;
-    const built = await buildTransfer({ key: this.l.key, nick: this.l.me, transfer, device, records, capacity: ARCHIVE_CHUNK_BYTES });
-    const ids = new Set(records.flatMap((r) => (r.attachment ? [r.attachment.id] : [])));
-    const files = a.kept && ids.size > 0 ? await keptFiles(a.kept, ids) : [];
-    const length = archiveLength(
-      built.chunks.map((c) => unb64(c.data).length),
-      files,
-    );
-    const count = Math.ceil(length / max);
-    if (count > MAX_ARCHIVE_PARTS) throw new SdkError('invalid', { message: 'The history and its files are too large to transfer.' });
-    const parts: NonNullable<SendState['archive']>['parts'] = [];
-    for (let i = 0; i < count; i++) {
-      const plainSize = Math.min(max, length - i * max);
-      parts.push({ ...(await a.create(plainSize)), plainSize, start: i * max });
-    }
-    const archive = { nonce: ask.nonce, records: records.length, files, parts, pointed: false };
-    const s = await this.startSend({ transfer, device, chat, built, dropped, archive });
-    this.startUpload(s);
-    const p = sendProgress(s);
-    this.emit({ type: 'progress', progress: p });
-    return p;
-  }
-
-  /** Uploads what of an archive the service does not hold yet, then queues its message; in the background. */
-  private startUpload(s: SendState): void {
-    if (!s.archive || s.archive.pointed || s.confirmed || s.error || this.uploading.has(s.transfer) || !this.l.archive) return;
-    this.uploading.add(s.transfer);
-    void this.upload(s).finally(() => this.uploading.delete(s.transfer));
-  }
-
-  private async upload(s: SendState): Promise<void> {
-    const a = this.l.archive!;
-    const arc = s.archive!;
-    const stored = (await this.l.store.getMeta(K_CHUNKS + s.transfer)) as string[] | undefined;
-    if (!stored) return;
-    const chunks = stored.map((d) => unb64(d));
-    for (let attempt = 0; ; attempt++) {
-      if (a.signal?.aborted || !this.sends.includes(s)) return;
-      try {
-        for (const p of arc.parts) {
-          if (p.sha256) continue;
-          const up = await a.upload(p, () => archiveBytes(chunks, arc.files, a.kept, p.start, p.start + p.plainSize));
-          attempt = 0;
-          await this.serial(async () => {
-            Object.assign(p, up);
-            await this.saveSends();
-          });
-        }
-        await this.serial(() => this.point(s));
-        return;
-      } catch (e) {
-        if (a.signal?.aborted || !this.sends.includes(s)) return;
-        if (!passing(e)) {
-          await this.serial(async () => {
-            s.error = `The history could not be sent: ${why(e)}`;
-            await this.saveSends();
-            this.emit({ type: 'progress', progress: sendProgress(s) });
-          });
-          return;
-        }
-        await sleep(backoff(attempt), a.signal).catch(() => undefined);
-      }
-    }
-  }
-
-  /** Every attachment of the archive is uploaded: the one message that names them goes. */
-  private async point(s: SendState): Promise<void> {
-    const arc = s.archive!;
-    if (arc.pointed || !this.sends.includes(s)) return;
-    const msg = {
-      type: 'history-archive' as const,
-      transfer: s.transfer,
-      device: s.device,
-      nonce: arc.nonce,
-      total: s.total,
-      records: arc.records,
-      digest: s.digest,
-      files: arc.files.length,
-      parts: arc.parts.map((p) => ({ id: p.id, key: p.key, sha256: p.sha256!, size: p.size!, plainSize: p.plainSize })),
-    };
-    await this.l.enqueue(s.chat, { ...msg, tag: await makeTag(this.l.key, tagAad(this.l.me, msg)), sentAt: 0 });
-    arc.pointed = true;
-    await this.saveSends();
   }
 
   /** The person pressed "Not now": nothing is sent. */
@@ -412,7 +304,7 @@ export class HistoryTransfer {
       await dropQueued(this.l, s);
       await this.l.store.removeMeta(K_CHUNKS + transfer);
       await this.saveSends();
-      this.discardArchive(s);
+      this.archives.discard(s);
       this.emit({ type: 'progress', progress: sendProgress(s) });
       return;
     }
@@ -428,15 +320,8 @@ export class HistoryTransfer {
 
   // ---- state ----
 
-  /** The archive's attachments are not needed any more: deleted from the service (best effort; they expire anyway). */
-  private discardArchive(s: SendState): void {
-    const a = this.l.archive;
-    if (!a || !s.archive) return;
-    for (const p of s.archive.parts) void a.discard(p.id).catch(() => undefined);
-  }
-
   private async forget(s: SendState): Promise<void> {
-    this.discardArchive(s);
+    this.archives.discard(s);
     await dropQueued(this.l, s);
     await this.l.store.removeMeta(K_CHUNKS + s.transfer);
     this.sends = this.sends.filter((x) => x !== s);

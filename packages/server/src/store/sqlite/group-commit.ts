@@ -27,6 +27,9 @@
  *   "Attachments"). It commits the open transaction at the end of the turn even while a sync is
  *   under way, without waiting for that sync; the next sync makes it durable, as ever.
  *
+ * How a turn's writes run in the open transaction, and what is undone when one fails, is
+ * turn-writes.ts.
+ *
  * Reads are not queued: they run at once on the same connection, so they may see writes that
  * are not yet committed or not yet synced. Their own clients have no answer yet; if the commit
  * or the sync fails (or the power does), those writes are refused or lost, and their clients
@@ -34,15 +37,8 @@
  */
 import type Database from 'better-sqlite3';
 import type { Db } from './db.js';
+import { TurnWrites, type Job } from './turn-writes.js';
 import type { Durability } from './wal-sync.js';
-
-interface Job {
-  fn: () => unknown;
-  /** The job writes with one statement at most (`run`'s `oneStatement`). */
-  one: boolean;
-  resolve: (v: unknown) => void;
-  reject: (e: unknown) => void;
-}
 
 interface Done {
   job: Job;
@@ -66,16 +62,6 @@ function generation(): Generation {
   // Nobody may be waiting on it: a loss is reported to those who are, never as unhandled.
   promise.catch(() => {});
   return { promise, resolve, reject };
-}
-
-/**
- * BEGIN failed (another process holds the write lock past the busy timeout, which blocks the
- * event loop while it waits): the rest of the turn's writes are refused with it rather than each
- * waiting as long again.
- */
-function refuseBusy(jobs: Job[]): void {
-  const err = new Error('the database is busy: another process holds its write lock');
-  for (const j of jobs) j.reject(err);
 }
 
 /** A job settled early (`settleBeforeSync`): what is left to tell it is nothing. */
@@ -116,14 +102,10 @@ export class GroupCommit {
   private commitWaiters: Generation | null = null;
   private readonly early: boolean;
   private readonly onRollback: () => void;
-  private readonly afterBegin: () => void;
   private readonly onFatal: (err: unknown) => void;
-  private readonly begin: Database.Statement;
+  /** Runs each turn's writes in the open transaction (turn-writes.ts). */
+  private readonly turn: TurnWrites;
   private readonly commitStmt: Database.Statement;
-  private readonly rollback: Database.Statement;
-  private readonly savepoint: Database.Statement;
-  private readonly release: Database.Statement;
-  private readonly rollbackTo: Database.Statement;
   /**
    * Set for good once a sync has failed: after a failed fsync the kernel may have dropped the
    * dirty pages and does not report it again, so no later sync can be trusted (PostgreSQL stops
@@ -145,15 +127,15 @@ export class GroupCommit {
     hooks: GroupCommitHooks = {},
   ) {
     this.onRollback = hooks.onRollback ?? (() => {});
-    this.afterBegin = hooks.afterBegin ?? (() => {});
     this.onFatal = hooks.onFatal ?? (() => {});
     this.early = hooks.settleBeforeSync === true;
-    this.begin = db.prepare('BEGIN IMMEDIATE');
+    this.turn = new TurnWrites(db, {
+      afterBegin: hooks.afterBegin ?? (() => {}),
+      onRollback: this.onRollback,
+      settle: (job, value) => this.settle(job, value),
+      loseOpen: (err) => this.loseOpen(err),
+    });
     this.commitStmt = db.prepare('COMMIT');
-    this.rollback = db.prepare('ROLLBACK');
-    this.savepoint = db.prepare('SAVEPOINT w');
-    this.release = db.prepare('RELEASE w');
-    this.rollbackTo = db.prepare('ROLLBACK TO w');
   }
 
   /**
@@ -183,67 +165,9 @@ export class GroupCommit {
     this.scheduled = false;
     const jobs = this.queue;
     this.queue = [];
-    if (jobs.length > 1 ? !this.runTogether(jobs) : jobs.length === 1) this.runEach(jobs);
+    this.turn.run(jobs);
     if (!this.syncing) this.commitAndSync();
     else if (this.commitWaiters) this.commitOpen();
-  }
-
-  /**
-   * The turn's writes one after the other under one savepoint (none when the transaction begins
-   * with them), each settled only once all have run. Under load a turn holds dozens of writes,
-   * and a savepoint of each cost two statements and a copy of every page the write first touched
-   * (docs/BENCHMARKS.md). Returns false when a write threw: everything the turn wrote is
-   * undone, nothing is settled, and `runEach` runs them again, each alone, as it would have.
-   * A write's function may run twice therefore: those of the store are statements and what they
-   * forget or remember in memory, which a rollback makes it forget anyway (`onRollback`).
-   */
-  private runTogether(jobs: Job[]): boolean {
-    const fresh = !this.db.inTransaction;
-    if (fresh) {
-      try {
-        this.begin.run();
-      } catch (err) {
-        jobs[0]!.reject(err);
-        refuseBusy(jobs.slice(1));
-        return true;
-      }
-      try {
-        this.afterBegin();
-      } catch {
-        // `runEach` begins again for its first write, and answers it as ever.
-        this.rollbackQuietly();
-        return false;
-      }
-    } else {
-      try {
-        this.savepoint.run();
-      } catch {
-        // `runEach` meets it again, and answers it as ever.
-        return false;
-      }
-    }
-    const values: unknown[] = [];
-    try {
-      for (const job of jobs) values.push(job.fn());
-      if (!fresh) this.release.run();
-    } catch (err) {
-      this.onRollback();
-      // If the transaction is lost, the earlier turns' writes are lost with it; this turn's run again.
-      this.undo(fresh, err);
-      return false;
-    }
-    for (let i = 0; i < jobs.length; i++) this.settle(jobs[i]!, values[i]);
-    return true;
-  }
-
-  /** Each write in a savepoint of its own, the transaction begun first if none is open. */
-  private runEach(jobs: Job[]): void {
-    for (let i = 0; i < jobs.length; i++) {
-      if (!this.runJob(jobs[i]!)) {
-        refuseBusy(jobs.slice(i + 1));
-        break;
-      }
-    }
   }
 
   /** A write's statements are done: it settles now (`settleBeforeSync`) or once synced. */
@@ -254,80 +178,6 @@ export class GroupCommit {
       this.open.push({ job: SETTLED, value });
     } else {
       this.open.push({ job, value });
-    }
-  }
-
-  /**
-   * One write in its own savepoint of the open transaction (begun if none is open). Returns false
-   * only when the transaction could not begin.
-   */
-  private runJob(job: Job): boolean {
-    // The first write of a transaction needs no savepoint: if it fails, rolling back the whole
-    // transaction undoes exactly it. Under light load nearly every write is first, and this
-    // saves two statements each.
-    const first = !this.db.inTransaction;
-    if (first) {
-      try {
-        this.begin.run();
-      } catch (err) {
-        job.reject(err);
-        return false;
-      }
-      try {
-        this.afterBegin();
-      } catch (err) {
-        job.reject(err);
-        this.rollbackQuietly();
-        return true;
-      }
-    }
-    // The first write of a transaction needs no savepoint either (see above).
-    const saved = !first && !job.one;
-    try {
-      if (saved) this.savepoint.run();
-      const value = job.fn();
-      if (saved) this.release.run();
-      this.settle(job, value);
-      return true;
-    } catch (err) {
-      job.reject(err);
-      this.onRollback();
-      // Its one statement failed and SQLite undid it: the transaction goes on without it.
-      if (!first && job.one && this.db.inTransaction) return true;
-      this.undo(first, err);
-      return true;
-    }
-  }
-
-  /**
-   * Undoes what failed: the whole transaction when it began with it (`fromBegin`: nothing else is
-   * in it, and the next write begins anew), else back to the savepoint. If SQLite gave up the
-   * whole transaction itself (disk full, I/O error), or the savepoint is beyond repair, the
-   * writes done in the transaction before are lost with it; the next write begins a fresh one.
-   */
-  private undo(fromBegin: boolean, err: unknown): void {
-    if (fromBegin) {
-      this.rollbackQuietly();
-      return;
-    }
-    if (this.db.inTransaction) {
-      try {
-        this.rollbackTo.run();
-        this.release.run();
-        return;
-      } catch {
-        this.rollbackQuietly();
-      }
-    }
-    this.loseOpen(err);
-  }
-
-  /** ROLLBACK where it may fail too (an I/O error): what matters is that nothing is committed. */
-  private rollbackQuietly(): void {
-    try {
-      if (this.db.inTransaction) this.rollback.run();
-    } catch {
-      // SQLite rolls back a transaction it cannot finish when the connection next reads.
     }
   }
 
@@ -393,7 +243,7 @@ export class GroupCommit {
     try {
       this.commitStmt.run();
     } catch (err) {
-      this.rollbackQuietly();
+      this.turn.rollbackQuietly();
       this.onRollback();
       this.loseOpen(err);
       return false;
@@ -448,7 +298,7 @@ export class GroupCommit {
     // Committed during the failed sync: whether the disk has them is as unknown.
     for (const d of this.unsynced.splice(0)) d.job.reject(err);
     for (const gen of this.unsyncedGens.splice(0)) this.lose(gen, err);
-    this.rollbackQuietly();
+    this.turn.rollbackQuietly();
     this.onRollback();
     this.loseOpen(err);
     for (const j of this.queue.splice(0)) j.reject(err);
