@@ -47,15 +47,17 @@ export default tseslint.config(
     },
   },
   {
-    // Views read the Session and call its named actions: the SDK's Messenger is the app layer's
-    // (src/app), so a view that reached it would act behind the back of the state owner.
+    // Views read the Session and call its named actions: the SDK's Messenger and Conversations,
+    // the trust store, the chat list, the message store and the database are the app layer's
+    // (src/app), so a view that reached them would act behind the back of the state owner.
     files: ['packages/web/src/components/**/*.ts', 'packages/web/src/main.ts'],
     rules: {
       'no-restricted-syntax': [
         'error',
         {
-          selector: "MemberExpression[property.name='messenger']",
-          message: 'A view asks the Session (a named read or action), never its Messenger.',
+          selector: 'MemberExpression[property.name=/^(messenger|conv|trust|chats|store|db)$/]',
+          message:
+            'A view asks the Session (a named read or action: session.messages, session.keys, session.history or its own methods), never the objects behind it.',
         },
       ],
     },

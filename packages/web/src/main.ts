@@ -5,7 +5,7 @@
  */
 import './styles.css';
 import { ApiClient } from '@svc/sdk';
-import { deviceGone, forgetLocalKeys, isLockedNow, lock, resume, signOut, signOutLocked, type Resumed } from './app/account.js';
+import { deviceGone, forgetLocalKeys, isLockedNow, lock, lockedElsewhere, resume, signOut, signOutLocked, type Resumed } from './app/account.js';
 import { describeError } from './app/errors.js';
 import { onOpenChatRequest, registerServiceWorker } from './app/push.js';
 import { go, isChatId, parseRoute } from './app/route.js';
@@ -86,7 +86,7 @@ async function lockApp(s: Session, fromTab = false): Promise<void> {
     history.replaceState(null, '', '#/');
   }
   if (!fromTab) await lock(s).catch((e: unknown) => console.warn('locking:', e));
-  else s.db.close();
+  else lockedElsewhere(s);
   if (!fromTab) tellTabs('lock');
   showLock();
 }

@@ -212,13 +212,60 @@ test('mutesChangedElsewhere emits "mute" for every chat, then the chat list', as
   assert.deepEqual(seen.names, ['mute', 'chats']);
 });
 
-test('"Mark as verified" in the trust store emits "trust" and a chat list marking the contact verified', async () => {
+test('keys.verify ("Mark as verified") emits "trust" and a chat list marking the contact verified', async () => {
   const { alice, bob } = await contacts();
+  const key = await alice.keys.keyToCompare(bob.nick);
+  assert.equal(key, bob.messenger.publicKey);
+  assert.match(await alice.keys.safetyNumber(bob.nick, key), /^[\d ]+$/);
   const trust = next(alice, 'trust');
   const chats = next(alice, 'chats');
-  await alice.trust.verify(bob.nick, bob.messenger.publicKey);
+  await alice.keys.verify(bob.nick, key);
   await trust;
   assert.equal((await chats).find((c) => c.chat === `dm:${bob.nick}`)?.verified, true);
+  assert.equal(alice.keys.status(bob.nick).verified, true);
+});
+
+test('a changed key holds the DM and is the one to compare; keys.accept emits "trust" and a chat list without the change', async () => {
+  const { alice, bob } = await contacts();
+  const chat: ChatId = `dm:${bob.nick}`;
+  const otherKey = (await signedIn()).messenger.publicKey;
+  // The service hands another key for bob than the one pinned.
+  await alice.trust.observe(bob.nick, otherKey);
+  assert.deepEqual(alice.keys.heldPeers(chat), [bob.nick]);
+  assert.equal(await alice.keys.keyToCompare(bob.nick), otherKey);
+  const trust = next(alice, 'trust');
+  const chats = next(alice, 'chats');
+  await alice.keys.accept(bob.nick);
+  await trust;
+  assert.equal((await chats).find((c) => c.chat === chat)?.keyChanged, false);
+  assert.deepEqual(alice.keys.heldPeers(chat), []);
+  assert.equal(alice.trust.pinned(bob.nick), otherKey);
+});
+
+test('messages.sendText emits "change" with the record and a chat list with its line; messages.page reads it back', async () => {
+  const { alice, bob } = await contacts();
+  const chat: ChatId = `dm:${bob.nick}`;
+  const changed = next(alice, 'change', (c) => c.added?.body === 'lunch at one?');
+  const listed = next(alice, 'chats', (list) => list.some((c) => c.chat === chat && /lunch at one\?/.test(c.preview ?? '')));
+  const sent = await alice.messages.sendText(chat, 'lunch at one?');
+  assert.equal((await changed).added?.id, sent.id);
+  assert.equal((await listed).find((c) => c.chat === chat)?.preview, 'You: lunch at one?');
+  assert.deepEqual(
+    (await alice.messages.page(chat, { limit: 10 })).map((m) => m.id),
+    [sent.id],
+  );
+  assert.equal(alice.messages.canEdit(sent), true);
+  assert.deepEqual(alice.messages.mentionable(chat), []);
+});
+
+test('messages.setTimer emits "change" with the timer line, and messages.timer reads the new setting', async () => {
+  const { alice, bob } = await contacts();
+  const chat: ChatId = `dm:${bob.nick}`;
+  const changed = next(alice, 'change', (c) => c.added?.chat === chat);
+  await alice.messages.setTimer(chat, 30);
+  await changed;
+  assert.equal((await alice.messages.timer(chat)).seconds, 30);
+  assert.equal(await alice.messages.setTimer(chat, 30), null);
 });
 
 test('a message that arrives emits "change" with it and a chat list counting it unread; markChatRead takes the count away', async () => {

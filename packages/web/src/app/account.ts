@@ -231,6 +231,11 @@ export async function lock(session: Session): Promise<void> {
   }
 }
 
+/** Another tab locked the account (the saved session lost its key there): this tab lets go of the database. */
+export function lockedElsewhere(session: Session): void {
+  session.db.close();
+}
+
 /** Whether the account this browser is signed in to is locked now (another tab may have locked it). */
 export async function isLockedNow(): Promise<boolean> {
   const name = currentAccount();

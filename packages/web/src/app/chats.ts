@@ -5,7 +5,7 @@
  * of the chat id (tags.ts), so neither the chat nor its counts can be read from it.
  */
 import type { Contact } from '@svc/protocol';
-import { isTransferRoom, openAtRest, sealAtRest, type Messenger, type Sealed } from '@svc/sdk';
+import { isTransferRoom, openAtRest, sealAtRest, type ChatMessage, type Messenger, type Sealed } from '@svc/sdk';
 import { STORES, type Db, type Row } from './idb.js';
 import { splitChat } from './route.js';
 import type { Tags } from './tags.js';
@@ -58,6 +58,16 @@ export interface ChatSummary {
   draft?: string;
   /** Set by Session.publishChats when the chat is muted now; `mentioned`: an unread message mentions this account. */
   muted?: { mentioned: boolean };
+}
+
+/** The line a chat list shows for its last message. */
+export function previewOf(message: ChatMessage, me: string): string {
+  const who = message.from === me ? 'You' : message.from;
+  if (message.deleted) return `${who}: Message deleted`;
+  if (message.kind === 'text' && message.attachment && !message.body)
+    return `${who}: ${message.attachment.type === 'photo' ? 'Photo' : message.attachment.type === 'voice' ? 'Voice message' : message.attachment.name}`;
+  if (message.kind === 'text') return `${who}: ${(message.body ?? '').replace(/\s+/g, ' ').slice(0, 80)}`;
+  return `${who}: ${message.kind === 'unknown' ? 'Message for a newer version of the app' : 'Message that could not be decrypted'}`;
 }
 
 export class ChatList {

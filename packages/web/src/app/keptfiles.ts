@@ -11,11 +11,13 @@
  * read, and moved into chunks when it is.
  */
 import {
+  isAttachmentPlain,
   openAtRest,
   SealedAttachmentFiles,
   SealedFiles,
   sealedFileOf,
   type BlobLike,
+  type OutboxItem,
   type Sealed,
   type SealedFile,
   type SealedFileInfo,
@@ -171,4 +173,13 @@ export function uploadFiles(db: Db, key: CryptoKey, tags: Tags): SealedAttachmen
       name: async (id) => `upload.${await tags.of(`upload|${id}`)}`,
     }),
   );
+}
+
+/**
+ * Removes waiting files whose message is no longer in the outbox (`pending`): the tab closed
+ * between the end of an upload (or the message's deletion) and the removal of its file.
+ */
+export async function dropUploadsGone(uploads: SealedAttachmentFiles, pending: readonly OutboxItem[]): Promise<void> {
+  const queued = new Set(pending.flatMap((item) => (isAttachmentPlain(item.plain) ? [item.plain.id] : [])));
+  for (const file of await uploads.files.list()) if (!queued.has(file.id)) await uploads.remove(file.id);
 }

@@ -1,15 +1,18 @@
 /**
  * Each listed chat's mute as the SDK keeps it (synced to the account's other devices), read once
  * per chat and again when it changes, and which muted chats hold an unread message that mentions
- * this account: those still count in the title and show "Muted" with the mention. The Session
- * owns one, emits what changed and keeps the timer of the mute that ends first.
+ * this account: those still count in the title and show "Muted" with the mention; and one timer
+ * for the mute that ends first. The Session owns one and emits what changed.
  */
 import { isMuted, type ChatId, type Conversations, type MuteSetting } from '@svc/sdk';
+import { MAX_TIMER_MS } from './timers.js';
 
 export class ChatMutes {
   /** Each chat's mute as last read; null while it is being read, or when it has none. */
   private readonly settings = new Map<string, MuteSetting | null>();
   private readonly mentioned = new Set<string>();
+  private timer: ReturnType<typeof setTimeout> | null = null;
+  private stopped = false;
 
   constructor(
     private readonly conv: Conversations,
@@ -35,11 +38,13 @@ export class ChatMutes {
     else this.mentioned.delete(chat);
   }
 
-  /** Of `chats`, those listed for the first time (contacts and rooms arrive once online): the caller reads their mutes. */
-  firstSeen(chats: string[]): ChatId[] {
+  /** Reads the mutes of chats listed for the first time (contacts and rooms arrive once online); true when one of them is muted. */
+  async readFirstSeen(chats: string[]): Promise<boolean> {
     const unknown = chats.filter((chat) => !this.settings.has(chat)) as ChatId[];
+    if (unknown.length === 0) return false;
     for (const chat of unknown) this.settings.set(chat, null);
-    return unknown;
+    await Promise.all(unknown.map((chat) => this.read(chat)));
+    return unknown.some((chat) => this.isMuted(chat));
   }
 
   /** A message that mentions this account arrived in `chat`: it counts if the chat is muted. */
@@ -58,5 +63,25 @@ export class ChatMutes {
     let next = Infinity;
     for (const mute of this.settings.values()) if (mute && mute.until !== 'always' && mute.until > now) next = Math.min(next, mute.until);
     return next === Infinity ? null : next;
+  }
+
+  /** One timer for the mute that ends first: `ended` runs when it does, so "Muted" goes from the list. */
+  armTimer(ended: () => void): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    const next = this.nextEnd();
+    if (next === null || this.stopped) return;
+    this.timer = setTimeout(
+      () => {
+        this.armTimer(ended);
+        ended();
+      },
+      Math.min(next - this.now() + 50, MAX_TIMER_MS),
+    );
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
   }
 }

@@ -1,81 +1,43 @@
 /**
  * A signed-in account on this device: the SDK Messenger and its conversation layer (Conversations
  * over the sealed IndexedDB store), plus what this browser keeps for the views (pins, chat list).
- * It is the app's one owner of state: views read it and subscribe to its typed events (`on`);
- * other modules (the event stream, the connection, room actions) tell it what happened through its
- * named actions, and it alone emits.
+ * It is the app's one owner of state: views read it, call its named actions (its own methods, and
+ * `messages`, `keys` and `history` for a chat's messages, the peers' keys and the history as a
+ * whole) and subscribe to its typed events (`on`); other modules (the event stream, the
+ * connection, room actions) tell it what happened through its named actions, and it alone emits.
  */
 import type { Contact, Device, Room } from '@svc/protocol';
 import {
   Conversations,
-  SearchIndex,
-  attachTransfer,
-  exportHistory,
-  importHistory,
-  isAttachmentPlain,
-  isShown,
   isTransferRoom,
-  safetyNumber,
   splitChatId,
-  type BlobLike,
-  type Change,
   type ChatId,
   type ChatMessage,
   type ConnectionState,
-  type ExportResult,
-  type HistoryTransfer,
-  type ImportResult,
-  type KeptFilesSource,
+  type MembershipStatus,
   type Messenger,
-  type TransferEvent,
+  type SearchIndex,
 } from '@svc/sdk';
 import { AttachmentBytes } from './attachment-bytes.js';
-import { ChatList, type ChatSummary } from './chats.js';
+import { ChatBookkeeping } from './chat-bookkeeping.js';
+import { ChatMarks } from './chat-marks.js';
+import { ChatSearch } from './chat-search.js';
+import { ChatList, type ChatMeta, type ChatSummary } from './chats.js';
+import { DisappearingMessages } from './disappearing.js';
 import { Emitter } from './emitter.js';
+import { HistoryActions } from './history-actions.js';
 import { Db } from './idb.js';
+import { KeyActions } from './key-actions.js';
 import { Membership } from './membership.js';
+import { MessageActions } from './message-actions.js';
 import { ChatMutes } from './mutes.js';
-import { closeNotifications, notifyHidden } from './notify.js';
-import { KeptFiles, uploadFiles } from './keptfiles.js';
-import { keptSource } from './keptsource.js';
+import { KeptFiles, dropUploadsGone, uploadFiles } from './keptfiles.js';
 import { IdbConversationStore } from './conversation-store.js';
+import type { SessionEvents } from './session-events.js';
 import { Tags } from './tags.js';
 import { Trust } from './trust.js';
 
-/** The longest a browser timer waits (setTimeout overflows past 2^31 ms); a later deadline is looked at again then. */
-const MAX_TIMER_MS = 24 * 60 * 60_000;
-
-export type EndReason = 'signed_out' | 'session_ended' | 'device_removed' | 'account_deleted';
-
-export interface SessionEvents extends Record<string, unknown> {
-  chats: ChatSummary[];
-  /** Records of the conversation store that are new, changed or gone. */
-  change: Change;
-  conn: ConnectionState;
-  trust: undefined;
-  rooms: undefined;
-  /** A chat went away (room deleted, left, or removed from it). */
-  gone: string;
-  /** A chat's mute changed, here or on another of the account's devices (the chat id). */
-  mute: string;
-  /** A room's membership record or its standing against the service's list changed (the room id). */
-  membership: string;
-  ended: EndReason;
-  /** Something failed in the background that the user should know about. */
-  problem: string;
-  /** The history transfer: a new device asks, and how far a transfer is (components/transfer.ts). */
-  transfer: TransferEvent;
-}
-
-/** The line a chat list shows for its last message. */
-export function previewOf(message: ChatMessage, me: string): string {
-  const who = message.from === me ? 'You' : message.from;
-  if (message.deleted) return `${who}: Message deleted`;
-  if (message.kind === 'text' && message.attachment && !message.body)
-    return `${who}: ${message.attachment.type === 'photo' ? 'Photo' : message.attachment.type === 'voice' ? 'Voice message' : message.attachment.name}`;
-  if (message.kind === 'text') return `${who}: ${(message.body ?? '').replace(/\s+/g, ' ').slice(0, 80)}`;
-  return `${who}: ${message.kind === 'unknown' ? 'Message for a newer version of the app' : 'Message that could not be decrypted'}`;
-}
+export type { EndReason, SessionEvents } from './session-events.js';
 
 export class Session {
   /** What changed, for the views; only the session's own methods emit on it. */
@@ -86,38 +48,32 @@ export class Session {
   readonly trust: Trust;
   readonly chats: ChatList;
   readonly membership: Membership;
-  /** The search index, in memory only; filled from the store the first time a search runs. */
-  readonly search = new SearchIndex();
-  private searchLoaded: Promise<void> | null = null;
+  /** What the views do with a chat's messages and read of them. */
+  readonly messages: MessageActions;
+  /** What the views do with the peers' keys: trust states, safety numbers, "Accept new key". */
+  readonly keys: KeyActions;
+  /** The history as a file to export or import, and its transfer between the account's devices. */
+  readonly history: HistoryActions;
+  /** "Search messages", in memory only. */
+  private readonly search: ChatSearch;
   /** Received files, sealed in this device's store (at most a byte budget of them). */
   readonly files: KeptFiles;
   /** Files sent from this device until their upload finished, sealed in its store. */
   readonly uploads: ReturnType<typeof uploadFiles>;
-  /** The kept files as a history export, import or transfer reads and writes them. */
-  readonly kept: KeptFilesSource;
   /** A message's file for the views, kept or downloaded. */
   private readonly attachments: AttachmentBytes;
   private connState: ConnectionState = 'connecting';
   /** The chat on screen, so arriving messages there do not count as unread. */
   private openChat: string | null = null;
-  /** The history between this account's devices (docs/CRYPTO.md). */
-  readonly transfer: HistoryTransfer;
   /** Set by a sign-in on a device without history: it asks the other devices once it is connected. */
   askHistory = false;
-  /** Chats with an unread message that mentions this account ("Mentioned" in the chat list). */
-  private readonly mentioned = new Set<string>();
-  /** Each chat's draft as the chat list shows it ("Draft: …"). */
-  private readonly draftLines = new Map<string, string>();
-  /** Chats whose draft and unread mention were read from the store. */
-  private readonly marksRead = new Set<string>();
   private transferLoaded = false;
+  /** Each chat's draft and unread mention, as the chat list marks them. */
+  private readonly marks: ChatMarks;
   /** Each chat's mute, and the muted chats with an unread mention of this account. */
   private readonly mutes: ChatMutes;
-  private muteTimer: ReturnType<typeof setTimeout> | null = null;
-  /** The one timer of the next disappearing message, and when it fires (ms, the service's clock). */
-  private expiryTimer: ReturnType<typeof setTimeout> | null = null;
-  private expiryAt: number | null = null;
-  private closed = false;
+  private readonly disappearing: DisappearingMessages;
+  private readonly bookkeeping: ChatBookkeeping;
   private readonly closing = new AbortController();
 
   constructor(
@@ -137,7 +93,7 @@ export class Session {
         await this.files.remove(id);
       }
     };
-    this.kept = keptSource(this.files);
+    this.search = new ChatSearch(this.store);
     this.conv = new Conversations({
       messenger,
       store: this.store,
@@ -146,6 +102,8 @@ export class Session {
       onError: (e) => console.warn('membership record or attachment:', e),
     });
     this.attachments = new AttachmentBytes(this.files, this.uploads, this.conv);
+    this.messages = new MessageActions(this.conv, this.store, this.attachments);
+    this.marks = new ChatMarks(this.conv);
     this.mutes = new ChatMutes(this.conv, () => this.now());
     this.conv.membership.on((roomId) => {
       this.events.emit('membership', roomId);
@@ -157,23 +115,24 @@ export class Session {
       this.events.emit('trust', undefined);
       this.publishChats();
     };
+    this.keys = new KeyActions(this.trust, messenger, this.conv);
     this.chats = new ChatList(messenger, db, tags);
     this.membership = new Membership(this);
-    // The history goes as an archive in the attachment store, with the files kept here.
-    this.transfer = attachTransfer(messenger, this.conv, deviceId, { kept: this.kept });
-    this.transfer.on((e) => this.events.emit('transfer', e));
+    const { nick, conv, store, chats, search, files, attachments } = this;
+    this.disappearing = new DisappearingMessages({ nick, conv, store, chats, search, files, attachments, now: () => this.now() }, () =>
+      this.publishChats(),
+    );
+    this.bookkeeping = new ChatBookkeeping(conv, chats, this.marks, this.mutes, messenger, (chat) => this.isReading(chat));
+    this.history = new HistoryActions(messenger, this.conv, this.store, this.files, deviceId);
+    this.history.onTransfer((event) => this.events.emit('transfer', event));
     this.conv.on((change) => {
-      for (const id of change.removed ?? []) this.search.remove(id);
-      for (const message of [...change.changed, ...(change.added ? [change.added] : []), ...(change.imported ?? [])]) this.search.put(message);
+      this.search.follow(change);
       this.events.emit('change', change);
-      void this.book(change).catch((e: unknown) => console.warn('chat list:', e));
-      // A message with a timer was sent or seen: its deadline may be the next one.
-      if (
-        [...change.changed, ...(change.added ? [change.added] : []), ...(change.imported ?? [])].some(
-          (m) => m.expire && m.seenAt !== undefined && !m.expired,
-        )
-      )
-        void this.scheduleExpiry();
+      void this.bookkeeping
+        .book(change)
+        .then((touched) => touched && this.publishChats())
+        .catch((e: unknown) => console.warn('chat list:', e));
+      this.disappearing.follow(change);
     });
   }
 
@@ -249,50 +208,6 @@ export class Session {
     this.publishChats();
   }
 
-  /** An attachment's bytes: kept on this device, or downloaded and checked by the SDK (then kept); `onProgress` as a fraction. */
-  fetchFile(msg: ChatMessage, onProgress?: (fraction: number) => void): Promise<Uint8Array> {
-    return this.attachments.bytes(msg, onProgress);
-  }
-
-  /** A file as a data: URL (what the CSP lets an image show), downloaded once per attachment. */
-  fileUrl(msg: ChatMessage): Promise<string> {
-    return this.attachments.dataUrl(msg);
-  }
-
-  /** Keeps the chat list's order, unread counts and last-message lines in step with the records. */
-  private async book(change: Change): Promise<void> {
-    let touched = false;
-    const added = change.added;
-    if (added && isShown(added)) {
-      const incoming = added.from !== this.nick;
-      // A muted chat raises nothing, unless the message mentions this account.
-      if (incoming && (await this.conv.shouldNotify(added))) notifyHidden(this.nick, (id) => this.messenger.room(id)?.name, added);
-      if (incoming && !this.isReading(added.chat) && this.conv.mentionsMe(added)) this.mentioned.add(added.chat);
-      if (incoming && this.conv.mentionsMe(added)) this.mutes.mentionArrived(added.chat);
-      await this.chats.touch(added.chat, added.ts, incoming && !this.isReading(added.chat), previewOf(added, this.nick));
-      touched = true;
-    }
-    for (const message of change.changed) {
-      if (!isShown(message)) continue;
-      if (message.from === this.nick && message.state === 'sent')
-        await this.chats.touch(message.chat, message.ts, false, previewOf(message, this.nick));
-      else await this.chats.setPreview(message.chat, message.ts, previewOf(message, this.nick));
-      touched = true;
-    }
-    // History from another device or a file: the chat moves to its newest message, and nothing
-    // of it is unread (it was read, or not, on the device it came from).
-    const newest = new Map<string, ChatMessage>();
-    for (const message of change.imported ?? []) {
-      const newestSoFar = newest.get(message.chat);
-      if (isShown(message) && (!newestSoFar || message.ts > newestSoFar.ts)) newest.set(message.chat, message);
-    }
-    for (const message of newest.values()) await this.chats.touch(message.chat, message.ts, false, previewOf(message, this.nick));
-    // Read on another of the account's devices, or deleted: the count follows the SDK's unread.
-    const recount = new Set(change.changed.filter((m) => m.from !== this.nick && (this.chats.meta(m.chat)?.unread ?? 0) > 0).map((m) => m.chat));
-    for (const chat of recount) if (await this.chats.setUnread(chat, (await this.conv.unread(chat)).count)) touched = true;
-    if (touched || newest.size > 0) this.publishChats();
-  }
-
   /**
    * After each `ready` of the event stream; the first one resumes a transfer that a reload
    * interrupted (the chunks that waited in the queue are taken by then), and a device that was
@@ -301,29 +216,11 @@ export class Session {
   async connected(): Promise<void> {
     if (this.transferLoaded) return;
     this.transferLoaded = true;
-    await this.transfer.load();
-    // Requests that came while this device was away, or before a reload, ask again: those of
-    // devices the service still lists (a removed device's request is dropped).
-    for (const request of await this.transfer.pendingRequests()) this.events.emit('transfer', { type: 'request', request });
-    for (const progress of this.transfer.progress()) if (progress.state === 'active') this.events.emit('transfer', { type: 'progress', progress });
+    for (const event of await this.history.resume()) this.events.emit('transfer', event);
     if (this.askHistory) {
       this.askHistory = false;
-      await this.transfer.request();
+      await this.history.request();
     }
-  }
-
-  /** Whether `chat` is the account's private room of its devices, which no view shows. */
-  isHidden(chat: string): boolean {
-    const { kind, id } = splitChatId(chat);
-    return kind === 'room' && isTransferRoom(this.messenger.room(id), this.nick);
-  }
-
-  /** Reads and decrypts the whole history once, for search. */
-  searchIndex(): Promise<SearchIndex> {
-    this.searchLoaded ??= this.store.all().then((all) => {
-      for (const message of all) this.search.put(message);
-    });
-    return this.searchLoaded.then(() => this.search);
   }
 
   async load(): Promise<void> {
@@ -333,51 +230,62 @@ export class Session {
     await this.chats.load();
     // What expired while the app was closed goes before anything is shown (conv.load would cut it
     // too, but the chat list's last-message lines and the kept files are the app's to clear).
-    await this.expireNow();
+    await this.disappearing.expireNow();
     await this.conv.load();
     await this.loadMutes();
-    await this.scheduleExpiry();
+    await this.disappearing.schedule();
 
-    await this.dropUploadsGone();
+    await dropUploadsGone(this.uploads, this.conv.outbox.pending);
     await this.membership.load();
     await this.membership.update();
   }
 
-  /**
-   * Reads the draft and whether an unread message mentions this account, once for each chat the
-   * list shows (rooms and contacts come in after the start), then shows the list again.
-   */
-  private readMarks(chats: ChatSummary[]): void {
-    const fresh = chats.filter((c) => !this.marksRead.has(c.chat));
-    if (fresh.length === 0) return;
-    for (const entry of fresh) this.marksRead.add(entry.chat);
-    const read = async () => {
-      let changed = false;
-      for (const entry of fresh) {
-        const chat = entry.chat as ChatId;
-        const draft = await this.conv.drafts.preview(chat);
-        if (draft && !this.draftLines.has(chat)) {
-          this.draftLines.set(chat, draft);
-          changed = true;
-        }
-        if (entry.unread > 0 && (await this.conv.unread(chat)).mentioned) {
-          this.mentioned.add(chat);
-          changed = true;
-        }
-      }
-      if (changed) this.publishChats();
-    };
-    void read().catch((e: unknown) => console.warn('drafts and mentions:', e));
+  // ---- the chat list, and what the views do with a chat ----
+
+  /** The chat list as the views show it: key states, unread mentions and drafts marked. */
+  summaries(): ChatSummary[] {
+    const list = this.trust.annotate(this.chats.list());
+    void this.marks
+      .readFirstSeen(list)
+      .then((changed) => changed && this.publishChats())
+      .catch((e: unknown) => console.warn('drafts and mentions:', e));
+    this.marks.mark(list);
+    return list;
+  }
+
+  /** Emits the chat list as it is now (`chats`); the app calls it once when the signed-in screen first shows. */
+  publishChats(): void {
+    const list = this.summaries();
+    for (const entry of list) {
+      const muted = this.mutes.mark(entry.chat);
+      if (muted) entry.muted = muted;
+    }
+    this.events.emit('chats', list);
+    // Chats listed since the mutes were read (contacts and rooms arrive once online): read theirs.
+    void this.mutes
+      .readFirstSeen(list.map((entry) => entry.chat))
+      .then((anyMuted) => {
+        if (!anyMuted) return;
+        this.mutes.armTimer(() => this.publishChats());
+        this.events.emit('mute', '');
+        this.publishChats();
+      })
+      .catch((e: unknown) => console.warn('mute:', e));
+  }
+
+  /** What the list keeps of a chat besides its messages: a room left (and its name), a DM peer gone. */
+  chatMeta(chat: string): Readonly<ChatMeta> | undefined {
+    return this.chats.meta(chat);
+  }
+
+  /** The chat's draft, as the composer opens with it. */
+  draft(chat: ChatId): Promise<string> {
+    return this.marks.draft(chat);
   }
 
   /** Keeps `text` as the chat's draft (sealed in the store); white space alone removes it. */
   async setDraft(chat: ChatId, text: string): Promise<void> {
-    await this.conv.drafts.set(chat, text);
-    const line = await this.conv.drafts.preview(chat);
-    if (line === (this.draftLines.get(chat) ?? null)) return;
-    if (line) this.draftLines.set(chat, line);
-    else this.draftLines.delete(chat);
-    this.publishChats();
+    if (await this.marks.setDraft(chat, text)) this.publishChats();
   }
 
   /** The chat on screen changed (null: none). */
@@ -393,19 +301,16 @@ export class Session {
     // Only while the person sees the chat: in a background tab its messages stay unread (the
     // chat list's count and the title); showing the tab again reads them.
     if (!this.isReading(chat)) return;
-    this.mentioned.delete(chat);
+    this.marks.chatRead(chat);
     void this.conv.markRead(chat, shown).catch(() => undefined);
     if (this.mutes.mentionRead(chat)) this.publishChats();
     void this.chats.markRead(chat).then(() => this.publishChats());
   }
 
-  /**
-   * Removes waiting files whose message is no longer in the outbox: the tab closed between the end
-   * of an upload (or the message's deletion) and the removal of its file.
-   */
-  private async dropUploadsGone(): Promise<void> {
-    const queued = new Set(this.conv.outbox.pending.flatMap((i) => (isAttachmentPlain(i.plain) ? [i.plain.id] : [])));
-    for (const file of await this.uploads.files.list()) if (!queued.has(file.id)) await this.uploads.remove(file.id);
+  /** Whether a message in `chat` is being read right now (never without a page, as in the unit tests in Node). */
+  isReading(chat: string): boolean {
+    // Without a page (the app's logic under Node) the chat on screen is the one being read.
+    return this.openChat === chat && (typeof document === 'undefined' || document.visibilityState === 'visible');
   }
 
   /** Drops a chat from the list, the store and the search index (the room was left or deleted). */
@@ -421,61 +326,6 @@ export class Session {
     this.publishChats();
   }
 
-  /** The chat list as the views show it: key states, unread mentions and drafts marked. */
-  summaries(): ChatSummary[] {
-    const list = this.trust.annotate(this.chats.list());
-    this.readMarks(list);
-    for (const entry of list) {
-      if (this.mentioned.has(entry.chat)) entry.mentioned = true;
-      const draft = this.draftLines.get(entry.chat);
-      if (draft) entry.draft = draft;
-    }
-    return list;
-  }
-
-  /** Emits the chat list as it is now (`chats`); the app calls it once when the signed-in screen first shows. */
-  publishChats(): void {
-    const list = this.summaries();
-    for (const entry of list) {
-      const muted = this.mutes.mark(entry.chat);
-      if (muted) entry.muted = muted;
-    }
-    this.events.emit('chats', list);
-    // Chats listed since the mutes were read (contacts and rooms arrive once online): read theirs.
-    const unknown = this.mutes.firstSeen(list.map((entry) => entry.chat));
-    if (unknown.length === 0) return;
-    void Promise.all(unknown.map((chat) => this.mutes.read(chat)))
-      .then(() => {
-        if (!unknown.some((chat) => this.isMuted(chat))) return;
-        this.armMuteTimer();
-        this.events.emit('mute', '');
-        this.publishChats();
-      })
-      .catch((e: unknown) => console.warn('mute:', e));
-  }
-
-  // ---- what the views ask of the account (they never reach the Messenger themselves) ----
-
-  /** The time by the service's clock (ms), in which mutes and disappearing messages are counted. */
-  now(): number {
-    return this.messenger.api.now();
-  }
-
-  /** A room as the service lists it to this account, or undefined (not in it, or not listed yet). */
-  room(roomId: string): Room | undefined {
-    return this.messenger.room(roomId);
-  }
-
-  /** The account's devices (Settings → "Devices"). */
-  devices(): Promise<Device[]> {
-    return this.messenger.api.devices();
-  }
-
-  /** Removes one of the account's devices; removing this one ends the session (the caller signs out). */
-  removeDevice(deviceId: string): Promise<void> {
-    return this.messenger.api.deleteDevice(deviceId);
-  }
-
   /**
    * A DM was opened: the peer's key is checked (and pinned on first use), and a peer who deleted
    * their account is found out now, before the person tries to send.
@@ -485,30 +335,15 @@ export class Session {
     void this.membership.checkPeer(peer).then((gone) => gone && this.publishChats());
   }
 
-  /** A peer's key as the service gives it for reading; the first one seen is pinned. */
-  peerKey(peer: string): Promise<string> {
-    return this.messenger.peerKey(peer, 'receive');
+  /** Whether `chat` is the account's private room of its devices, which no view shows. */
+  isHidden(chat: string): boolean {
+    const { kind, id } = splitChatId(chat);
+    return kind === 'room' && isTransferRoom(this.messenger.room(id), this.nick);
   }
 
-  /** The safety number of this account and `peer` holding `key`, as 60 digits. */
-  safetyNumber(peer: string, key: string): Promise<string> {
-    return safetyNumber(this.nick, this.messenger.publicKey, peer, key);
-  }
-
-  /** "Accept new key": the peer's changed key is trusted, and sends to them use it from now on. */
-  async acceptNewKey(peer: string): Promise<void> {
-    await this.trust.accept(peer);
-    this.messenger.forgetPeer(peer);
-  }
-
-  /** The history on this device as a file sealed under the account's export key; `withFiles`: the kept files go in too. */
-  exportHistory(withFiles: boolean): Promise<ExportResult> {
-    return exportHistory({ nick: this.nick, exportKey: this.messenger.exportKey }, this.store, Date.now(), withFiles ? { files: this.kept } : {});
-  }
-
-  /** Merges an exported history file (and the files it carries) into this device's history. */
-  importHistory(file: BlobLike): Promise<ImportResult> {
-    return importHistory({ nick: this.nick, exportKey: this.messenger.exportKey }, this.conv, file, { files: this.kept });
+  /** Reads and decrypts the whole history once, for search. */
+  searchIndex(): Promise<SearchIndex> {
+    return this.search.ready();
   }
 
   // ---- mute ----
@@ -522,7 +357,7 @@ export class Session {
   async setMute(chat: ChatId, until: number | 'always'): Promise<void> {
     await this.conv.setMute(chat, until);
     await this.mutes.read(chat);
-    this.armMuteTimer();
+    this.mutes.armTimer(() => this.publishChats());
     this.events.emit('mute', chat);
     this.publishChats();
   }
@@ -530,72 +365,39 @@ export class Session {
   /** Reads the mute of every chat in the list (at start, and when another device changed one). */
   private async loadMutes(): Promise<void> {
     for (const entry of this.chats.list()) await this.mutes.read(entry.chat as ChatId);
-    this.armMuteTimer();
+    this.mutes.armTimer(() => this.publishChats());
   }
 
-  /** One timer for the mute that ends first, so "Muted" goes from the list when it does. */
-  private armMuteTimer(): void {
-    if (this.muteTimer) clearTimeout(this.muteTimer);
-    this.muteTimer = null;
-    const next = this.mutes.nextEnd();
-    if (next === null || this.closed) return;
-    const now = this.now();
-    this.muteTimer = setTimeout(
-      () => {
-        this.armMuteTimer();
-        this.publishChats();
-      },
-      Math.min(next - now + 50, MAX_TIMER_MS),
-    );
+  // ---- the account, its rooms and devices (views never reach the Messenger themselves) ----
+
+  /** The time by the service's clock (ms), in which mutes and disappearing messages are counted. */
+  now(): number {
+    return this.messenger.api.now();
   }
 
-  // ---- disappearing messages ----
-
-  /** Sets the one timer for the message that disappears next; called whenever a deadline may have changed. */
-  private async scheduleExpiry(): Promise<void> {
-    const next = await this.conv.nextExpiry();
-    if (this.closed) return;
-    if (next?.at === this.expiryAt && this.expiryTimer) return;
-    if (this.expiryTimer) clearTimeout(this.expiryTimer);
-    this.expiryTimer = null;
-    this.expiryAt = next?.at ?? null;
-    if (!next) return;
-    const wait = Math.max(0, Math.min(next.at - this.now(), MAX_TIMER_MS));
-    this.expiryTimer = setTimeout(() => {
-      this.expiryTimer = null;
-      this.expiryAt = null;
-      void this.expireNow()
-        .catch((e: unknown) => console.warn('disappearing messages:', e))
-        .then(() => this.scheduleExpiry());
-    }, wait);
+  /** A room as the service lists it to this account, or undefined (not in it, or not listed yet). */
+  room(roomId: string): Room | undefined {
+    return this.messenger.room(roomId);
   }
 
-  /**
-   * Cuts every message whose timer ran out (the SDK makes their records tombstones and tells the
-   * views), then drops what the app keeps of them: search index entries, kept files, notifications
-   * shown for their chats, and the chat list's last-message line when it was one of them.
-   */
-  private async expireNow(): Promise<number> {
-    const { records, attachments } = await this.conv.expireDue();
-    for (const message of records) this.search.remove(message.id);
-    for (const id of attachments) {
-      this.attachments.forget(id);
-      await this.files.remove(id).catch((e: unknown) => console.warn('removing a kept file:', e));
-    }
-    const chats = new Set(records.map((m) => m.chat));
-    for (const chat of chats) {
-      closeNotifications(chat);
-      const last = (await this.store.chat(chat, { limit: 50 })).filter(isShown).at(-1);
-      await this.chats.replacePreview(chat, last ? previewOf(last, this.nick) : undefined);
-    }
-    if (chats.size > 0) this.publishChats();
-    return records.length;
+  /** The room's membership record (owner, members) and how it stands against the service's list. */
+  roomMembership(roomId: string): MembershipStatus {
+    return this.conv.membership.status(roomId);
   }
 
-  /** Whether a message in `chat` is being read right now (never without a page, as in the unit tests in Node). */
-  isReading(chat: string): boolean {
-    // Without a page (the app's logic under Node) the chat on screen is the one being read.
-    return this.openChat === chat && (typeof document === 'undefined' || document.visibilityState === 'visible');
+  /** Whether the room's membership record names this account its owner. */
+  ownsRoom(roomId: string): boolean {
+    return this.conv.membership.isOwner(roomId);
+  }
+
+  /** The account's devices (Settings → "Devices"). */
+  devices(): Promise<Device[]> {
+    return this.messenger.api.devices();
+  }
+
+  /** Removes one of the account's devices; removing this one ends the session (the caller signs out). */
+  removeDevice(deviceId: string): Promise<void> {
+    return this.messenger.api.deleteDevice(deviceId);
   }
 
   /** Aborted when the session closes: listeners a view added to the document go with it. */
@@ -605,10 +407,9 @@ export class Session {
 
   /** Stops sending (sign-out, the session ended). */
   close(): void {
-    this.closed = true;
     this.closing.abort();
-    if (this.expiryTimer) clearTimeout(this.expiryTimer);
-    if (this.muteTimer) clearTimeout(this.muteTimer);
+    this.disappearing.stop();
+    this.mutes.stop();
     this.conv.stop();
   }
 }

@@ -68,10 +68,10 @@ export function muteButton(s: Session, chat: ChatId, fail: (e: unknown) => void)
 export function timerButton(s: Session, chat: ChatId, fail: (e: unknown) => void): HeaderControl {
   const button = h('button', { type: 'button', 'aria-haspopup': 'dialog', class: 'timer-button' }, 'Disappearing messages');
   button.addEventListener('click', () => {
-    void s.conv
+    void s.messages
       .timer(chat)
       .then((t) => timerDialog(button, t.seconds))
-      .then((seconds) => (seconds === null ? null : s.conv.setTimer(chat, seconds)))
+      .then((seconds) => (seconds === null ? null : s.messages.setTimer(chat, seconds)))
       .catch(fail);
   });
   return { el: button, destroy: () => undefined };
@@ -148,7 +148,7 @@ export function pinnedView(s: Session, chat: ChatId, reveal: (id: string) => voi
   };
   async function refresh(): Promise<void> {
     const mine = ++seq;
-    const pins = await s.conv.pinned(chat);
+    const pins = await s.messages.pinned(chat);
     if (mine !== seq) return;
     const focused = (document.activeElement as HTMLElement | null)?.dataset?.pin;
     clear(list);

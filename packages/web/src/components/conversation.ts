@@ -1,13 +1,12 @@
 /**
  * The open chat: header, key-change warning and a room's membership warning (role alert), room
  * settings or safety number, the message log (components/messagelog.ts) and the composer
- * (components/composer.ts). Records come from the session's conversation layer; a change
+ * (components/composer.ts). Records come from the session (`messages`); a change
  * re-renders only the rows it touched, and one's own messages waiting in the outbox count down
  * every second.
  */
 import { waitMessage, type ChatId, type ChatMessage } from '@svc/sdk';
 import { describeError } from '../app/errors.js';
-import { heldPeers } from '../app/held.js';
 import { go, splitChat } from '../app/route.js';
 import type { Session } from '../app/session.js';
 import { closePopups, openActionMenu, openEmojiPicker, type MenuItem } from './actionmenu.js';
@@ -66,12 +65,12 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
   const composer = composerView({
     send: (body, replyTo) => {
       problem.textContent = '';
-      s.conv
-        .sendText(chat, body, replyTo ? { replyTo } : {})
+      s.messages
+        .sendText(chat, body, replyTo)
         .then(() => s.setDraft(chat, ''))
         .catch(fail);
     },
-    saveEdit: (m, body) => void s.conv.edit(m, body).catch(fail),
+    saveEdit: (m, body) => void s.messages.edit(m, body).catch(fail),
     sendFiles: (files, caption) => {
       problem.textContent = '';
       void sendFiles(s, chat, files, caption).catch(fail);
@@ -80,13 +79,13 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
       problem.textContent = '';
       void sendVoice(s, chat, r).catch(fail);
     },
-    maxFileBytes: () => s.conv.attachments.uploader.maxFileBytes(),
+    maxFileBytes: () => s.messages.maxFileBytes(),
     editLast: () => {
       const last = [...log.records()].reverse().find((m) => m.from === s.nick && m.kind === 'text' && !m.deleted);
-      return last && s.conv.canEdit(last) ? last : null;
+      return last && s.messages.canEdit(last) ? last : null;
     },
-    mentionable: () => (kind === 'room' ? s.conv.members(chat).filter((n) => n !== s.nick) : []),
-    draft: { load: () => s.conv.drafts.get(chat), save: (text) => void s.setDraft(chat, text).catch(fail) },
+    mentionable: () => s.messages.mentionable(chat),
+    draft: { load: () => s.draft(chat), save: (text) => void s.setDraft(chat, text).catch(fail) },
   });
   const uploads = uploadWatch(s);
 
@@ -96,24 +95,24 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
     chat,
     label: 'Messages',
     empty: kind === 'room' ? 'No messages yet. Say hello to the room.' : `No messages yet. Say hello to ${id}.`,
-    load: (before, limit = PAGE) => s.store.chat(chat, { limit, ...(before ? { before } : {}) }),
+    load: (before, limit = PAGE) => s.messages.page(chat, { limit, ...(before ? { before } : {}) }),
     // A reply's quote comes from this chat only; an id of another chat reads as not loaded.
-    fetch: (mid) => s.conv.quoted(chat, mid),
+    fetch: (mid) => s.messages.quoted(chat, mid),
     item: {
       me: s.nick,
-      mentionsMe: (m) => s.conv.mentionsMe(m),
+      mentionsMe: (m) => s.messages.mentionsMe(m),
       status: (m) => {
         if (m.state === 'queued' || m.state === 'sending') {
           waiting.add(m.id);
-          const ms = s.conv.waitMs(m.id);
+          const ms = s.messages.waitMs(m.id);
           return ms !== null && ms >= 1_000 ? `Waiting to send, ${Math.ceil(ms / 1000)} s` : 'Sending';
         }
         waiting.delete(m.id);
-        return s.conv.status(m);
+        return s.messages.status(m);
       },
       onActions: (m, button) => openActionMenu(button, actionsFor(m, button)),
-      onReact: (m, emoji) => void s.conv.react(m, emoji).catch(fail),
-      onRetry: (m) => void s.conv.retry(m.id).catch(fail),
+      onReact: (m, emoji) => void s.messages.react(m, emoji).catch(fail),
+      onRetry: (m) => void s.messages.retry(m.id).catch(fail),
       onQuote: (target) => void log.reveal(target),
       expiresIn: (m) => {
         if (!m.expire) return null;
@@ -127,10 +126,10 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
           return m && m.from === s.nick && (m.state === 'queued' || m.state === 'sending') ? uploads.fraction(mid) : null;
         },
         watchUpload: (mid, bar) => uploads.watch(mid, bar),
-        fetch: (m, onProgress) => s.fetchFile(m, onProgress),
-        dataUrl: (m) => s.fileUrl(m),
+        fetch: (m, onProgress) => s.messages.fileBytes(m, onProgress),
+        dataUrl: (m) => s.messages.fileUrl(m),
         mediaUrl: async (m, el) => {
-          const [bytes, ready] = await Promise.all([s.fetchFile(m), mediaReady()]);
+          const [bytes, ready] = await Promise.all([s.messages.fileBytes(m), mediaReady()]);
           if (!ready) throw new Error(NO_PLAYER);
           return mediaUrl(el, bytes, m.attachment?.mime ?? 'application/octet-stream');
         },
@@ -142,13 +141,14 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
     const items: MenuItem[] = [];
     if (m.kind === 'text' && !m.deleted) {
       items.push({ label: 'Reply', run: () => composer.replyTo(m, m.from === s.nick ? 'yourself' : m.from) });
-      items.push({ label: 'React', run: () => openEmojiPicker(button, (emoji) => void s.conv.react(log.get(m.id) ?? m, emoji).catch(fail)) });
+      items.push({ label: 'React', run: () => openEmojiPicker(button, (emoji) => void s.messages.react(log.get(m.id) ?? m, emoji).catch(fail)) });
     }
-    if (s.conv.canEdit(m)) items.push({ label: 'Edit', run: () => composer.edit(m) });
-    if (s.conv.canDelete(m)) items.push({ label: 'Delete for everyone', run: () => void s.conv.deleteForEveryone(log.get(m.id) ?? m).catch(fail) });
-    if (s.conv.canPin(m)) {
+    if (s.messages.canEdit(m)) items.push({ label: 'Edit', run: () => composer.edit(m) });
+    if (s.messages.canDelete(m))
+      items.push({ label: 'Delete for everyone', run: () => void s.messages.deleteForEveryone(log.get(m.id) ?? m).catch(fail) });
+    if (s.messages.canPin(m)) {
       const pinned = m.pin?.op === 'pin';
-      items.push({ label: pinned ? 'Unpin' : 'Pin', run: () => void (pinned ? s.conv.unpin(m) : s.conv.pin(m)).catch(fail) });
+      items.push({ label: pinned ? 'Unpin' : 'Pin', run: () => void (pinned ? s.messages.unpin(m) : s.messages.pin(m)).catch(fail) });
     }
     if (items.length === 0) items.push({ label: 'Copy text', run: () => void navigator.clipboard?.writeText(m.note ?? '') });
     return items;
@@ -190,7 +190,7 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
 
   /** Why this chat is read-only now, or null. */
   function closed(): string | null {
-    const meta = s.chats.meta(chat);
+    const meta = s.chatMeta(chat);
     if (kind === 'room' && !room() && meta?.left)
       return `You were removed from ${meta.title ?? 'this room'}. Its history stays here until you delete the chat.`;
     if (kind === 'dm' && meta?.gone) return `${id} deleted their account. Messages can no longer be sent to ${id}.`;
@@ -198,7 +198,7 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
   }
 
   function renderHead(): void {
-    title.textContent = kind === 'room' ? (room()?.name ?? s.chats.meta(chat)?.title ?? 'Room') : id;
+    title.textContent = kind === 'room' ? (room()?.name ?? s.chatMeta(chat)?.title ?? 'Room') : id;
     const why = closed();
     dropBtn.hidden = why === null;
     panelBtn.hidden = why !== null && kind === 'room';
@@ -214,7 +214,7 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
 
   function renderTrust(): void {
     clear(alertSlot);
-    const held = heldPeers(s, chat);
+    const held = s.keys.heldPeers(chat);
     for (const nick of held) {
       const showSafety =
         kind === 'dm'
@@ -223,17 +223,11 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
               renderPanel();
             }
           : null;
-      alertSlot.append(
-        keyChangeAlert(s, nick, showSafety, () => {
-          renderTrust();
-          // What waited for the decision goes now.
-          s.conv.online();
-        }),
-      );
+      alertSlot.append(keyChangeAlert(s, nick, showSafety, renderTrust));
     }
     const why = closed();
     // A room whose record does not vouch for it holds the composer at once, with no grace.
-    const wait = kind === 'room' && room() ? s.conv.membership.status(id).wait : null;
+    const wait = kind === 'room' && room() ? s.roomMembership(id).wait : null;
     if (why) composer.block(why, true);
     else if (held.length > 0) composer.block('Sending is held until you review the key change above.');
     else composer.block(wait ? waitMessage(wait) : null);
@@ -289,7 +283,7 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
   renderTrust();
   renderMembership();
   // Where the person stopped reading, asked before the chat is marked read.
-  void s.conv
+  void s.messages
     .unread(chat)
     .catch(() => undefined)
     .then((unread) => log.open(unread))

@@ -53,7 +53,8 @@ export function historySection(s: Session): HTMLElement {
   exportBtn.addEventListener('click', () => {
     exportBtn.disabled = true;
     say('Sealing the history…');
-    s.exportHistory(include.checked)
+    s.history
+      .exportFile(include.checked)
       .then((r) => {
         const name = exportFileName(s.nick);
         download(r.parts, name);
@@ -72,7 +73,8 @@ export function historySection(s: Session): HTMLElement {
     importBtn.disabled = true;
     say('Importing…');
     // The file is read a piece at a time: one with photos and files can be large.
-    s.importHistory(f)
+    s.history
+      .importFile(f)
       .then((r) => {
         say(`Imported ${count(r.records)} messages (${count(r.added)} new)${withFiles(r.files)}.${leftOut(r.dropped)}`);
         file.value = '';

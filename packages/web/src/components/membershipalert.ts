@@ -14,7 +14,7 @@ const GONE_TEXT = 'The server no longer lists a member nobody removed';
 const NO_RECORD_TEXT = 'This device does not know yet who is in this room';
 
 export function membershipAlert(s: Session, roomId: string): HTMLElement | null {
-  const st = s.conv.membership.status(roomId);
+  const st = s.roomMembership(roomId);
   const listed = s.room(roomId);
   const lines: HTMLElement[] = [];
   if (listed && st.missing && !isTransferRoom(listed, s.nick))
@@ -28,7 +28,7 @@ export function membershipAlert(s: Session, roomId: string): HTMLElement | null 
     );
   if (st.warned.length > 0) {
     const names = st.warned.join(', ');
-    const owner = s.conv.membership.isOwner(roomId)
+    const owner = s.ownsRoom(roomId)
       ? ' No new room key is made and nothing is sent while they stay listed: remove them in Room settings, or add them there if you mean to.'
       : ' Nothing is sent to the room while they stay listed. The room’s owner can remove them.';
     lines.push(

@@ -13,8 +13,8 @@ import { confirmAction, type ConfirmOptions } from './confirm.js';
 import { field, h } from './dom.js';
 
 export function roomSettings(s: Session, room: Room): HTMLElement {
-  const record = s.conv.membership.status(room.id);
-  const isOwner = s.conv.membership.isOwner(room.id);
+  const record = s.roomMembership(room.id);
+  const isOwner = s.ownsRoom(room.id);
   const owner = record.owner ?? room.owner;
   const status = h('p', { class: 'status', role: 'status' });
   const busy = (p: Promise<unknown>, done?: () => void) => {

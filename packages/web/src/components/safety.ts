@@ -1,7 +1,7 @@
 /**
  * Safety numbers in a DM: the panel that shows the 60 digits with a QR code of them and lets the
  * user mark the contact as verified, and the alert shown when a peer's key changed.
- * The number is computed here from the key the trust store holds (the pending new key while a
+ * The number is made from the key the session names for comparing (the pending new key while a
  * change waits, else the pin), so "Mark as verified" is bound to the very key the digits came from.
  */
 import { toDataURL } from 'qrcode';
@@ -9,16 +9,6 @@ import { describeError } from '../app/errors.js';
 import type { Session } from '../app/session.js';
 import { clear, h } from './dom.js';
 import { scanSafetyCode } from './scancode.js';
-
-/** The key whose safety number to show: a waiting new key first (that is what to compare), else the pin. */
-async function shownKey(s: Session, peer: string): Promise<string> {
-  const held = () => s.trust.changes.get(peer)?.seen ?? s.trust.pinned(peer);
-  const now = held();
-  if (now !== undefined) return now;
-  // Nothing pinned yet: fetching the key for reading pins it (trust on first use).
-  const fetched = await s.peerKey(peer);
-  return held() ?? fetched;
-}
 
 /**
  * A QR code of the digits as a PNG data: URL (the CSP allows `img-src data:`). Digits only, so
@@ -101,7 +91,7 @@ export function safetyPanel(s: Session, peer: string): HTMLElement {
   }
 
   function renderState(): void {
-    const st = s.trust.status(peer);
+    const st = s.keys.status(peer);
     clear(actions);
     renderScan();
     if (st.changed) {
@@ -111,24 +101,25 @@ export function safetyPanel(s: Session, peer: string): HTMLElement {
     }
     if (st.verified) {
       state.textContent = `You have verified ${peer}.`;
-      actions.append(h('button', { type: 'button', onclick: () => act(() => s.trust.unverify(peer)) }, 'Mark as not verified'), scanButton());
+      actions.append(h('button', { type: 'button', onclick: () => act(() => s.keys.unverify(peer)) }, 'Mark as not verified'), scanButton());
       return;
     }
     state.textContent = st.wasVerified ? `Not verified: you verified an earlier key of ${peer}, not this one.` : `Not verified yet.`;
     const verify = h('button', { type: 'button', class: 'primary', disabled: !shown }, 'Mark as verified');
     verify.addEventListener('click', () =>
       act(async () => {
-        if (shown) await s.trust.verify(peer, shown.key);
+        if (shown) await s.keys.verify(peer, shown.key);
       }),
     );
     actions.append(verify, scanButton());
   }
 
   function render(): void {
-    shownKey(s, peer)
+    s.keys
+      .keyToCompare(peer)
       .then(async (key) => {
         if (shown?.key !== key) {
-          const digits = await s.safetyNumber(peer, key);
+          const digits = await s.keys.safetyNumber(peer, key);
           shown = { key, digits };
           clear(body);
           body.append(qrImage(digits), h('p', { class: 'safety' }, digits));
@@ -159,7 +150,7 @@ export function keyChangeAlert(s: Session, nick: string, showSafety: (() => void
   const accept = h('button', { type: 'button', class: 'primary' }, 'Accept new key');
   accept.addEventListener('click', () => {
     accept.disabled = true;
-    s.acceptNewKey(nick).then(
+    s.keys.accept(nick).then(
       () => accepted(),
       (e: unknown) => {
         accept.disabled = false;
@@ -168,7 +159,7 @@ export function keyChangeAlert(s: Session, nick: string, showSafety: (() => void
     );
   });
   const show = showSafety ? h('button', { type: 'button', onclick: showSafety }, 'Show safety number') : null;
-  const wasVerified = s.trust.status(nick).wasVerified;
+  const wasVerified = s.keys.status(nick).wasVerified;
   return h(
     'div',
     { class: 'alert', role: 'alert' },

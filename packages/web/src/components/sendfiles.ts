@@ -1,8 +1,8 @@
 /**
  * Files from the composer to the SDK, and what the chat shows while they go: each file is queued
- * with `Conversations.sendFile` (which refuses one over the service's limit before anything is
- * sent), a photo once re-encoded without its metadata (app/photo.ts), a recording as a voice
- * message, and the upload's progress reaches the bar of its message.
+ * with the session's `messages.sendFile` (which refuses one over the service's limit before
+ * anything is sent), a photo once re-encoded without its metadata (app/photo.ts), a recording as a
+ * voice message, and the upload's progress reaches the bar of its message.
  */
 import type { ChatId } from '@svc/sdk';
 import { preparePhoto } from '../app/photo.js';
@@ -16,8 +16,8 @@ export async function sendFiles(s: Session, chat: ChatId, files: File[], caption
     try {
       const text = i === 0 && caption.trim() ? { caption } : {};
       const photo = await preparePhoto(f);
-      if (photo) await s.conv.sendFile(chat, { file: photo.file, name: f.name, mime: photo.mime, photo: photo.photo, ...text });
-      else await s.conv.sendFile(chat, { file: f, name: f.name, mime: f.type, ...text });
+      if (photo) await s.messages.sendFile(chat, { file: photo.file, name: f.name, mime: photo.mime, photo: photo.photo, ...text });
+      else await s.messages.sendFile(chat, { file: f, name: f.name, mime: f.type, ...text });
     } catch (e) {
       errors.push(e);
     }
@@ -33,7 +33,7 @@ export function voiceName(mime: string, now = new Date()): string {
 
 /** A recording as a voice message, through the outbox like any file (so it survives offline, reload and 429). */
 export async function sendVoice(s: Session, chat: ChatId, r: VoiceRecording): Promise<void> {
-  await s.conv.sendFile(chat, { file: r.blob, name: voiceName(r.mime), mime: r.mime, voice: { durationMs: r.durationMs, waveform: r.waveform } });
+  await s.messages.sendFile(chat, { file: r.blob, name: voiceName(r.mime), mime: r.mime, voice: { durationMs: r.durationMs, waveform: r.waveform } });
 }
 
 export interface UploadWatch {
@@ -45,7 +45,7 @@ export interface UploadWatch {
 export function uploadWatch(s: Session): UploadWatch {
   const done = new Map<string, number>();
   const bars = new Map<string, HTMLProgressElement>();
-  const off = s.conv.attachments.onProgress((mid, got, total) => {
+  const off = s.messages.onUploadProgress((mid, got, total) => {
     const f = total > 0 ? got / total : 0;
     done.set(mid, f);
     const bar = bars.get(mid);

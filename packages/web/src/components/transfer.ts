@@ -140,7 +140,7 @@ export function transferRequests(s: Session): TransferView {
       dialog.remove();
       open = null;
       asked.delete(r.device);
-      const act = choice === 'send' ? s.transfer.send(r.device) : s.transfer.decline(r.device);
+      const act = s.history.answerRequest(r.device, choice === 'send' ? 'send' : 'decline');
       act.catch((e: unknown) => s.reportProblem(`History transfer: ${describeError(e)}`));
       if (hadFocus) document.getElementById('main')?.focus();
       next();
