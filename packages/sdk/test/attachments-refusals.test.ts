@@ -15,7 +15,9 @@ let server: TestServer;
 let alice: Device;
 let bob: Device;
 before(async () => {
-  server = await startServer();
+  // Parts are altered in the store behind the service, as a hostile service would serve them; a
+  // file the service kept in memory since its finish would be served as it was uploaded.
+  server = await startServer({ ATTACHMENT_CACHE_BYTES: '0' });
   alice = await register(server);
   bob = await register(server);
 });
