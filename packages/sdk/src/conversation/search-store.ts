@@ -12,11 +12,11 @@
  * chat is marked dirty in the manifest, and the mark is durable, before any record change that
  * alters its entries is written, and before any of its parts is rewritten; the mark goes only after
  * its parts were written with no change begun meanwhile. A chat found dirty at the next start is
- * not read from its parts but made again from its records (as is a chat whose part is missing,
- * does not open or does not parse, and the whole index when the manifest does). Changes are
- * written within `delayMs`; removals (a message deleted or expired, a record gone) as soon as
- * settle() is awaited, which Conversations does before it reports them, and a forgotten chat's
- * parts before forgetChat() resolves.
+ * not read from its parts but made again from its records, as is a chat whose part is missing,
+ * does not open or does not parse; a manifest that does not read, or of another format, has the
+ * whole index built again. Changes are written within `delayMs`; removals (a message deleted or
+ * expired, a record gone) as soon as settle() is awaited, which Conversations does before it
+ * reports them, and a forgotten chat's parts before forgetChat() resolves.
  */
 import type { ChatId } from '../envelopes.js';
 import type { ChatMessage, OutboxItem, PendingAction } from './model.js';
@@ -61,8 +61,8 @@ class ChatState {
   /** The chat's entries are in the index. */
   loaded = false;
   loading: Promise<void> | null = null;
-  readonly partOf = new Map<string, number>();
-  partIds: Set<string>[] = [];
+  /** How many entries each part holds (an entry's part is kept with it in the index). */
+  sizes: number[] = [];
   /** Parts whose content changed since they were written. */
   readonly changed = new Set<number>();
   /** Changes begun (a write marks the chat clean only when none began meanwhile), and those not finished. */
@@ -298,10 +298,10 @@ export class SearchStore implements ConversationStore {
 
   /** Whether `op` alters the entries of a loaded chat. */
   private affects(c: ChatState, op: Op): boolean {
-    if ('forget' in op) return c.parts > 0 || c.partOf.size > 0;
-    if ('remove' in op) return c.partOf.has(op.remove);
+    if ('forget' in op) return c.parts > 0 || this.idx.chatSize(c.chat) > 0;
+    if ('remove' in op) return this.holds(c, op.remove);
     const hit = searchEntry(op.put);
-    const old = c.partOf.has(op.put.id) ? this.idx.get(op.put.id) : undefined;
+    const old = this.holds(c, op.put.id) ? this.idx.get(op.put.id) : undefined;
     return hit ? !old || !sameEntry(old, hit) : old !== undefined;
   }
 
@@ -312,8 +312,7 @@ export class SearchStore implements ConversationStore {
         return 'removal';
       }
       this.idx.forgetChat(c.chat);
-      c.partOf.clear();
-      c.partIds = [];
+      c.sizes = [];
       c.changed.clear();
       c.pending = [];
       c.loaded = true;
@@ -325,12 +324,12 @@ export class SearchStore implements ConversationStore {
       return 'remove' in op || op.put.deleted ? 'removal' : 'change';
     }
     if ('remove' in op) {
-      if (!c.partOf.has(op.remove)) return 'none';
+      if (!this.holds(c, op.remove)) return 'none';
       this.drop(c, op.remove);
       return 'removal';
     }
     const hit = searchEntry(op.put);
-    const has = c.partOf.has(op.put.id);
+    const has = this.holds(c, op.put.id);
     if (!hit) {
       if (!has) return 'none';
       this.drop(c, op.put.id);
@@ -339,8 +338,9 @@ export class SearchStore implements ConversationStore {
     if (has) {
       const old = this.idx.get(hit.id);
       if (old && sameEntry(old, hit)) return 'none';
-      this.idx.set(hit);
-      c.changed.add(c.partOf.get(hit.id)!);
+      const n = this.idx.partOf(hit.id)!;
+      this.idx.set(hit, n);
+      c.changed.add(n);
       return 'change';
     }
     this.add(c, hit);
@@ -348,18 +348,21 @@ export class SearchStore implements ConversationStore {
   }
 
   private add(c: ChatState, hit: SearchHit): void {
-    if (c.partIds.length === 0 || c.partIds.at(-1)!.size >= this.partSize) c.partIds.push(new Set());
-    const n = c.partIds.length - 1;
-    c.partIds[n]!.add(hit.id);
-    c.partOf.set(hit.id, n);
+    if (c.sizes.length === 0 || c.sizes.at(-1)! >= this.partSize) c.sizes.push(0);
+    const n = c.sizes.length - 1;
+    c.sizes[n]!++;
     c.changed.add(n);
-    this.idx.set(hit);
+    this.idx.set(hit, n);
+  }
+
+  /** Whether record `id` has an entry in this chat. */
+  private holds(c: ChatState, id: string): boolean {
+    return this.idx.chatOfId(id) === c.chat;
   }
 
   private drop(c: ChatState, id: string): void {
-    const n = c.partOf.get(id)!;
-    c.partOf.delete(id);
-    c.partIds[n]?.delete(id);
+    const n = this.idx.partOf(id)!;
+    c.sizes[n]!--;
     c.changed.add(n);
     this.idx.remove(id);
   }
@@ -442,13 +445,9 @@ export class SearchStore implements ConversationStore {
       return;
     }
     if (c.loaded) return;
-    c.partIds = parts.map(() => new Set());
+    c.sizes = parts.map((part) => part.length);
     parts.forEach((part, n) => {
-      for (const hit of part) {
-        c.partIds[n]!.add(hit.id);
-        c.partOf.set(hit.id, n);
-        this.idx.set(hit);
-      }
+      for (const hit of part) this.idx.set(hit, n);
     });
     this.loaded(c);
   }
@@ -460,8 +459,7 @@ export class SearchStore implements ConversationStore {
     const records = await this.inner.chat(c.chat as ChatId);
     if (c.loaded) return;
     this.idx.forgetChat(c.chat);
-    c.partOf.clear();
-    c.partIds = [];
+    c.sizes = [];
     for (const m of records) {
       const hit = searchEntry(m);
       if (hit) this.add(c, hit);
@@ -592,8 +590,8 @@ export class SearchStore implements ConversationStore {
       const quiet = c.inflight === 0;
       // Parts are rewritten only under a durable mark, so a stop halfway leaves them unread.
       await this.mark(c);
-      while (c.partIds.length > 0 && c.partIds.at(-1)!.size === 0) c.partIds.pop();
-      const count = c.partIds.length;
+      while (c.sizes.length > 0 && c.sizes.at(-1) === 0) c.sizes.pop();
+      const count = c.sizes.length;
       if (count > c.parts) {
         c.parts = count;
         await this.saveManifest();
@@ -601,7 +599,8 @@ export class SearchStore implements ConversationStore {
       const changed = [...c.changed].filter((n) => n < count);
       c.changed.clear();
       try {
-        await Promise.all(changed.map((n) => this.inner.putMeta(searchPartKey(c.chat, n), this.partValue(c, n))));
+        const values = this.partValues(c, changed);
+        await Promise.all(changed.map((n, i) => this.inner.putMeta(searchPartKey(c.chat, n), values[i])));
         for (let n = count; n < c.parts; n++) await this.inner.removeMeta(searchPartKey(c.chat, n));
       } catch (e) {
         for (const n of changed) c.changed.add(n);
@@ -623,12 +622,12 @@ export class SearchStore implements ConversationStore {
     }
   }
 
-  private partValue(c: ChatState, n: number): StoredPart {
-    const entries: StoredEntry[] = [];
-    for (const id of c.partIds[n] ?? []) {
-      const e = this.idx.get(id);
-      if (e) entries.push(e.file !== undefined ? [e.id, e.from, e.ts, e.body, e.file] : [e.id, e.from, e.ts, e.body]);
-    }
-    return { v: SEARCH_FORMAT, chat: c.chat, n, entries };
+  /** Parts `ns` of the chat as stored, in one pass over its entries. */
+  private partValues(c: ChatState, ns: number[]): StoredPart[] {
+    const parts = ns.map((n): StoredPart => ({ v: SEARCH_FORMAT, chat: c.chat, n, entries: [] }));
+    const at = new Map(ns.map((n, i) => [n, parts[i]!.entries]));
+    for (const [e, n] of this.idx.chatEntries(c.chat))
+      at.get(n)?.push(e.file !== undefined ? [e.id, e.from, e.ts, e.body, e.file] : [e.id, e.from, e.ts, e.body]);
+    return parts;
   }
 }

@@ -21,6 +21,8 @@ export interface SearchHit {
 interface Entry extends SearchHit {
   /** The text folded for matching. */
   folded: string;
+  /** A number its owner keeps with the entry (SearchStore: the stored part it is in). */
+  part: number;
 }
 
 /** Any UTF-16 code unit beyond ASCII (a surrogate too). */
@@ -60,8 +62,8 @@ export class SearchIndex {
     else this.remove(m.id);
   }
 
-  /** Adds or replaces an entry as searchEntry() made it. */
-  set(hit: SearchHit): void {
+  /** Adds or replaces an entry as searchEntry() made it, with `part` kept beside it. */
+  set(hit: SearchHit, part = 0): void {
     const was = this.chatOf.get(hit.id);
     if (was !== undefined && was !== hit.chat) this.remove(hit.id);
     let chat = this.chats.get(hit.chat);
@@ -69,7 +71,7 @@ export class SearchIndex {
       chat = new Map<string, Entry>();
       this.chats.set(hit.chat, chat);
     }
-    const entry: Entry = { id: hit.id, chat: hit.chat, from: hit.from, ts: hit.ts, body: hit.body, folded: '' };
+    const entry: Entry = { id: hit.id, chat: hit.chat, from: hit.from, ts: hit.ts, body: hit.body, folded: '', part };
     if (hit.file !== undefined) entry.file = hit.file;
     entry.folded = fold(hit.file !== undefined ? `${hit.file}\n${hit.body}` : hit.body);
     chat.set(hit.id, entry);
@@ -85,6 +87,22 @@ export class SearchIndex {
   /** The chat that record `id` belongs to, if it has an entry. */
   chatOfId(id: string): string | undefined {
     return this.chatOf.get(id);
+  }
+
+  /** The part kept with record `id`'s entry, if it has one. */
+  partOf(id: string): number | undefined {
+    const chat = this.chatOf.get(id);
+    return chat === undefined ? undefined : this.chats.get(chat)?.get(id)?.part;
+  }
+
+  /** How many entries `chat` has. */
+  chatSize(chat: string): number {
+    return this.chats.get(chat)?.size ?? 0;
+  }
+
+  /** Each entry of `chat`, with its part. */
+  *chatEntries(chat: string): IterableIterator<[SearchHit, number]> {
+    for (const e of this.chats.get(chat)?.values() ?? []) yield [e, e.part];
   }
 
   remove(id: string): void {
@@ -121,6 +139,6 @@ export class SearchIndex {
         top.splice(i, 0, e);
         if (top.length > limit) top.pop();
       }
-    return top.map(({ folded: _f, ...hit }) => hit);
+    return top.map(({ folded: _f, part: _p, ...hit }) => hit);
   }
 }
