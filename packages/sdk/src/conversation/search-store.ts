@@ -99,16 +99,20 @@ function parseManifest(v: unknown): { chats: [string, number, boolean][] } | { k
   return { keys: chats.flatMap(([chat, parts]) => Array.from({ length: Math.min(parts, 100_000) }, (_, n) => searchPartKey(chat, n))) };
 }
 
-function parsePart(v: unknown, chat: string, n: number): SearchHit[] | null {
+/** The entries of a stored part, checked; null when it is not part `n` of `chat` in this format. */
+function parsePart(v: unknown, chat: string, n: number): StoredEntry[] | null {
   if (!isRecord(v) || v.v !== SEARCH_FORMAT || v.chat !== chat || v.n !== n || !Array.isArray(v.entries)) return null;
-  const out: SearchHit[] = [];
-  for (const e of v.entries as unknown[]) {
-    if (!Array.isArray(e) || typeof e[0] !== 'string' || typeof e[1] !== 'string' || typeof e[2] !== 'number' || typeof e[3] !== 'string')
+  for (const e of v.entries as unknown[])
+    if (
+      !Array.isArray(e) ||
+      typeof e[0] !== 'string' ||
+      typeof e[1] !== 'string' ||
+      typeof e[2] !== 'number' ||
+      typeof e[3] !== 'string' ||
+      (e[4] !== undefined && typeof e[4] !== 'string')
+    )
       return null;
-    if (e[4] !== undefined && typeof e[4] !== 'string') return null;
-    out.push({ id: e[0], chat: chat as ChatId, from: e[1], ts: e[2], body: e[3], ...(e[4] !== undefined ? { file: e[4] as string } : {}) });
-  }
-  return out;
+  return v.entries as StoredEntry[];
 }
 
 export class SearchStore implements ConversationStore {
@@ -301,7 +305,7 @@ export class SearchStore implements ConversationStore {
     if ('forget' in op) return c.parts > 0 || this.idx.chatSize(c.chat) > 0;
     if ('remove' in op) return this.holds(c, op.remove);
     const hit = searchEntry(op.put);
-    const old = this.holds(c, op.put.id) ? this.idx.get(op.put.id) : undefined;
+    const old = this.idx.get(op.put.id, c.chat);
     return hit ? !old || !sameEntry(old, hit) : old !== undefined;
   }
 
@@ -336,10 +340,10 @@ export class SearchStore implements ConversationStore {
       return 'removal';
     }
     if (has) {
-      const old = this.idx.get(hit.id);
+      const old = this.idx.get(hit.id, c.chat);
       if (old && sameEntry(old, hit)) return 'none';
-      const n = this.idx.partOf(hit.id)!;
-      this.idx.set(hit, n);
+      const n = this.idx.partOf(hit.id, c.chat)!;
+      this.idx.setFields(hit.id, hit.chat, hit.from, hit.ts, hit.body, hit.file, n);
       c.changed.add(n);
       return 'change';
     }
@@ -352,19 +356,20 @@ export class SearchStore implements ConversationStore {
     const n = c.sizes.length - 1;
     c.sizes[n]!++;
     c.changed.add(n);
-    this.idx.set(hit, n);
+    // A record never changes chat, so no other chat holds its id.
+    this.idx.setFields(hit.id, hit.chat, hit.from, hit.ts, hit.body, hit.file, n);
   }
 
   /** Whether record `id` has an entry in this chat. */
   private holds(c: ChatState, id: string): boolean {
-    return this.idx.chatOfId(id) === c.chat;
+    return this.idx.holds(c.chat, id);
   }
 
   private drop(c: ChatState, id: string): void {
-    const n = this.idx.partOf(id)!;
+    const n = this.idx.partOf(id, c.chat)!;
     c.sizes[n]!--;
     c.changed.add(n);
-    this.idx.remove(id);
+    this.idx.remove(id, c.chat);
   }
 
   // ---- reading ----
@@ -428,7 +433,7 @@ export class SearchStore implements ConversationStore {
   }
 
   private async readParts(c: ChatState): Promise<void> {
-    const parts: SearchHit[][] = [];
+    const parts: StoredEntry[][] = [];
     try {
       const values = await Promise.all(Array.from({ length: c.parts }, (_, n) => this.inner.getMeta(searchPartKey(c.chat, n))));
       for (let n = 0; n < values.length; n++) {
@@ -446,8 +451,9 @@ export class SearchStore implements ConversationStore {
     }
     if (c.loaded) return;
     c.sizes = parts.map((part) => part.length);
+    const chat = c.chat as ChatId;
     parts.forEach((part, n) => {
-      for (const hit of part) this.idx.set(hit, n);
+      for (const e of part) this.idx.setFields(e[0], chat, e[1], e[2], e[3], e[4], n);
     });
     this.loaded(c);
   }

@@ -51,9 +51,13 @@ export function sameEntry(a: SearchHit, b: SearchHit): boolean {
 const newer = (a: SearchHit, b: SearchHit): boolean => a.ts > b.ts || (a.ts === b.ts && a.id > b.id);
 
 export class SearchIndex {
-  /** Each chat's entries, so a chat is forgotten (or written out) without a pass over the rest. */
+  /**
+   * Each chat's entries, so a chat is forgotten (or written out) without a pass over the rest. An
+   * id is looked for in each chat (a few hundred lookups) rather than kept in a map of its own: a
+   * stored index of 100,000 entries is read back with one map insertion each.
+   */
   private readonly chats = new Map<string, Map<string, Entry>>();
-  private readonly chatOf = new Map<string, string>();
+  private count = 0;
 
   /** Adds or replaces what a record says; a deleted or non-text record leaves the index. */
   put(m: ChatMessage): void {
@@ -64,35 +68,44 @@ export class SearchIndex {
 
   /** Adds or replaces an entry as searchEntry() made it, with `part` kept beside it. */
   set(hit: SearchHit, part = 0): void {
-    const was = this.chatOf.get(hit.id);
+    const was = this.chatOfId(hit.id);
     if (was !== undefined && was !== hit.chat) this.remove(hit.id);
-    let chat = this.chats.get(hit.chat);
-    if (!chat) {
-      chat = new Map<string, Entry>();
-      this.chats.set(hit.chat, chat);
-    }
-    const entry: Entry = { id: hit.id, chat: hit.chat, from: hit.from, ts: hit.ts, body: hit.body, folded: '', part };
-    if (hit.file !== undefined) entry.file = hit.file;
-    entry.folded = fold(hit.file !== undefined ? `${hit.file}\n${hit.body}` : hit.body);
-    chat.set(hit.id, entry);
-    this.chatOf.set(hit.id, hit.chat);
+    this.setFields(hit.id, hit.chat, hit.from, hit.ts, hit.body, hit.file, part);
   }
 
-  /** The entry of record `id`, if it has one. */
-  get(id: string): SearchHit | undefined {
-    const chat = this.chatOf.get(id);
-    return chat === undefined ? undefined : this.chats.get(chat)?.get(id);
+  /** set() from the fields, for an id no other chat holds (a stored index read back: no object made on the way). */
+  setFields(id: string, chatId: ChatId, from: string, ts: number, body: string, file: string | undefined, part = 0): void {
+    let chat = this.chats.get(chatId);
+    if (!chat) {
+      chat = new Map<string, Entry>();
+      this.chats.set(chatId, chat);
+    }
+    const folded = fold(file !== undefined ? `${file}\n${body}` : body);
+    const entry: Entry =
+      file !== undefined ? { id, chat: chatId, from, ts, body, file, folded, part } : { id, chat: chatId, from, ts, body, folded, part };
+    const before = chat.size;
+    chat.set(id, entry);
+    this.count += chat.size - before;
+  }
+
+  /** The entry of record `id` (in `chat`, when known), if it has one. */
+  get(id: string, chat?: string): SearchHit | undefined {
+    return this.find(id, chat);
   }
 
   /** The chat that record `id` belongs to, if it has an entry. */
   chatOfId(id: string): string | undefined {
-    return this.chatOf.get(id);
+    return this.find(id)?.chat;
   }
 
   /** The part kept with record `id`'s entry, if it has one. */
-  partOf(id: string): number | undefined {
-    const chat = this.chatOf.get(id);
-    return chat === undefined ? undefined : this.chats.get(chat)?.get(id)?.part;
+  partOf(id: string, chat?: string): number | undefined {
+    return this.find(id, chat)?.part;
+  }
+
+  /** Whether `chat` holds an entry for record `id`. */
+  holds(chat: string, id: string): boolean {
+    return this.chats.get(chat)?.has(id) ?? false;
   }
 
   /** How many entries `chat` has. */
@@ -105,23 +118,32 @@ export class SearchIndex {
     for (const e of this.chats.get(chat)?.values() ?? []) yield [e, e.part];
   }
 
-  remove(id: string): void {
-    const chat = this.chatOf.get(id);
-    if (chat === undefined) return;
-    this.chatOf.delete(id);
-    const entries = this.chats.get(chat);
-    entries?.delete(id);
-    if (entries?.size === 0) this.chats.delete(chat);
+  remove(id: string, chat?: string): void {
+    const e = this.find(id, chat);
+    if (!e) return;
+    const entries = this.chats.get(e.chat)!;
+    entries.delete(id);
+    this.count--;
+    if (entries.size === 0) this.chats.delete(e.chat);
   }
 
   /** Forgets a chat (left, removed, deleted). */
   forgetChat(chat: string): void {
-    for (const id of this.chats.get(chat)?.keys() ?? []) this.chatOf.delete(id);
+    this.count -= this.chatSize(chat);
     this.chats.delete(chat);
   }
 
   get size(): number {
-    return this.chatOf.size;
+    return this.count;
+  }
+
+  private find(id: string, chat?: string): Entry | undefined {
+    if (chat !== undefined) return this.chats.get(chat)?.get(id);
+    for (const entries of this.chats.values()) {
+      const e = entries.get(id);
+      if (e) return e;
+    }
+    return undefined;
   }
 
   /** The newest `limit` records whose text holds every word of `query`, newest first. */
