@@ -3,8 +3,11 @@
  * and Node. Strict: only the url alphabet, no padding, no length that cannot occur.
  */
 const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
-const LOOKUP = new Int16Array(128).fill(-1);
+const CODES = Uint8Array.from(ALPHABET, (c) => c.charCodeAt(0));
+/** The value of each ASCII character, 255 for one outside the alphabet. */
+const LOOKUP = new Uint8Array(128).fill(255);
 for (let i = 0; i < ALPHABET.length; i++) LOOKUP[ALPHABET.charCodeAt(i)] = i;
+const ascii = new TextDecoder();
 
 const B64URL_RE = /^[A-Za-z0-9_-]*$/;
 
@@ -18,20 +21,40 @@ export function b64urlDecodedLength(s: string): number {
   return Math.floor((s.length * 3) / 4);
 }
 
-/** Decodes unpadded base64url; returns null when the text is not valid. */
+/** The 6-bit value of character `i` of `s`, or 255 when it is not of the url alphabet. */
+const sextet = (s: string, i: number): number => {
+  const c = s.charCodeAt(i);
+  return c < 128 ? LOOKUP[c]! : 255;
+};
+
+/**
+ * Decodes unpadded base64url; returns null when the text is not valid. Four characters at a time:
+ * a sealed value of megabytes (a stored search index) decodes in tens of milliseconds.
+ */
 export function decodeB64url(s: string): Uint8Array | null {
-  if (!isB64url(s)) return null;
+  if (typeof s !== 'string' || s.length % 4 === 1) return null;
   const out = new Uint8Array(b64urlDecodedLength(s));
-  let bits = 0;
-  let acc = 0;
+  const full = s.length - (s.length % 4);
   let o = 0;
-  for (let i = 0; i < s.length; i++) {
-    acc = (acc << 6) | LOOKUP[s.charCodeAt(i)]!;
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out[o++] = (acc >> bits) & 0xff;
-    }
+  for (let i = 0; i < full; i += 4) {
+    const a = sextet(s, i);
+    const b = sextet(s, i + 1);
+    const c = sextet(s, i + 2);
+    const d = sextet(s, i + 3);
+    if ((a | b | c | d) > 63) return null;
+    const n = (a << 18) | (b << 12) | (c << 6) | d;
+    out[o++] = n >> 16;
+    out[o++] = (n >> 8) & 255;
+    out[o++] = n & 255;
+  }
+  if (full < s.length) {
+    const a = sextet(s, full);
+    const b = sextet(s, full + 1);
+    const c = full + 2 < s.length ? sextet(s, full + 2) : 0;
+    if ((a | b | c) > 63) return null;
+    const n = (a << 18) | (b << 12) | (c << 6);
+    out[o] = n >> 16;
+    if (full + 2 < s.length) out[o + 1] = (n >> 8) & 255;
   }
   return out;
 }
@@ -44,20 +67,25 @@ export function decodeB64urlLenient(s: unknown): Uint8Array | null {
   return decodeB64url(t);
 }
 
+/** The characters go into bytes first and become a string at once: no string is built piece by piece. */
 export function encodeB64url(bytes: Uint8Array): string {
-  let out = '';
-  let i = 0;
-  for (; i + 2 < bytes.length; i += 3) {
+  const out = new Uint8Array(Math.ceil((bytes.length * 4) / 3));
+  const full = bytes.length - (bytes.length % 3);
+  let o = 0;
+  for (let i = 0; i < full; i += 3) {
     const n = (bytes[i]! << 16) | (bytes[i + 1]! << 8) | bytes[i + 2]!;
-    out += ALPHABET[n >> 18]! + ALPHABET[(n >> 12) & 63]! + ALPHABET[(n >> 6) & 63]! + ALPHABET[n & 63]!;
+    out[o++] = CODES[n >> 18]!;
+    out[o++] = CODES[(n >> 12) & 63]!;
+    out[o++] = CODES[(n >> 6) & 63]!;
+    out[o++] = CODES[n & 63]!;
   }
-  const rest = bytes.length - i;
-  if (rest === 1) {
-    const n = bytes[i]! << 16;
-    out += ALPHABET[n >> 18]! + ALPHABET[(n >> 12) & 63]!;
-  } else if (rest === 2) {
-    const n = (bytes[i]! << 16) | (bytes[i + 1]! << 8);
-    out += ALPHABET[n >> 18]! + ALPHABET[(n >> 12) & 63]! + ALPHABET[(n >> 6) & 63]!;
+  if (full < bytes.length) {
+    const two = full + 1 < bytes.length;
+    const n = (bytes[full]! << 16) | (two ? bytes[full + 1]! << 8 : 0);
+    out[o] = CODES[n >> 18]!;
+    out[o + 1] = CODES[(n >> 12) & 63]!;
+    if (two) out[o + 2] = CODES[(n >> 6) & 63]!;
   }
-  return out;
+  // Short ones (ids, keys) are quicker through fromCharCode; long ones through the decoder.
+  return out.length <= 1024 ? String.fromCharCode(...out) : ascii.decode(out);
 }

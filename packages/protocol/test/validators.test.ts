@@ -41,8 +41,20 @@ describe('b64url', () => {
       assert.deepEqual(Buffer.from(decodeB64url(text)!), bytes);
     }
   });
+  test('round-trips a value of megabytes (a sealed search index) and matches Node base64url', () => {
+    for (const n of [1024 * 1024, 3 * 1024 * 1024 + 1, 3 * 1024 * 1024 + 2]) {
+      const bytes = Buffer.alloc(n);
+      for (let i = 0; i < n; i += 65536) randomBytes(Math.min(65536, n - i)).copy(bytes, i);
+      const text = encodeB64url(bytes);
+      assert.equal(text, bytes.toString('base64url'));
+      assert.ok(Buffer.from(decodeB64url(text)!).equals(bytes));
+    }
+  });
   test('refuses padding, the standard alphabet, whitespace and impossible lengths', () => {
     for (const bad of ['AAAA=', 'AA==', 'ab+c', 'ab/c', 'ab c', 'A', 'AAAAA', 'é']) assert.equal(isB64url(bad), false, bad);
+    // Decoding refuses them too, wherever the character stands (one beyond ASCII whose low bits name a letter too).
+    for (const bad of ['AAAA=', 'AA==', 'ab+c', 'ab/c', 'ab c', 'A', 'AAAAA', 'é', 'AAAAAA\u0141', 'AAAA\u0141AAA', 'AAA\u0000', 'A\u0141'])
+      assert.equal(decodeB64url(bad), null, JSON.stringify(bad));
     assert.equal(isB64url(''), true);
     assert.equal(isB64url(42), false);
   });

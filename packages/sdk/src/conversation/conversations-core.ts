@@ -253,6 +253,8 @@ export class ConversationsCore {
     // only one the sender still knows (the receipts under the old id find nothing there).
     if (r.removed?.length && this.receipts)
       for (const m of r.changed) if (m.from !== this.me && m.kind === 'text' && m.reported) this.outbox.receipt(m.chat, [m.id], m.reported);
+    // A deletion is out of the stored search index before it is reported (search-store.ts).
+    if (r.removed?.length || r.changed.some((m) => m.deleted)) await this.store.settle?.();
     this.emit({ ...(a ? { added: a } : {}), changed: r.changed, ...(r.removed ? { removed: r.removed } : {}) });
     return r;
   }
@@ -273,7 +275,10 @@ export class ConversationsCore {
   async expireDue(): Promise<Expired> {
     const r = await expireDue(this.store, this.m.api.now());
     for (const id of r.attachments) await this.attachments.forget(id);
-    if (r.records.length > 0) this.emit({ changed: r.records });
+    if (r.records.length > 0) {
+      await this.store.settle?.();
+      this.emit({ changed: r.records });
+    }
     return r;
   }
 

@@ -126,6 +126,7 @@ export class Conversations extends ConversationsCore {
       const gone: ChatMessage = { ...m, deleted: true, state: 'sent' };
       delete gone.body;
       await this.store.put(gone);
+      await this.store.settle?.();
       return this.emit({ changed: [gone] });
     }
     await this.act(m.chat, { type: 'delete', target: m.id, sentAt: this.m.api.now(), mid: newMid() });
@@ -317,6 +318,7 @@ export class Conversations extends ConversationsCore {
   private async act(chat: ChatId, plain: PlainInput): Promise<void> {
     const id = this.m.api.newId();
     const r = await applyOwn(this.rules, id, chat, this.m.api.now(), { v: 1, ...plain } as never);
+    if (r.changed.some((m) => m.deleted)) await this.store.settle?.();
     this.emit({ changed: r.changed });
     await this.outbox.add(chat, plain, { id });
   }

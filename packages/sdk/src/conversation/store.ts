@@ -44,6 +44,13 @@ export interface ConversationStore {
   getMeta(key: string): Promise<unknown>;
   putMeta(key: string, value: unknown): Promise<void>;
   removeMeta(key: string): Promise<void>;
+
+  /**
+   * Optional: resolves once what the store keeps beside the records (SearchStore's index) no longer
+   * holds what was removed from them. Conversations awaits it before it reports a deletion or an
+   * expiry.
+   */
+  settle?(): Promise<void>;
 }
 
 export const byTime = (a: { ts: number; id: string }, b: { ts: number; id: string }): number =>
