@@ -225,6 +225,8 @@ export async function lock(session: Session): Promise<void> {
   const { privateKey: _dropped, ...rest } = session.messenger.exportSession();
   const locked: LockedState = { ...rest, locked: true };
   try {
+    // What the search index has not written yet would otherwise be built again after the unlock.
+    await session.flushSearch().catch((e: unknown) => console.warn('search index:', e));
     await session.db.put(STORES.kv, locked, SAVED);
   } finally {
     session.db.close();

@@ -1,36 +1,40 @@
 /**
- * "Search messages": an index of the history in memory only, filled from the store the first time
- * a search runs and kept in step with every change of the records after that.
+ * "Search messages": the SDK's SearchStore over the app's sealed store. Every record the
+ * conversation layer writes goes through it, so the index stays in step by itself; it is kept
+ * sealed in the store between sessions (parts per chat, docs/WEB.md), so the first search of a
+ * session opens a few large values instead of decrypting the whole history.
  */
-import { SearchIndex, type Change } from '@svc/sdk';
+import { SearchStore, type SearchIndex } from '@svc/sdk';
 import type { IdbConversationStore } from './conversation-store.js';
 
 export class ChatSearch {
-  private readonly index = new SearchIndex();
-  private loaded: Promise<void> | null = null;
+  /** The store the conversation layer writes through. */
+  readonly store: SearchStore;
 
-  constructor(private readonly store: IdbConversationStore) {}
-
-  /** The records changed: new and changed ones are indexed, removed ones leave. */
-  follow(change: Change): void {
-    for (const id of change.removed ?? []) this.index.remove(id);
-    for (const message of [...change.changed, ...(change.added ? [change.added] : []), ...(change.imported ?? [])]) this.index.put(message);
+  /** `closed`: the session's end, which takes the page listener with it. */
+  constructor(records: IdbConversationStore, closed: AbortSignal) {
+    this.store = new SearchStore(records, { onError: (e) => console.warn('search index:', e) });
+    // A closed tab writes what it can, so the next start rarely has a chat to build again.
+    if (typeof addEventListener === 'function')
+      addEventListener('pagehide', () => void this.flush().catch((e: unknown) => console.warn('search index:', e)), { signal: closed });
   }
 
-  /** A message disappeared: it is found no more. */
-  remove(messageId: string): void {
-    this.index.remove(messageId);
-  }
-
-  forgetChat(chat: string): void {
-    this.index.forgetChat(chat);
-  }
-
-  /** The index, once the whole history was read and decrypted into it. */
+  /** The index, read from its stored parts (or built from the records once). */
   ready(): Promise<SearchIndex> {
-    this.loaded ??= this.store.all().then((all) => {
-      for (const message of all) this.index.put(message);
-    });
-    return this.loaded.then(() => this.index);
+    return this.store.index();
+  }
+
+  /** Drops a chat's records and its part of the index, both before it resolves. */
+  forgetChat(chat: Parameters<SearchStore['forgetChat']>[0]): Promise<void> {
+    return this.store.forgetChat(chat);
+  }
+
+  /** Writes what changed since the last write (before the app locks, or when the page goes). */
+  flush(): Promise<void> {
+    return this.store.flush();
+  }
+
+  close(): Promise<void> {
+    return this.store.close();
   }
 }

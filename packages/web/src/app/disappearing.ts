@@ -1,12 +1,11 @@
 /**
  * Disappearing messages on this device: one timer for the message that disappears next, and what
- * the app keeps of a message that ran out (its search entry, kept file, notifications, and the
- * chat list's last-message line). The SDK cuts the records themselves. The Session owns one and
+ * the app keeps of a message that ran out (its kept file, notifications, and the chat list's
+ * last-message line). The SDK cuts the records themselves, and their search entries with them. The Session owns one and
  * shows the chat list again when a line changed.
  */
 import { isShown, type Change, type Conversations } from '@svc/sdk';
 import type { AttachmentBytes } from './attachment-bytes.js';
-import type { ChatSearch } from './chat-search.js';
 import { previewOf, type ChatList } from './chats.js';
 import type { IdbConversationStore } from './conversation-store.js';
 import type { KeptFiles } from './keptfiles.js';
@@ -19,7 +18,6 @@ export interface DisappearingParts {
   conv: Conversations;
   store: IdbConversationStore;
   chats: ChatList;
-  search: ChatSearch;
   files: KeptFiles;
   attachments: AttachmentBytes;
   /** The service's clock (ms). */
@@ -68,9 +66,8 @@ export class DisappearingMessages {
    * views), then drops what the app keeps of them; returns how many went.
    */
   async expireNow(): Promise<number> {
-    const { conv, search, attachments, files, store, chats, nick } = this.parts;
+    const { conv, attachments, files, store, chats, nick } = this.parts;
     const { records, attachments: gone } = await conv.expireDue();
-    for (const message of records) search.remove(message.id);
     for (const id of gone) {
       attachments.forget(id);
       await files.remove(id).catch((e: unknown) => console.warn('removing a kept file:', e));

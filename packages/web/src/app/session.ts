@@ -93,10 +93,11 @@ export class Session {
         await this.files.remove(id);
       }
     };
-    this.search = new ChatSearch(this.store);
+    this.search = new ChatSearch(this.store, this.closing.signal);
     this.conv = new Conversations({
       messenger,
-      store: this.store,
+      // Through the search index, which every record write keeps in step.
+      store: this.search.store,
       // Files wait here for their upload, so a reload or a cut network resumes it.
       files: this.uploads,
       onError: (e) => console.warn('membership record or attachment:', e),
@@ -118,15 +119,12 @@ export class Session {
     this.keys = new KeyActions(this.trust, messenger, this.conv);
     this.chats = new ChatList(messenger, db, tags);
     this.membership = new Membership(this);
-    const { nick, conv, store, chats, search, files, attachments } = this;
-    this.disappearing = new DisappearingMessages({ nick, conv, store, chats, search, files, attachments, now: () => this.now() }, () =>
-      this.publishChats(),
-    );
+    const { nick, conv, store, chats, files, attachments } = this;
+    this.disappearing = new DisappearingMessages({ nick, conv, store, chats, files, attachments, now: () => this.now() }, () => this.publishChats());
     this.bookkeeping = new ChatBookkeeping(conv, chats, this.marks, this.mutes, messenger, (chat) => this.isReading(chat));
     this.history = new HistoryActions(messenger, this.conv, this.store, this.files, deviceId);
     this.history.onTransfer((event) => this.events.emit('transfer', event));
     this.conv.on((change) => {
-      this.search.follow(change);
       this.events.emit('change', change);
       void this.bookkeeping
         .book(change)
@@ -316,8 +314,7 @@ export class Session {
   /** Drops a chat from the list, the store and the search index (the room was left or deleted). */
   private async forgetChat(chat: ChatId): Promise<void> {
     await this.chats.forget(chat);
-    await this.store.forgetChat(chat);
-    this.search.forgetChat(chat);
+    await this.search.forgetChat(chat);
   }
 
   /** "Delete chat" of a chat that became read-only: its history and its entry in the list go. */
@@ -341,9 +338,14 @@ export class Session {
     return kind === 'room' && isTransferRoom(this.messenger.room(id), this.nick);
   }
 
-  /** Reads and decrypts the whole history once, for search. */
+  /** The search index: its stored parts opened, or the history read once to build them. */
   searchIndex(): Promise<SearchIndex> {
     return this.search.ready();
+  }
+
+  /** Writes the search index's pending parts: the lock does, before the database closes. */
+  flushSearch(): Promise<void> {
+    return this.search.flush();
   }
 
   // ---- mute ----
@@ -408,6 +410,7 @@ export class Session {
   /** Stops sending (sign-out, the session ended). */
   close(): void {
     this.closing.abort();
+    void this.search.close().catch((e: unknown) => console.warn('search index:', e));
     this.disappearing.stop();
     this.mutes.stop();
     this.conv.stop();
