@@ -12,8 +12,15 @@
  *   SDK's MemoryStore (IndexedDB's own time not in it) plus the app's search index drop; the whole
  *   of it bounds the longest task it could make (a browser "long task" is one over 100 ms).
  * Prints a markdown table of min / median / max over the runs (docs/BENCHMARKS.md).
+ *
+ * Then the same two figures in the built web client in Chromium over the real service
+ * (client-page.ts): the click on a chat with 2,000 unread to "New messages" in view, and 1,000
+ * messages expiring at once on screen (the longest task, and the time until they are gone).
+ * BENCH_PAGE=0 leaves that part out; BENCH_PAGE_RUNS and BENCH_EXPIRY_RUNS set its runs;
+ * BENCH_PAGE_PROFILE=<dir> writes the page's CPU profile of the first opening and expiry there.
  */
 import { performance } from 'node:perf_hooks';
+import { pageFigures, pageMissing } from './client-page.js';
 import {
   expireDue,
   MemoryStore,
@@ -138,6 +145,30 @@ async function main(): Promise<void> {
   console.log(row(`first search: all ${N} records opened and indexed`, firstSearch, 'once per session'));
   console.log(row(`one search over ${N} records`, search, '< 100 ms'));
   console.log(row(`${EXPIRING} messages expiring at once: expireDue() and the search index`, expiring, 'no task > 100 ms'));
+
+  if (process.env.BENCH_PAGE === '0') return;
+  const missing = pageMissing();
+  if (missing) {
+    console.log(`\nThe page figures are left out: ${missing}.`);
+    return;
+  }
+  const p = await pageFigures({
+    records: N,
+    unread: UNREAD,
+    expiring: EXPIRING,
+    runs: Number(process.env.BENCH_PAGE_RUNS ?? 7),
+    expiryRuns: Number(process.env.BENCH_EXPIRY_RUNS ?? 3),
+    ...(process.env.BENCH_PAGE_PROFILE ? { profileDir: process.env.BENCH_PAGE_PROFILE } : {}),
+  });
+  console.log(
+    `\nIn the web client: Chromium ${p.chromium}, ${p.open.length} runs of the opening and ${p.expiryWall.length} of the expiry, load average ${p.load}\n`,
+  );
+  console.log('| Figure | min ms | median ms | max ms | target |');
+  console.log('|---|---|---|---|---|');
+  console.log(row(`open a chat of ${N} with ${UNREAD} unread: click → "New messages" in view`, p.open, '≤ 200 ms'));
+  console.log(row(`the longest task of that opening`, p.openLongest, '—'));
+  console.log(row(`${EXPIRING} messages on screen expiring at once: the longest task`, p.expiryLongest, 'no task > 100 ms'));
+  console.log(row(`${EXPIRING} messages expiring at once: first read → all gone from the log`, p.expiryWall, '—'));
 }
 
 await main();
