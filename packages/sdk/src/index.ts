@@ -134,7 +134,7 @@ export {
   type Priority,
   type SendState,
 } from './conversation/model.js';
-export { MemoryStore, byTime, type ConversationStore, type MemorySnapshot } from './conversation/store.js';
+export { MemoryStore, byTime, type ChatRange, type ConversationStore, type MemorySnapshot } from './conversation/store.js';
 export { ingest, applyAction, FAILURE_TEXT, UNKNOWN_TEXT, MAX_REACTIONS_PER_SENDER, type Ingested, type RuleContext } from './conversation/rules.js';
 export { WAITING_PER_SENDER_CHAT, WAITING_PER_STRANGER, WAITING_TOTAL, WAITING_TTL_MS, forTarget, type WaitContext } from './conversation/waiting.js';
 export { quotedRecord } from './conversation/quote.js';

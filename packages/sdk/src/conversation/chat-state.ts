@@ -180,25 +180,19 @@ export function isUnread(m: ChatMessage, me: string): boolean {
   return isShown(m) && m.from !== me && !m.deleted && m.reported !== 'read';
 }
 
-/** Pages of this many records are read back from the newest until the marker. */
-const PAGE = 200;
-
-/** The chat's unread messages: read from the newest back to the marker, so the cost follows what is unread. */
+/**
+ * The chat's unread messages: the records after the marker (all of them in a chat never read),
+ * read at once, so the cost follows what is unread. Pages read back from the newest would cost
+ * more: a store reads whole weeks, and each page reads the week it stops in again.
+ */
 export async function unreadOf(store: ConversationStore, chat: ChatId, me: string): Promise<Unread> {
   const marker = await readMarker(store, chat);
   const out: Unread = { count: 0, first: null, mentioned: false };
-  let before: { ts: number; id: string } | undefined;
-  for (;;) {
-    const page = await store.chat(chat, { limit: PAGE, ...(before ? { before } : {}) });
-    for (let i = page.length - 1; i >= 0; i--) {
-      const m = page[i]!;
-      if (marker && byTime(m, marker) <= 0) return out;
-      if (!isUnread(m, me)) continue;
-      out.count++;
-      out.first = m.id;
-      if (!out.mentioned && mentionsMe(m, me)) out.mentioned = true;
-    }
-    if (page.length < PAGE) return out;
-    before = page[0]!;
+  for (const m of await store.chat(chat, marker ? { after: marker } : {})) {
+    if (!isUnread(m, me)) continue;
+    out.count++;
+    out.first ??= m.id;
+    if (!out.mentioned && mentionsMe(m, me)) out.mentioned = true;
   }
+  return out;
 }
