@@ -174,10 +174,12 @@ export {
   readMarker,
   shouldNotify,
   unreadOf,
+  unreadSince,
   type ChatNotifyState,
   type MuteSetting,
   type ReadMarker,
   type Unread,
+  type UnreadSince,
 } from './conversation/chat-state.js';
 export { Drafts, draftKey, MAX_DRAFT_CHARS } from './conversation/drafts.js';
 export { RoomMembers, K_ROOM_MEMBERS, WARN_AFTER_MS, type RoomMembersDeps } from './conversation/room-members.js';

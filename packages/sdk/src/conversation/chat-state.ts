@@ -180,19 +180,32 @@ export function isUnread(m: ChatMessage, me: string): boolean {
   return isShown(m) && m.from !== me && !m.deleted && m.reported !== 'read';
 }
 
+/** Unread, and the records after the read marker it was counted from: what a chat opens on. */
+export interface UnreadSince extends Unread {
+  /** The chat's records after the marker (every record of a chat never read), in time order. */
+  since: ChatMessage[];
+}
+
 /**
  * The chat's unread messages: the records after the marker (all of them in a chat never read),
  * read at once, so the cost follows what is unread. Pages read back from the newest would cost
  * more: a store reads whole weeks, and each page reads the week it stops in again.
  */
-export async function unreadOf(store: ConversationStore, chat: ChatId, me: string): Promise<Unread> {
+export async function unreadSince(store: ConversationStore, chat: ChatId, me: string): Promise<UnreadSince> {
   const marker = await readMarker(store, chat);
-  const out: Unread = { count: 0, first: null, mentioned: false };
-  for (const m of await store.chat(chat, marker ? { after: marker } : {})) {
+  const since = await store.chat(chat, marker ? { after: marker } : {});
+  const out: UnreadSince = { count: 0, first: null, mentioned: false, since };
+  for (const m of since) {
     if (!isUnread(m, me)) continue;
     out.count++;
     out.first ??= m.id;
     if (!out.mentioned && mentionsMe(m, me)) out.mentioned = true;
   }
   return out;
+}
+
+/** The chat's unread messages (unreadSince without the records). */
+export async function unreadOf(store: ConversationStore, chat: ChatId, me: string): Promise<Unread> {
+  const { count, first, mentioned } = await unreadSince(store, chat, me);
+  return { count, first, mentioned };
 }

@@ -18,7 +18,17 @@ import { deliveryStatus, type ChatMessage, type DeliveryStatus, type MembershipE
 import { Outbox } from './outbox.js';
 import { Pacer } from './pacer.js';
 import { quotedRecord } from './quote.js';
-import { ChatMutes, isMuted, moveReadMarker, shouldNotify, unreadOf, type MuteSetting, type Unread } from './chat-state.js';
+import {
+  ChatMutes,
+  isMuted,
+  moveReadMarker,
+  shouldNotify,
+  unreadOf,
+  unreadSince,
+  type MuteSetting,
+  type Unread,
+  type UnreadSince,
+} from './chat-state.js';
 import { chatTimer, expireDue, isTimerSeconds, nextExpiry, timerText, trackExpiry, type Expired, type TimerSetting } from './disappearing.js';
 import { Drafts } from './drafts.js';
 import { stampAfter } from './meta-lock.js';
@@ -546,6 +556,11 @@ export class Conversations {
   /** The chat's unread messages: count, the first one's id (the "New messages" separator), and whether one mentions this account. */
   unread(chat: ChatId): Promise<Unread> {
     return unreadOf(this.store, chat, this.me);
+  }
+
+  /** The same, with the records after the read marker it was counted from: what the chat opens on, read once. */
+  unreadSince(chat: ChatId): Promise<UnreadSince> {
+    return unreadSince(this.store, chat, this.me);
   }
 
   /** The connection is back, or a key change was accepted: what waits goes now. */

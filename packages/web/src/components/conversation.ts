@@ -323,7 +323,7 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
   renderMembership();
   // Where the person stopped reading, asked before the chat is marked read.
   void s.conv
-    .unread(chat)
+    .unreadSince(chat)
     .catch(() => undefined)
     .then((unread) => log.open(unread))
     .then(markRead);

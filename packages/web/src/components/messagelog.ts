@@ -25,6 +25,9 @@ import { messageItem, type ItemContext } from './messageitem.js';
 /** Records read when a chat opens and per "Show older messages". */
 export const PAGE = 100;
 
+/** Records read above "New messages" when a chat opens with unread ones, at least. */
+const CONTEXT = 20;
+
 /** Rows drawn at once below "New messages" when a chat opens, and then per task until all are. */
 export const SLICE = 60;
 
@@ -46,15 +49,23 @@ export function continues(prev: ChatMessage | undefined, m: ChatMessage): boolea
   );
 }
 
+/** Where a chat opens (the SDK's UnreadSince, or its summary alone). */
+export interface Unread {
+  first: string | null;
+  count: number;
+  since?: ChatMessage[];
+}
+
 export interface MessageLog {
   el: HTMLElement;
   /** "Jump to latest", shown while the log is scrolled up from the bottom (placed over the log's foot). */
   jump: HTMLButtonElement;
   /**
    * Reads the newest page; resolves when it is on screen. With `unread` (the first unread record's
-   * id), reads back to it, shows "New messages" above it and scrolls there.
+   * id), reads back to it, shows "New messages" above it and scrolls there; `since`, the records
+   * the count was read from (those after the read marker), are taken as they are.
    */
-  open(unread?: { first: string | null; count: number }): Promise<void>;
+  open(unread?: Unread): Promise<void>;
   upsert(m: ChatMessage): void;
   /** Many records at once (history from another device or a file): one rebuild for all. */
   upsertMany(ms: ChatMessage[]): void;
@@ -291,19 +302,34 @@ export function messageLog(o: {
    * Reads pages until the first unread record is known (the count says how far, at least), then
    * draws the rows down to a screen below it, scrolls there, and draws the rest after.
    */
-  async function openAt(unread?: { first: string | null; count: number }): Promise<void> {
+  async function openAt(unread?: Unread): Promise<void> {
     const first = unread?.first ?? null;
     if (!first) {
       await loadOlder(PAGE);
       el.scrollTop = el.scrollHeight;
       return;
     }
-    const limit = Math.max(PAGE, unread!.count + 20);
-    // A message that disappeared is never drawn (its record stays, as a tombstone).
-    const page = await o.load(undefined, limit);
-    order = page.filter((m) => !m.expired);
+    // The records from the read marker on, read once for the count, and a page's worth before them
+    // (at least a few, to scroll up to); without them, a page down to the first unread.
+    const since = unread!.since;
+    let page: ChatMessage[];
+    if (since?.length) {
+      const limit = Math.max(CONTEXT, PAGE - since.length);
+      const before = await o.load({ ts: since[0]!.ts, id: since[0]!.id }, limit);
+      older.hidden = before.length < limit;
+      page = [...before, ...since];
+    } else {
+      const limit = Math.max(PAGE, unread!.count + CONTEXT);
+      page = await o.load(undefined, limit);
+      older.hidden = page.length < limit;
+    }
+    // A message that disappeared is never drawn (its record stays, as a tombstone). One that came
+    // while reading is kept, as it is newer; it is drawn again in its turn.
+    const byId = new Map(page.filter((m) => !m.expired).map((m) => [m.id, m]));
+    for (const m of order) byId.set(m.id, m);
+    order = [...byId.values()].sort(byTime);
+    rows.clear();
     for (const m of order) recs.set(m.id, m);
-    older.hidden = page.length < limit;
     // More unread than counted (some came meanwhile): older pages, drawn whole.
     for (let guard = 0; !recs.has(first) && guard < 200; guard++) {
       if ((await loadOlder()) === 0) break;
