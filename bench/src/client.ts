@@ -5,9 +5,9 @@
  * - opening the chat: reading and opening (decrypting) its newest page of 100 records;
  * - the first search: opening all 10,000 records and indexing them;
  * - a search: one query over the 10,000 indexed records;
- * - opening the chat with its newest 2,000 records unread (BENCH_UNREAD): the SDK's unread (the
- *   records after the read marker) and the page the log then reads down to the first unread
- *   record, where "New messages" goes. The browser's rendering is not in this figure;
+ * - opening the chat with its newest 2,000 records unread (BENCH_UNREAD): the SDK's unreadSince
+ *   (the records after the read marker, counted) and the 20 records the log reads above the
+ *   first unread one, where "New messages" goes. The browser's rendering is not in this figure;
  * - disappearing messages: 1,000 messages of the chat expiring at once — expireDue() over the
  *   SDK's MemoryStore (IndexedDB's own time not in it) plus the app's search index drop; the whole
  *   of it bounds the longest task it could make (a browser "long task" is one over 100 ms).
@@ -29,7 +29,7 @@ import {
   sealAtRest,
   SearchIndex,
   trackExpiry,
-  unreadOf,
+  unreadSince,
   type ChatMessage,
   type ChatRange,
   type ConversationStore,
@@ -86,9 +86,9 @@ async function main(): Promise<void> {
     if (page.length !== PAGE) throw new Error('page');
 
     t = performance.now();
-    const unread = await unreadOf(store, 'dm:bob', 'carol');
+    const unread = await unreadSince(store, 'dm:bob', 'carol');
     if (unread.count !== UNREAD) throw new Error(`${unread.count} unread`);
-    const log = await store.chat('dm:bob', { limit: Math.max(PAGE, unread.count + 20) });
+    const log = [...(await store.chat('dm:bob', { before: unread.since[0]!, limit: 20 })), ...unread.since];
     openUnread.push(performance.now() - t);
     if (!log.some((m) => m.id === unread.first)) throw new Error('the first unread is not on the page');
 
@@ -143,7 +143,7 @@ async function main(): Promise<void> {
   console.log('| Figure | min ms | median ms | max ms | target |');
   console.log('|---|---|---|---|---|');
   console.log(row(`open a chat: newest ${PAGE} of ${N} records opened`, openChat, '< 200 ms'));
-  console.log(row(`open a chat with ${UNREAD} unread: unread and the page down to "New messages"`, openUnread, '≤ 200 ms'));
+  console.log(row(`open a chat with ${UNREAD} unread: the records after the read marker, and 20 above`, openUnread, '≤ 200 ms'));
   console.log(row(`first search: all ${N} records opened and indexed`, firstSearch, 'once per session'));
   console.log(row(`one search over ${N} records`, search, '< 100 ms'));
   console.log(row(`${EXPIRING} messages expiring at once: expireDue() and the search index`, expiring, 'no task > 100 ms'));
@@ -170,6 +170,7 @@ async function main(): Promise<void> {
   console.log(row(`open a chat of ${N} with ${UNREAD} unread: click → "New messages" in view`, p.open, '≤ 200 ms'));
   console.log(row(`the longest task of that opening`, p.openLongest, '—'));
   console.log(row(`${EXPIRING} messages on screen expiring at once: the longest task`, p.expiryLongest, 'no task > 100 ms'));
+  console.log(row(`the longest task while their ${EXPIRING} timers count down`, p.countdownLongest, '—'));
   console.log(row(`${EXPIRING} messages expiring at once: first read → all gone from the log`, p.expiryWall, '—'));
 }
 
