@@ -5,7 +5,7 @@
  * meanwhile, its content is taken and this process's changes are applied to it again, so neither
  * loses the other's messages, pins or outbox.
  */
-import { MemoryStore, type ChatId, type ChatMessage, type ConversationStore, type OutboxItem, type PendingAction } from '@svc/sdk';
+import { MemoryStore, type ChatId, type ChatMessage, type ChatRange, type ConversationStore, type OutboxItem, type PendingAction } from '@svc/sdk';
 import type { StateFile } from './state-file.js';
 
 type Change = (s: MemoryStore) => Promise<unknown>;
@@ -55,7 +55,7 @@ export class FileStore implements ConversationStore {
   idForMid(from: string, mid: string): Promise<string | undefined> {
     return this.mem.idForMid(from, mid);
   }
-  chat(chat: ChatId, o?: { limit?: number; before?: { ts: number; id: string } }): Promise<ChatMessage[]> {
+  chat(chat: ChatId, o?: ChatRange): Promise<ChatMessage[]> {
     return this.mem.chat(chat, o);
   }
   all(): Promise<ChatMessage[]> {

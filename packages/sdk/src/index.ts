@@ -134,7 +134,7 @@ export {
   type Priority,
   type SendState,
 } from './conversation/model.js';
-export { MemoryStore, byTime, type ConversationStore, type MemorySnapshot } from './conversation/store.js';
+export { MemoryStore, byTime, type ChatRange, type ConversationStore, type MemorySnapshot } from './conversation/store.js';
 export { ingest, applyAction, FAILURE_TEXT, UNKNOWN_TEXT, MAX_REACTIONS_PER_SENDER, type Ingested, type RuleContext } from './conversation/rules.js';
 export { WAITING_PER_SENDER_CHAT, WAITING_PER_STRANGER, WAITING_TOTAL, WAITING_TTL_MS, forTarget, type WaitContext } from './conversation/waiting.js';
 export { quotedRecord } from './conversation/quote.js';
@@ -182,10 +182,12 @@ export {
   readMarker,
   shouldNotify,
   unreadOf,
+  unreadSince,
   type ChatNotifyState,
   type MuteSetting,
   type ReadMarker,
   type Unread,
+  type UnreadSince,
 } from './conversation/chat-state.js';
 export { Drafts, draftKey, MAX_DRAFT_CHARS } from './conversation/drafts.js';
 export { RoomMembers, K_ROOM_MEMBERS, WARN_AFTER_MS, type RoomMembersDeps } from './conversation/room-members.js';

@@ -16,9 +16,12 @@ import {
   mentionCandidates,
   mentionQuery,
   mentionsMe,
+  moveReadMarker,
   MUTE_CHOICES,
   parseMentions,
   shouldNotify,
+  unreadOf,
+  unreadSince,
   type ChatId,
   type ChatMessage,
 } from '../src/index.js';
@@ -217,6 +220,34 @@ test('unread: the count, the first unread message and "Mentioned" until read; a 
   } finally {
     await Promise.all([A1.close(), A2.close(), B.close(), C.close()]);
   }
+});
+
+test('unreadSince counts from the records after the read marker, and hands them over for the log to open on', async () => {
+  const store = new MemoryStore();
+  const chat: ChatId = 'dm:bob';
+  const at = (i: number, extra: Partial<ChatMessage> = {}): ChatMessage => ({
+    id: `m${String(i).padStart(4, '0')}`,
+    chat,
+    ts: 1_000 * i,
+    from: 'bob',
+    sentAt: 1_000 * i,
+    kind: 'text',
+    body: `hello ${i}`,
+    ...extra,
+  });
+  const ms = [at(1), at(2), at(3), at(4, { from: 'alice' }), at(5, { reported: 'read' }), at(6, { body: 'see @alice' }), at(7)];
+  for (const m of ms) await store.put(m);
+  await store.put({ ...at(8), chat: 'dm:carol' });
+  const never = await unreadSince(store, chat, 'alice');
+  assert.deepEqual([never.count, never.first, never.since.length], [5, 'm0001', 7], 'never read: every record counts from the start');
+  await moveReadMarker(store, chat, { ts: 2_000, id: 'm0002' });
+  const u = await unreadSince(store, chat, 'alice');
+  assert.deepEqual(
+    u.since.map((m) => m.id),
+    ['m0003', 'm0004', 'm0005', 'm0006', 'm0007'],
+  );
+  assert.deepEqual([u.count, u.first, u.mentioned], [3, 'm0003', true], "alice's own and the one reported read do not count");
+  assert.deepEqual(await unreadOf(store, chat, 'alice'), { count: 3, first: 'm0003', mentioned: true });
 });
 
 test('a draft stays per chat across a restart of the app and goes when the text is sent', async () => {

@@ -135,6 +135,24 @@ export function conversationStoreSuite(name: string, make: () => Promise<StoreUn
     );
   });
 
+  withStore('chat reads only the records after `after` (and before `before`), across weeks, and the newest `limit` of them', async ({ store }) => {
+    const week = 7 * 24 * 3600 * 1000;
+    const times = [10, week - 1, week + 5, week + 5, 2 * week + 1, 3 * week, 5 * week];
+    const ms = times.map((ts) => message(DM, ts));
+    for (const m of [...ms].reverse()) await store.put(m);
+    await store.put(message(ROOM, week + 6));
+    const order = [...ms].sort((a, b) => a.ts - b.ts || (a.id < b.id ? -1 : 1));
+    const ids = (list: { id: string }[]) => list.map((m) => m.id);
+    const at = (i: number) => ({ ts: order[i]!.ts, id: order[i]!.id });
+    assert.deepEqual(ids(await store.chat(DM, { after: at(1) })), ids(order.slice(2)), 'after the second: the rest, from later weeks too');
+    // The tie on ts: after the first of the two at week + 5 comes the second.
+    assert.deepEqual(ids(await store.chat(DM, { after: at(2) })), ids(order.slice(3)));
+    assert.deepEqual(ids(await store.chat(DM, { after: at(6) })), [], 'nothing after the newest');
+    assert.deepEqual(ids(await store.chat(DM, { after: at(1), before: at(5) })), ids(order.slice(2, 5)));
+    assert.deepEqual(ids(await store.chat(DM, { after: at(0), limit: 2 })), ids(order.slice(5)), 'the newest two after the first');
+    assert.deepEqual(ids(await store.chat(DM, { after: at(0), before: at(4), limit: 10 })), ids(order.slice(1, 4)));
+  });
+
   withStore('all lists every chat; forgetChat drops one chat and its waiting actions, nothing else', async ({ store }) => {
     const dm = message(DM, 1_000);
     const room = message(ROOM, 2_000);

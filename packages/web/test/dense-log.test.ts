@@ -10,6 +10,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Locator, Page } from 'playwright-core';
+import { ApiClient, cookieFetch, KDF_MIN, Messenger } from '@svc/sdk';
 import { allViolations } from './harness/axe.js';
 import { missingBrowser, type Device } from './harness/browser.js';
 import { nick, openScene, type Scene } from './harness/scene.js';
@@ -265,6 +266,62 @@ describe('web client: a denser log, unread and keyboard', { skip: missingBrowser
         async () => !(await description(phone.page)).includes('unread') || undefined,
         90_000,
       );
+    })();
+  });
+
+  test('a chat with more unread messages than the log draws at once opens at "New messages", then draws the rest, and "Jump to latest" reaches the newest', async () => {
+    await scene.step(async () => {
+      await b.page.evaluate(() => (location.hash = '#/'));
+      await messageBox(b.page).waitFor({ state: 'detached' });
+      // Carol, a Node client, writes far more than a screen while bob is not in the chat.
+      const carol = new Messenger({ api: new ApiClient({ baseUrl: scene.server.origin, origin: scene.server.origin, fetch: cookieFetch() }) });
+      const carolNick = nick('carol');
+      await carol.register({ nick: carolNick, password: 'carol many unread password', kdf: KDF_MIN });
+      await carol.ensureDevice('carol-node-1');
+      const texts = Array.from({ length: 150 }, (_, i) => scene.text(`many new ${String(i + 1).padStart(3, '0')}`));
+      // One after the other: the log's order is the service's, of acceptance.
+      for (const t of texts) await carol.sendDm(bob, t);
+      const entry = chatEntry(b.page, carolNick);
+      await until(
+        'all 150 reached bob',
+        async () =>
+          (await entry.count()) > 0 &&
+          ((await entry.evaluate((el) => document.getElementById(el.getAttribute('aria-describedby')!)?.textContent ?? '')).includes('150 unread') ||
+            undefined),
+        90_000,
+      );
+
+      await openChat(b.page, carolNick);
+      const sep = messageLog(b.page).getByRole('separator', { name: 'New messages', exact: true });
+      await sep.waitFor();
+      const next = await sep.evaluate((el) => el.closest('li')!.nextElementSibling?.textContent ?? '');
+      assert.ok(next.includes(texts[0]!), 'the first unread message follows the separator');
+      const [logBox, sepBox] = await Promise.all([messageLog(b.page).boundingBox(), sep.boundingBox()]);
+      assert.ok(logBox && sepBox && sepBox.y >= logBox.y && sepBox.y < logBox.y + logBox.height / 2, 'the log is scrolled to the separator');
+      // The rest is drawn after, a slice at a time: in the end every message is in the log, in order.
+      await until('every message is drawn', async () => ((await messageLog(b.page).getAttribute('aria-busy')) === null ? true : undefined));
+      const drawn = await messageLog(b.page)
+        .getByRole('listitem')
+        .evaluateAll((items) => items.map((li) => li.querySelector('.text')?.textContent ?? ''));
+      assert.deepEqual(
+        drawn.filter((t) => t.startsWith('many new ')),
+        texts,
+        'all 150, in order',
+      );
+
+      const jump = button(b.page, 'Jump to latest');
+      await jump.waitFor();
+      await jump.click();
+      await jump.waitFor({ state: 'hidden' });
+      const [log2, last2] = await Promise.all([messageLog(b.page).boundingBox(), messageItem(b.page, texts.at(-1)!).boundingBox()]);
+      assert.ok(log2 && last2 && last2.y + last2.height <= log2.y + log2.height + 1, 'the newest message is in view');
+      let desc = '';
+      await until('the chat is read', async () => {
+        desc = await entry.evaluate((el) => document.getElementById(el.getAttribute('aria-describedby')!)?.textContent ?? '');
+        return !/\d+ unread/.test(desc) || undefined;
+      }).catch((e: Error) => {
+        throw new Error(`${e.message}; the entry says: ${desc}`);
+      });
     })();
   });
 });

@@ -180,25 +180,32 @@ export function isUnread(m: ChatMessage, me: string): boolean {
   return isShown(m) && m.from !== me && !m.deleted && m.reported !== 'read';
 }
 
-/** Pages of this many records are read back from the newest until the marker. */
-const PAGE = 200;
+/** Unread, and the records after the read marker it was counted from: what a chat opens on. */
+export interface UnreadSince extends Unread {
+  /** The chat's records after the marker (every record of a chat never read), in time order. */
+  since: ChatMessage[];
+}
 
-/** The chat's unread messages: read from the newest back to the marker, so the cost follows what is unread. */
-export async function unreadOf(store: ConversationStore, chat: ChatId, me: string): Promise<Unread> {
+/**
+ * The chat's unread messages: the records after the marker (all of them in a chat never read),
+ * read at once, so the cost follows what is unread. Pages read back from the newest would cost
+ * more: a store reads whole weeks, and each page reads the week it stops in again.
+ */
+export async function unreadSince(store: ConversationStore, chat: ChatId, me: string): Promise<UnreadSince> {
   const marker = await readMarker(store, chat);
-  const out: Unread = { count: 0, first: null, mentioned: false };
-  let before: { ts: number; id: string } | undefined;
-  for (;;) {
-    const page = await store.chat(chat, { limit: PAGE, ...(before ? { before } : {}) });
-    for (let i = page.length - 1; i >= 0; i--) {
-      const m = page[i]!;
-      if (marker && byTime(m, marker) <= 0) return out;
-      if (!isUnread(m, me)) continue;
-      out.count++;
-      out.first = m.id;
-      if (!out.mentioned && mentionsMe(m, me)) out.mentioned = true;
-    }
-    if (page.length < PAGE) return out;
-    before = page[0]!;
+  const since = await store.chat(chat, marker ? { after: marker } : {});
+  const out: UnreadSince = { count: 0, first: null, mentioned: false, since };
+  for (const m of since) {
+    if (!isUnread(m, me)) continue;
+    out.count++;
+    out.first ??= m.id;
+    if (!out.mentioned && mentionsMe(m, me)) out.mentioned = true;
   }
+  return out;
+}
+
+/** The chat's unread messages (unreadSince without the records). */
+export async function unreadOf(store: ConversationStore, chat: ChatId, me: string): Promise<Unread> {
+  const { count, first, mentioned } = await unreadSince(store, chat, me);
+  return { count, first, mentioned };
 }

@@ -15,7 +15,7 @@ import { SdkError } from '../errors.js';
 import type { ChatId } from '../envelopes.js';
 import { deliveryStatus, type ChatMessage, type DeliveryStatus, type MembershipEvent } from './model.js';
 import { quotedRecord } from './quote.js';
-import { isMuted, moveReadMarker, shouldNotify, unreadOf, type MuteSetting, type Unread } from './chat-state.js';
+import { isMuted, moveReadMarker, shouldNotify, unreadOf, unreadSince, type MuteSetting, type Unread, type UnreadSince } from './chat-state.js';
 import { chatTimer, isTimerSeconds, timerText, trackExpiry, type TimerSetting } from './disappearing.js';
 import { stampAfter } from './meta-lock.js';
 import { mentionsMe } from './mentions.js';
@@ -299,6 +299,11 @@ export class Conversations extends ConversationsCore {
   /** The chat's unread messages: count, the first one's id (the "New messages" separator), and whether one mentions this account. */
   unread(chat: ChatId): Promise<Unread> {
     return unreadOf(this.store, chat, this.me);
+  }
+
+  /** The same, with the records after the read marker it was counted from: what the chat opens on, read once. */
+  unreadSince(chat: ChatId): Promise<UnreadSince> {
+    return unreadSince(this.store, chat, this.me);
   }
 
   /** The status one's own message shows ("Sending", "Not sent", "Sent", "Delivered", "Read"). */

@@ -21,7 +21,7 @@
 import type { ChatId } from '../envelopes.js';
 import type { ChatMessage, OutboxItem, PendingAction } from './model.js';
 import { SearchIndex, sameEntry, searchEntry, type SearchHit } from './search.js';
-import type { ConversationStore } from './store.js';
+import type { ChatRange, ConversationStore } from './store.js';
 
 /** The layout of the stored index: any other is built again from the records. */
 export const SEARCH_FORMAT = 1;
@@ -213,7 +213,7 @@ export class SearchStore implements ConversationStore {
   idForMid(from: string, mid: string): Promise<string | undefined> {
     return this.inner.idForMid(from, mid);
   }
-  chat(chat: ChatId, o?: { limit?: number; before?: { ts: number; id: string } }): Promise<ChatMessage[]> {
+  chat(chat: ChatId, o?: ChatRange): Promise<ChatMessage[]> {
     return this.inner.chat(chat, o);
   }
   all(): Promise<ChatMessage[]> {

@@ -7,6 +7,13 @@
 import type { ChatId } from '../envelopes.js';
 import type { ChatMessage, OutboxItem, PendingAction } from './model.js';
 
+/** Which records of a chat to read (ConversationStore.chat): points are (ts, id), both ends excluded. */
+export interface ChatRange {
+  limit?: number;
+  before?: { ts: number; id: string };
+  after?: { ts: number; id: string };
+}
+
 export interface ConversationStore {
   get(id: string): Promise<ChatMessage | undefined>;
   /** Inserts or replaces the record with this id. */
@@ -14,8 +21,11 @@ export interface ConversationStore {
   remove(id: string): Promise<void>;
   /** The id of the record that carries plaintext id `mid` from `from`, if any (the duplicate check). */
   idForMid(from: string, mid: string): Promise<string | undefined>;
-  /** A chat's records in time order (ts, then id): the newest `limit` before `before` when given. */
-  chat(chat: ChatId, o?: { limit?: number; before?: { ts: number; id: string } }): Promise<ChatMessage[]>;
+  /**
+   * A chat's records in time order (ts, then id): only those before `before` and after `after`
+   * when given, and of those the newest `limit` when given.
+   */
+  chat(chat: ChatId, o?: ChatRange): Promise<ChatMessage[]>;
   /** Every record of every chat (export, search). */
   all(): Promise<ChatMessage[]>;
   /** Drops a chat's records (and its pending actions). */
@@ -93,10 +103,11 @@ export class MemoryStore implements ConversationStore {
     return this.mids.get(`${from} ${mid}`);
   }
 
-  async chat(chat: ChatId, o: { limit?: number; before?: { ts: number; id: string } } = {}): Promise<ChatMessage[]> {
+  async chat(chat: ChatId, o: ChatRange = {}): Promise<ChatMessage[]> {
     let list = [...this.messages.values()].filter((m) => m.chat === chat).sort(byTime);
-    const before = o.before;
+    const { before, after } = o;
     if (before) list = list.filter((m) => byTime(m, before) < 0);
+    if (after) list = list.filter((m) => byTime(m, after) > 0);
     if (o.limit !== undefined) list = list.slice(Math.max(0, list.length - o.limit));
     return list.map((m) => structuredClone(m));
   }

@@ -17,6 +17,7 @@ import {
   sealAtRest,
   type ChatId,
   type ChatMessage,
+  type ChatRange,
   type ConversationStore,
   type OutboxItem,
   type PendingAction,
@@ -40,6 +41,9 @@ export interface SealedRow extends Row {
   s?: string;
   sealed: Sealed;
 }
+
+/** Records kept opened (about a megabyte per thousand): more than a chat opens on at once. */
+const OPENED_KEPT = 5_000;
 
 const msgCtx = (r: Omit<MessageRow, 'sealed'>) => `msg|${r.k}|${r.c}|${r.o}|${r.m ?? ''}`;
 const pendingCtx = (r: Omit<SealedRow, 'sealed'>) => `pending|${r.k}|${r.t ?? ''}|${r.f ?? ''}|${r.s ?? ''}`;
@@ -84,12 +88,26 @@ export class IdbConversationStore implements ConversationStore {
     return { ...head, sealed: await sealAtRest(this.key, item, outboxCtx(head)) };
   }
 
+  /**
+   * The records opened last, by row and nonce: opening a chat reads the same weeks twice (its
+   * unread count, then its log), and each record is decrypted once. A row written again has a new
+   * nonce, so nothing stale is found; callers get copies. Memory only, gone with the session.
+   */
+  private readonly opened = new Map<string, ChatMessage>();
+
   private async openRow(row: MessageRow): Promise<ChatMessage | undefined> {
+    const at = `${row.k}|${row.sealed.iv}`;
+    const known = this.opened.get(at);
+    if (known) return structuredClone(known);
+    let message: ChatMessage;
     try {
-      return (await openAtRest(this.key, row.sealed, msgCtx(row))) as ChatMessage;
+      message = (await openAtRest(this.key, row.sealed, msgCtx(row))) as ChatMessage;
     } catch {
       return undefined; // a row that does not open (tampered) is as if absent
     }
+    this.opened.set(at, structuredClone(message));
+    if (this.opened.size > OPENED_KEPT) this.opened.delete(this.opened.keys().next().value!);
+    return message;
   }
 
   private async openAll(rows: MessageRow[]): Promise<ChatMessage[]> {
@@ -122,17 +140,26 @@ export class IdbConversationStore implements ConversationStore {
     return undefined;
   }
 
-  async chat(chat: ChatId, options: { limit?: number; before?: { ts: number; id: string } } = {}): Promise<ChatMessage[]> {
+  /**
+   * Rows are found by week (the order within a week is sealed): all the weeks of the range at
+   * once, or with a `limit` the newest weeks one at a time, each opened, until enough are found.
+   */
+  async chat(chat: ChatId, options: ChatRange = {}): Promise<ChatMessage[]> {
     const chatTag = await this.tags.chat(chat);
-    const { limit, before } = options;
-    const rows =
-      limit !== undefined
-        ? await this.db.newestRows<MessageRow>(chatTag, limit, before ? bucketOf(before.ts) : undefined)
-        : await this.db.chatRows<MessageRow>(chatTag);
-    let list = (await this.openAll(rows)).filter((m) => m.chat === chat);
-    if (before) list = list.filter((m) => byTime(m, before) < 0);
-    if (limit !== undefined) list = list.slice(Math.max(0, list.length - limit));
-    return list;
+    const { limit, before, after } = options;
+    const first = after ? bucketOf(after.ts) : -Infinity;
+    const inRange = (m: ChatMessage) => m.chat === chat && (!before || byTime(m, before) < 0) && (!after || byTime(m, after) > 0);
+    let last = before ? bucketOf(before.ts) : Infinity;
+    if (last < first) return [];
+    if (limit === undefined) return (await this.openAll(await this.db.chatRows<MessageRow>(chatTag, first, last))).filter(inRange);
+    let list: ChatMessage[] = [];
+    while (list.length < limit && last >= first) {
+      const week = await this.db.newestWeek(chatTag, first, last);
+      if (week === undefined) break;
+      list = [...(await this.openAll(await this.db.chatRows<MessageRow>(chatTag, week, week))).filter(inRange), ...list];
+      last = week - 1;
+    }
+    return list.slice(Math.max(0, list.length - limit));
   }
 
   async all(): Promise<ChatMessage[]> {

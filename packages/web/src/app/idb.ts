@@ -211,38 +211,26 @@ export class Db {
     return done(this.store(name, 'readonly').index(index).getAll(key)) as Promise<T[]>;
   }
 
-  /** Every message row of the chat whose tag is `chatTag`, in no particular order (they are sealed). */
-  chatRows<T>(chatTag: string): Promise<T[]> {
-    return done(this.store(STORES.messages, 'readonly').index('chat_order').getAll(chatRange(chatTag))) as Promise<T[]>;
+  /**
+   * The message rows of the chat whose tag is `chatTag`, of the weeks from `first` to `last` (all
+   * when not given), in no particular order (they are sealed). One read: far quicker than a
+   * cursor over as many rows.
+   */
+  chatRows<T>(chatTag: string, first = -Infinity, last = Infinity): Promise<T[]> {
+    return done(
+      this.store(STORES.messages, 'readonly')
+        .index('chat_order')
+        .getAll(IDBKeyRange.bound([chatTag, first], [chatTag, last])),
+    ) as Promise<T[]>;
   }
 
-  /**
-   * Enough message rows of the chat tagged `chatTag` to hold its newest `limit` records before a time
-   * in week `top` (all weeks when undefined): whole weeks, newest first, until at least `limit`
-   * rows lie in weeks before `top`. Within a week the order is sealed, so the caller opens, sorts
-   * and trims; a long chat still costs about one page and one week, not its whole history.
-   */
-  newestRows<T>(chatTag: string, limit: number, top?: number): Promise<T[]> {
-    const idx = this.store(STORES.messages, 'readonly').index('chat_order');
-    const req = idx.openCursor(IDBKeyRange.bound([chatTag, -Infinity], [chatTag, top ?? Infinity]), 'prev');
-    const out: T[] = [];
-    let counted = 0;
-    let week: number | undefined;
-    return new Promise((resolve, reject) => {
-      req.onerror = () => reject(req.error ?? new Error('IndexedDB read failed'));
-      req.onsuccess = () => {
-        const cur = req.result;
-        if (!cur) return resolve(out);
-        const rowWeek = (cur.key as [string, number])[1];
-        if (rowWeek !== week) {
-          if (counted >= limit) return resolve(out);
-          week = rowWeek;
-        }
-        out.push(cur.value as T);
-        if (top === undefined || rowWeek < top) counted += 1;
-        cur.continue();
-      };
-    });
+  /** The newest week from `first` to `last` that holds a row of the chat tagged `chatTag`, if any. */
+  async newestWeek(chatTag: string, first = -Infinity, last = Infinity): Promise<number | undefined> {
+    const req = this.store(STORES.messages, 'readonly')
+      .index('chat_order')
+      .openKeyCursor(IDBKeyRange.bound([chatTag, first], [chatTag, last]), 'prev');
+    const cur = await done(req);
+    return cur ? (cur.key as [string, number])[1] : undefined;
   }
 
   /** Deletes the chat's message rows and its chat-list row in one transaction. */

@@ -5,7 +5,7 @@
  * chat's pins, unread mark and disappearing timer; a message's file. Each goes to the SDK's
  * Conversations, whose changes reach the views as the Session's "change" event.
  */
-import type { ChatId, ChatMessage, Conversations, DeliveryStatus, SendFileInput, TimerSetting, Unread } from '@svc/sdk';
+import type { ChatId, ChatMessage, Conversations, DeliveryStatus, SendFileInput, TimerSetting, Unread, UnreadSince } from '@svc/sdk';
 import type { AttachmentBytes } from './attachment-bytes.js';
 import type { IdbConversationStore } from './conversation-store.js';
 
@@ -93,6 +93,11 @@ export class MessageActions {
   /** The chat's unread messages: how many, the first one (the "New messages" line), whether one mentions this account. */
   unread(chat: ChatId): Promise<Unread> {
     return this.conv.unread(chat);
+  }
+
+  /** The same, with the records after the read marker it was counted from: what the chat opens on, read once. */
+  unreadSince(chat: ChatId): Promise<UnreadSince> {
+    return this.conv.unreadSince(chat);
   }
 
   /** The chat's pinned messages ("Pinned messages" under its header). */

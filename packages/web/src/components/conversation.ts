@@ -154,8 +154,34 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
     return items;
   }
 
-  /** Rows with a running disappearing timer: their countdown words are checked every second and change seldom. */
+  /**
+   * Rows with a running disappearing timer: their countdown words are checked every second and
+   * change seldom, so the page is looked at only when they do (a chat may show a thousand). Each
+   * timer's name is kept true; its visible words, whose layout costs far more, are drawn again
+   * only on the rows in view of the log (and a screen either side), and when a row comes into view.
+   */
   const timed = new Set<string>();
+  const near = new WeakSet<Element>();
+  const watched = new WeakSet<Element>();
+  const drawWords = (row: Element) => {
+    const el = row.querySelector('.expiry');
+    const label = el?.getAttribute('aria-label');
+    const text = label ? `⏱ ${label.replace(/^Disappears in /, '')}` : null;
+    if (el && text && el.textContent !== text) el.textContent = text;
+  };
+  const sight = new IntersectionObserver(
+    (entries) => {
+      for (const e of entries) {
+        if (!e.isIntersecting) {
+          near.delete(e.target);
+          continue;
+        }
+        near.add(e.target);
+        drawWords(e.target);
+      }
+    },
+    { root: log.el, rootMargin: '100% 0px' },
+  );
   const tick = setInterval(() => {
     if (waiting.size > 0) log.refresh([...waiting]);
     for (const id of timed) {
@@ -164,13 +190,19 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
         timed.delete(id);
         continue;
       }
-      const el = log.el.querySelector<HTMLElement>(`[data-id="${CSS.escape(id)}"] .expiry`);
+      const row = log.row(id);
+      if (row && !watched.has(row)) {
+        watched.add(row);
+        sight.observe(row);
+      }
       const left = remainingWords(m.seenAt + m.expire * 1000 - s.now());
+      if (!tens(left)) continue;
       const label = `Disappears in ${left}`;
-      if (el && el.getAttribute('aria-label') !== label && tens(left)) {
+      const el = row?.querySelector<HTMLElement>('.expiry');
+      if (el && el.getAttribute('aria-label') !== label) {
         el.setAttribute('aria-label', label);
         el.title = label;
-        el.textContent = `⏱ ${left}`;
+        if (near.has(row!)) el.textContent = `⏱ ${left}`;
       }
     }
   }, 1_000);
@@ -247,8 +279,9 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
 
   const offs = [
     s.on('change', (c) => {
-      for (const gone of c.removed ?? []) log.remove(gone);
-      for (const m of c.changed) log.upsert(m);
+      // Records removed or expired go together (a thousand may expire at once).
+      log.removeMany([...(c.removed ?? []), ...c.changed.filter((m) => m.expired).map((m) => m.id)]);
+      for (const m of c.changed) if (!m.expired) log.upsert(m);
       // History that came from another device or a file: shown, not unread.
       if (c.imported) log.upsertMany(c.imported);
       const a = c.added;
@@ -284,7 +317,7 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
   renderMembership();
   // Where the person stopped reading, asked before the chat is marked read.
   void s.messages
-    .unread(chat)
+    .unreadSince(chat)
     .catch(() => undefined)
     .then((unread) => log.open(unread))
     .then(markRead);
@@ -316,6 +349,7 @@ export function conversationView(s: Session, chat: ChatId): ConversationView {
       composer.stop();
       log.destroy();
       clearInterval(tick);
+      sight.disconnect();
       mute.destroy();
       timer.destroy();
       pins.destroy();

@@ -9,6 +9,11 @@
  * and time, the others only their text (the name and time stay for screen readers). Opened with
  * unread messages, the log reads back to the first of them, puts the separator "New messages"
  * above it and scrolls there; scrolled up from the bottom, a "Jump to latest" button shows.
+ *
+ * Drawing thousands of rows and laying them out takes far longer than a person waits for a chat
+ * to open, so the log draws the rows down to a screen past "New messages" first, and the newer
+ * ones after that a slice per task (the log is `aria-busy` meanwhile, so a screen reader does not
+ * read them out as they come). The records are all known from the start: reading marks them all.
  */
 import type { ChatId, ChatMessage } from '@svc/sdk';
 import { byTime } from '@svc/sdk';
@@ -19,6 +24,12 @@ import { messageItem, type ItemContext } from './messageitem.js';
 
 /** Records read when a chat opens and per "Show older messages". */
 export const PAGE = 100;
+
+/** Records read above "New messages" when a chat opens with unread ones, at least. */
+const CONTEXT = 20;
+
+/** Rows drawn at once below "New messages" when a chat opens, and then per task until all are. */
+export const SLICE = 60;
 
 /** Messages of one sender closer than this in time share one head (name and time). */
 export const GROUP_MS = 5 * 60_000;
@@ -38,20 +49,32 @@ export function continues(prev: ChatMessage | undefined, m: ChatMessage): boolea
   );
 }
 
+/** Where a chat opens (the SDK's UnreadSince, or its summary alone). */
+export interface Unread {
+  first: string | null;
+  count: number;
+  since?: ChatMessage[];
+}
+
 export interface MessageLog {
   el: HTMLElement;
   /** "Jump to latest", shown while the log is scrolled up from the bottom (placed over the log's foot). */
   jump: HTMLButtonElement;
   /**
    * Reads the newest page; resolves when it is on screen. With `unread` (the first unread record's
-   * id), reads back to it, shows "New messages" above it and scrolls there.
+   * id), reads back to it, shows "New messages" above it and scrolls there; `since`, the records
+   * the count was read from (those after the read marker), are taken as they are.
    */
-  open(unread?: { first: string | null; count: number }): Promise<void>;
+  open(unread?: Unread): Promise<void>;
   upsert(m: ChatMessage): void;
   /** Many records at once (history from another device or a file): one rebuild for all. */
   upsertMany(ms: ChatMessage[]): void;
   remove(id: string): void;
+  /** Many records gone at once (disappearing messages): one rebuild for all. */
+  removeMany(ids: Iterable<string>): void;
   get(id: string): ChatMessage | undefined;
+  /** The drawn row of a record, if it is drawn. */
+  row(id: string): HTMLElement | undefined;
   /** What is on screen, oldest first. */
   records(): ChatMessage[];
   /** Re-renders the rows of these ids (a countdown ticked, a member list changed). */
@@ -93,6 +116,7 @@ export function messageLog(o: {
   const jump = h('button', { type: 'button', class: 'jump' }, 'Jump to latest');
   jump.hidden = true;
   jump.addEventListener('click', () => {
+    drawAll();
     el.scrollTop = el.scrollHeight;
     jump.hidden = true;
   });
@@ -101,7 +125,10 @@ export function messageLog(o: {
   let unreadFirst: string | null = null;
   const newSep = h('li', { class: 'new-sep' }, h('div', { role: 'separator', 'aria-label': NEW_MESSAGES }, NEW_MESSAGES));
 
-  /** Records on screen in time order, and each one's row. */
+  /**
+   * Records in time order, and each drawn one's row: the drawn rows are always the oldest ones of
+   * `order` (the newer ones wait to be drawn, a slice per task, while `filling`).
+   */
   let order: ChatMessage[] = [];
   /** The same records by id; set before a row renders, so a reply finds the message it quotes. */
   const recs = new Map<string, ChatMessage>();
@@ -119,8 +146,12 @@ export function messageLog(o: {
     onRetry: (m) => o.item.onRetry(latest(m)),
   };
 
+  /** The task that draws the next slice of rows not drawn yet, if any wait. */
+  let filling: ReturnType<typeof setTimeout> | null = null;
+
+  /** At the newest record: not while newer rows wait to be drawn. */
   function atBottom(): boolean {
-    return el.scrollHeight - el.scrollTop - el.clientHeight < 60;
+    return filling === null && el.scrollHeight - el.scrollTop - el.clientHeight < 60;
   }
 
   function render(m: ChatMessage): HTMLLIElement {
@@ -141,25 +172,72 @@ export function messageLog(o: {
     return h('li', { class: 'day', 'aria-hidden': 'true', 'data-day': dayKey(ts) }, dayLabel(ts));
   }
 
-  /** Builds the list again from the rows (kept, not rendered again), with day separators and groups. */
+  /** Appends the row of `m`, drawn, after that of `prev` (the record before it), with a day separator and "New messages" where due. */
+  function place(m: ChatMessage, prev: ChatMessage | undefined): void {
+    if (!prev || dayKey(prev.ts) !== dayKey(m.ts)) list.append(daySep(m.ts));
+    const row = rows.get(m.id)!;
+    const sep = m.id === unreadFirst;
+    if (sep) list.append(newSep);
+    row.classList.toggle('cont', !sep && continues(prev, m));
+    list.append(row);
+  }
+
+  /** Builds the list again from the drawn rows (kept, not rendered again), with day separators and groups. */
   function rebuild(): void {
     clear(list);
-    let day = '';
     let prev: ChatMessage | undefined;
     for (const m of order) {
-      const k = dayKey(m.ts);
-      if (k !== day) {
-        day = k;
-        list.append(daySep(m.ts));
-      }
-      const row = rows.get(m.id)!;
-      const sep = m.id === unreadFirst;
-      if (sep) list.append(newSep);
-      row.classList.toggle('cont', !sep && continues(prev, m));
-      list.append(row);
+      if (!rows.has(m.id)) break;
+      place(m, prev);
       prev = m;
     }
     emptyNote.hidden = order.length > 0;
+  }
+
+  /** Draws up to `n` of the records that wait, oldest first, below the drawn ones; returns whether any still wait. */
+  function drawNext(n: number): boolean {
+    let i = order.findIndex((m) => !rows.has(m.id));
+    for (const end = Math.min(order.length, i + n); i >= 0 && i < end; i++) {
+      const m = order[i]!;
+      rows.set(m.id, render(m));
+      place(m, order[i - 1]);
+    }
+    return i >= 0 && i < order.length;
+  }
+
+  /** Draws the rest a slice per task, so the page answers input between them. */
+  function fill(): void {
+    if (filling !== null) return;
+    el.setAttribute('aria-busy', 'true');
+    const step = () => {
+      filling = null;
+      if (drawNext(SLICE)) filling = setTimeout(step, 0);
+      else done();
+    };
+    filling = setTimeout(step, 0);
+  }
+
+  function done(): void {
+    el.removeAttribute('aria-busy');
+    jump.hidden = atBottom();
+  }
+
+  /** Keeps the drawn rows the oldest ones: a record that sorts among them (its time changed) is drawn too. */
+  function closeGaps(): void {
+    let last = -1;
+    order.forEach((m, i) => {
+      if (rows.has(m.id)) last = i;
+    });
+    for (const m of order.slice(0, last)) if (!rows.has(m.id)) rows.set(m.id, render(m));
+  }
+
+  /** Draws every record that waits, now (before jumping to the newest or to one of them). */
+  function drawAll(): void {
+    if (filling === null) return;
+    clearTimeout(filling);
+    filling = null;
+    drawNext(Infinity);
+    done();
   }
 
   function refreshQuoting(id: string): void {
@@ -189,7 +267,9 @@ export function messageLog(o: {
    */
   function replaceRow(m: ChatMessage): void {
     const old = rows.get(m.id);
-    if (old?.isConnected && popupIn(old)) {
+    // Not drawn yet: it is drawn as it is when its turn comes.
+    if (!old) return;
+    if (old.isConnected && popupIn(old)) {
       held.add(m.id);
       return;
     }
@@ -218,20 +298,49 @@ export function messageLog(o: {
   older.addEventListener('click', () => void loadOlder());
   let opened: Promise<void> | null = null;
 
-  /** Reads pages until the first unread record is on screen (the count says how far, at least). */
-  async function openAt(unread?: { first: string | null; count: number }): Promise<void> {
+  /**
+   * Reads pages until the first unread record is known (the count says how far, at least), then
+   * draws the rows down to a screen below it, scrolls there, and draws the rest after.
+   */
+  async function openAt(unread?: Unread): Promise<void> {
     const first = unread?.first ?? null;
-    await loadOlder(first ? Math.max(PAGE, unread!.count + 20) : PAGE);
-    for (let guard = 0; first && !rows.has(first) && guard < 200; guard++) {
-      if ((await loadOlder()) === 0) break;
-    }
-    if (!first || !rows.has(first)) {
+    if (!first) {
+      await loadOlder(PAGE);
       el.scrollTop = el.scrollHeight;
       return;
     }
-    unreadFirst = first;
+    // The records from the read marker on, read once for the count, and a page's worth before them
+    // (at least a few, to scroll up to); without them, a page down to the first unread.
+    const since = unread!.since;
+    let page: ChatMessage[];
+    if (since?.length) {
+      const limit = Math.max(CONTEXT, PAGE - since.length);
+      const before = await o.load({ ts: since[0]!.ts, id: since[0]!.id }, limit);
+      older.hidden = before.length < limit;
+      page = [...before, ...since];
+    } else {
+      const limit = Math.max(PAGE, unread!.count + CONTEXT);
+      page = await o.load(undefined, limit);
+      older.hidden = page.length < limit;
+    }
+    // A message that disappeared is never drawn (its record stays, as a tombstone). One that came
+    // while reading is kept, as it is newer; it is drawn again in its turn.
+    const byId = new Map(page.filter((m) => !m.expired).map((m) => [m.id, m]));
+    for (const m of order) byId.set(m.id, m);
+    order = [...byId.values()].sort(byTime);
+    rows.clear();
+    for (const m of order) recs.set(m.id, m);
+    // More unread than counted (some came meanwhile): older pages, drawn whole.
+    for (let guard = 0; !recs.has(first) && guard < 200; guard++) {
+      if ((await loadOlder()) === 0) break;
+    }
+    const at = order.findIndex((m) => m.id === first);
+    if (at >= 0) unreadFirst = first;
+    const end = at >= 0 ? at + SLICE : order.length;
+    for (const m of order.slice(0, end)) if (!rows.has(m.id)) rows.set(m.id, render(m));
     rebuild();
-    el.scrollTop = Math.max(0, newSep.offsetTop - 8);
+    el.scrollTop = at >= 0 ? Math.max(0, newSep.offsetTop - 8) : el.scrollHeight;
+    if (end < order.length) fill();
     jump.hidden = atBottom();
   }
 
@@ -256,9 +365,19 @@ export function messageLog(o: {
         refreshQuoting(m.id);
         if (moved) {
           order.sort(byTime);
+          closeGaps();
           rebuild();
         }
+      } else if (filling !== null && m.from !== o.item.me) {
+        // Newer rows wait to be drawn: this one takes its turn after them.
+        recs.set(m.id, m);
+        order.push(m);
+        order.sort(byTime);
+        closeGaps();
+        if (rows.has(m.id)) rebuild();
       } else {
+        // One's own message shows at once, at the foot of the log.
+        drawAll();
         recs.set(m.id, m);
         rows.set(m.id, render(m));
         const last = order.at(-1);
@@ -278,9 +397,10 @@ export function messageLog(o: {
       jump.hidden = atBottom();
     },
     upsertMany(ms) {
-      for (const m of ms) if (m.chat === o.chat && m.expired) this.remove(m.id);
+      this.removeMany(ms.filter((m) => m.chat === o.chat && m.expired).map((m) => m.id));
       const mine = ms.filter((m) => m.chat === o.chat && !m.expired);
       if (mine.length === 0) return;
+      drawAll();
       const follow = atBottom();
       const byId = new Map(order.map((m) => [m.id, m]));
       for (const m of mine) {
@@ -294,20 +414,28 @@ export function messageLog(o: {
       if (follow) el.scrollTop = el.scrollHeight;
     },
     remove(id) {
-      // A reply quoting it, on screen or not, no longer shows its text (an expired message's
-      // text must be gone from every view).
-      if (quotes.has(id) || recs.has(id)) {
+      this.removeMany([id]);
+    },
+    removeMany(ids) {
+      const gone = new Set(ids);
+      // A reply quoting one of them, on screen or not, no longer shows its text (an expired
+      // message's text must be gone from every view).
+      const known = new Set([...gone].filter((id) => quotes.has(id) || recs.has(id)));
+      for (const id of known) {
         quotes.set(id, null);
         recs.delete(id);
-        refreshQuoting(id);
       }
-      const i = order.findIndex((x) => x.id === id);
-      if (i < 0) return;
-      order.splice(i, 1);
-      rows.delete(id);
-      rebuild();
+      if (known.size > 0) for (const m of order) if (m.replyTo && known.has(m.replyTo) && !gone.has(m.id)) replaceRow(m);
+      const before = order.length;
+      order = order.filter((m) => !gone.has(m.id));
+      if (order.length === before) return;
+      let drawn = false;
+      for (const id of gone) if (rows.delete(id)) drawn = true;
+      // One rebuild for all of them: a thousand expiring at once must not lay the log out a thousand times.
+      if (drawn || order.length === 0) rebuild();
     },
     get: (id) => recs.get(id),
+    row: (id) => rows.get(id),
     records: () => order,
     refresh(ids) {
       for (const id of ids) {
@@ -317,6 +445,7 @@ export function messageLog(o: {
     },
     async reveal(id) {
       await opened;
+      if (recs.has(id) && !rows.has(id)) drawAll();
       for (let guard = 0; !rows.has(id) && guard < 200; guard++) {
         if ((await loadOlder()) === 0) break;
       }
@@ -327,6 +456,9 @@ export function messageLog(o: {
       setTimeout(() => li.classList.remove('found'), 2_000);
       return true;
     },
-    destroy: offClosed,
+    destroy() {
+      offClosed();
+      if (filling !== null) clearTimeout(filling);
+    },
   };
 }

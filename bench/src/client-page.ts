@@ -1,0 +1,461 @@
+/**
+ * The in-page part of `npm run bench:client`: the built web client in Chromium over the real
+ * service (SQLite in a temporary directory), as a person meets it.
+ *
+ * - Opening a chat of 10,000 messages whose newest 2,000 are unread: from the click on its entry
+ *   in the chat list to the first animation frame in which the "New messages" separator is inside
+ *   the log's visible box (the time is the page's own clock: the click event's timeStamp and the
+ *   frame's performance.now()). The page is loaded afresh before each run.
+ * - 1,000 unread messages under a 5-minute disappearing timer, seen together on another of the
+ *   account's devices some 4 minutes before (so their deadlines are 45 s after they are made, whatever
+ *   the opening and the marking read of 1,000 records cost on a loaded machine), opened at once:
+ *   their timers run out at the same moment while all 1,000 are on screen. Measured from the first
+ *   IndexedDB transaction after the page went quiet (the expiry's first read) to the frame in
+ *   which the last of them left the log, and the longest task (PerformanceObserver 'longtask',
+ *   buffered) of that span; the longest task while the 1,000 timers counted down is told too.
+ *
+ * The history is not sent through the service (10,000 sends at the account's rate limit take
+ * long): the page's IndexedDB is filled with rows made by the app's own store code
+ * (IdbConversationStore, its tags and the chat list's rows, compiled for Node as the web unit tests
+ * are) under the account's own keys, which a second sign-in in Node derives as every device does.
+ * The rows are written from a same-origin page that does not run the app (/healthz), then the app
+ * is loaded and reads them as its own.
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Browser, CDPSession, Page } from 'playwright-core';
+import { ApiClient, cookieFetch, KDF_MIN, Messenger, readKey, timerKey, trackExpiry, type ChatId, type ChatMessage } from '@svc/sdk';
+import { CHROMIUM, launchBrowser } from '@svc/testkit/browser';
+import { REPO_ROOT, SERVICE_MAIN, startChildOnFreePort, stopAll } from '@svc/testkit/child';
+// The app's own store code, compiled for Node by packages/web/unit (the web unit tests' build).
+import { metaRow } from '../../packages/web/dist/node/src/app/chats.js';
+import { IdbConversationStore } from '../../packages/web/dist/node/src/app/conversation-store.js';
+import { accountDbName, STORES, type Db } from '../../packages/web/dist/node/src/app/idb.js';
+import { Tags } from '../../packages/web/dist/node/src/app/tags.js';
+
+export interface PageOptions {
+  /** A directory to write the page's CPU profile of the first opening and the first expiry to (.cpuprofile). */
+  profileDir?: string;
+  records: number;
+  unread: number;
+  expiring: number;
+  runs: number;
+  /** Runs of the expiry (each waits out a 30-second timer). */
+  expiryRuns: number;
+}
+
+export interface PageFigures {
+  /** Click → "New messages" in view, ms, per run. */
+  open: number[];
+  /** The longest task while opening (the log drawn), ms, per run: not a target, told beside it. */
+  openLongest: number[];
+  /** The longest task of the expiry, ms (0: none over 50 ms), per run. */
+  expiryLongest: number[];
+  /** The longest task while the 1,000 timers count down on screen (before the expiry), ms, per run. */
+  countdownLongest: number[];
+  /** From the expiry's first read to the last expired row gone from the log, ms, per run. */
+  expiryWall: number[];
+  chromium: string;
+  load: string;
+}
+
+/** The expiring messages' timer (5 minutes, one of the app's choices), and how long after they are made it runs out. */
+const TIMER_SECONDS = 300;
+const LEAD_MS = 45_000;
+const PASSWORD_WORDS = () => `bench ${randomBytes(9).toString('base64url')} ${randomBytes(9).toString('base64url')}`;
+const WORDS = ['meet', 'lunch', 'tomorrow', 'project', 'deadline', 'coffee', 'train', 'late', 'photo', 'plan', 'weekend', 'call'];
+const APP_INDEX = join(REPO_ROOT, 'packages/web/dist/app/index.html');
+
+/** Why the page part cannot run here, or undefined. */
+export function pageMissing(): string | undefined {
+  if (!existsSync(CHROMIUM) && !process.env.CHROMIUM) return `${CHROMIUM} is not installed`;
+  if (!existsSync(SERVICE_MAIN) || !existsSync(APP_INDEX)) return 'the service or the web app is not built (npm run build)';
+  return undefined;
+}
+
+/** A ULID-shaped id (time, then randomness, in Crockford's base 32), as senders make them. */
+function ulid(ts: number): string {
+  const A = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+  let t = '';
+  for (let n = ts, i = 0; i < 10; i++, n = Math.floor(n / 32)) t = A[n % 32]! + t;
+  return t + Array.from(randomBytes(16), (b) => A[b % 32]).join('');
+}
+
+/** Stands in for the IndexedDB layer while the app's store code makes rows: it keeps what it is given. */
+class RowRecorder {
+  readonly rows = new Map<string, Map<string, unknown>>();
+  get(store: string, key: string): Promise<unknown> {
+    return Promise.resolve(this.rows.get(store)?.get(key));
+  }
+  put(store: string, value: unknown, key?: string): Promise<void> {
+    let m = this.rows.get(store);
+    if (!m) this.rows.set(store, (m = new Map()));
+    m.set(key ?? (value as { k: string }).k, value);
+    return Promise.resolve();
+  }
+  /** Per store: whether the rows carry their key (`k`), and the [key, row] pairs. */
+  dump(): Seed {
+    return [...this.rows].map(([store, m]) => ({ store, inline: store !== STORES.kv, entries: [...m] }));
+  }
+}
+type Seed = { store: string; inline: boolean; entries: [string, unknown][] }[];
+
+interface ChatSeed {
+  chat: ChatId;
+  seed: Seed;
+  /** The first unread record: "New messages" goes above it. */
+  firstUnread: string;
+  /** The unread records (under the timer, when there is one). */
+  unreadIds: string[];
+}
+
+/**
+ * A DM of `total` records with `peer`: runs of three messages from one side 40 s apart, 30 minutes
+ * between runs (about 10 weeks of history, in the week buckets of the store), the newest `unread`
+ * all from the peer and not read yet; `timer` puts them under a timer, seen at `seenAt`.
+ */
+async function chatSeed(
+  keys: { history: CryptoKey; index: CryptoKey },
+  me: string,
+  peer: string,
+  total: number,
+  unread: number,
+  timer?: { expire: number; seenAt: number },
+): Promise<ChatSeed> {
+  const recorder = new RowRecorder();
+  const tags = new Tags(keys.index);
+  const store = new IdbConversationStore(recorder as unknown as Db, keys.history, tags);
+  const chat: ChatId = `dm:${peer}`;
+  const ts: number[] = new Array<number>(total);
+  ts[total - 1] = Date.now() - 60_000;
+  for (let i = total - 1; i > 0; i--) ts[i - 1] = ts[i]! - (i % 3 === 0 ? 30 * 60_000 : 40_000);
+  const list: ChatMessage[] = [];
+  for (let i = 0; i < total; i++) {
+    const isUnread = i >= total - unread;
+    const from = isUnread || Math.floor(i / 3) % 2 === 0 ? peer : me;
+    const body = Array.from({ length: 4 + (i % 14) }, (_, j) => WORDS[(i * 7 + j * 3) % WORDS.length]).join(' ') + ` #${i}`;
+    const m: ChatMessage = {
+      id: ulid(ts[i]!),
+      chat,
+      ts: ts[i]!,
+      from,
+      sentAt: ts[i]! - 300,
+      mid: randomBytes(8).toString('hex'),
+      kind: 'text',
+      body,
+    };
+    if (from === me) Object.assign(m, { state: 'sent', delivered: [peer], read: [peer] });
+    else m.reported = isUnread ? 'delivered' : 'read';
+    if (isUnread && timer) Object.assign(m, timer);
+    list.push(m);
+    await store.put(m);
+  }
+  const lastRead = list[total - unread - 1]!;
+  await store.putMeta(readKey(chat), { ts: lastRead.ts, id: lastRead.id });
+  const unreadList = list.slice(total - unread);
+  if (timer) {
+    await store.putMeta(timerKey(chat), { seconds: timer.expire, by: peer, sentAt: lastRead.ts + 1, mid: 'benchtimer' });
+    await trackExpiry(store, unreadList);
+  }
+  const newest = list.at(-1)!;
+  const meta = { chat, lastTs: newest.ts, unread, preview: `${peer}: ${newest.body}` };
+  const row = await metaRow(keys.history, tags, meta);
+  await recorder.put(STORES.chats, row);
+  return { chat, seed: recorder.dump(), firstUnread: unreadList[0]!.id, unreadIds: unreadList.map((m) => m.id) };
+}
+
+/** Writes rows into the account's database, which the app created at sign-in (no upgrade). */
+async function writeSeed(page: Page, name: string, seed: Seed): Promise<void> {
+  await page.evaluate(
+    async ({ name, json }) => {
+      const seed = JSON.parse(json) as Seed;
+      const db = await new Promise<IDBDatabase>((resolve, reject) => {
+        const req = indexedDB.open(name);
+        req.onsuccess = () => resolve(req.result);
+        req.onerror = () => reject(req.error ?? new Error('open failed'));
+      });
+      try {
+        for (const { store, inline, entries } of seed) {
+          const tx = db.transaction(store, 'readwrite');
+          const os = tx.objectStore(store);
+          for (const [key, row] of entries) {
+            if (inline) os.put(row);
+            else os.put(row, key);
+          }
+          await new Promise<void>((resolve, reject) => {
+            tx.oncomplete = () => resolve();
+            tx.onerror = tx.onabort = () => reject(tx.error ?? new Error(`write to ${store} failed`));
+          });
+        }
+      } finally {
+        db.close();
+      }
+    },
+    { name, json: JSON.stringify(seed) },
+  );
+}
+
+interface Probe {
+  __svcTestKdf?: string;
+  __idb: { last: number; count: number; firstAfter: number | null; armedAt: number | null };
+  __longTasks: { start: number; duration: number }[];
+  __watch?: Promise<{ at: number; click: number; next: string | null }>;
+  __gone?: Promise<number>;
+}
+
+/**
+ * Runs in every page before the app: the browser tests' switch to the weakest KDF parameters
+ * (docs/WEB.md; the bench is not about the key derivation), the long-task observer, and a note
+ * of each IndexedDB transaction's start (to see the page go quiet, and the expiry begin).
+ */
+const PROBES = () => {
+  const w = window as unknown as Probe;
+  w.__svcTestKdf = 'min';
+  w.__idb = { last: performance.now(), count: 0, firstAfter: null, armedAt: null };
+  const transaction = IDBDatabase.prototype.transaction;
+  IDBDatabase.prototype.transaction = function (this: IDBDatabase, ...args: Parameters<typeof transaction>) {
+    const now = performance.now();
+    w.__idb.last = now;
+    w.__idb.count++;
+    if (w.__idb.armedAt !== null && w.__idb.firstAfter === null) w.__idb.firstAfter = now;
+    return transaction.apply(this, args);
+  };
+  w.__longTasks = [];
+  try {
+    new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) w.__longTasks.push({ start: e.startTime, duration: e.duration });
+    }).observe({ type: 'longtask', buffered: true });
+  } catch {
+    // no long-task timing in this browser: the figure says so (see longTasksSupported)
+  }
+};
+
+/** Waits until no IndexedDB transaction started for `ms` (the app finished what it was doing). */
+async function quiet(page: Page, ms = 1_000, patience = 120_000): Promise<void> {
+  const end = Date.now() + patience;
+  for (;;) {
+    const idle = await page.evaluate(() => performance.now() - (window as unknown as Probe).__idb.last);
+    if (idle >= ms) return;
+    if (Date.now() > end) throw new Error(`the page did not go quiet in ${patience / 1000} s`);
+    await page.waitForTimeout(Math.max(50, ms - idle));
+  }
+}
+
+/** Installs the watch of the landing: the next click's time, and the first frame with "New messages" in view. */
+async function watchLanding(page: Page): Promise<void> {
+  await page.evaluate(() => {
+    const w = window as unknown as Probe;
+    let click: number | undefined;
+    document.addEventListener('click', (e) => (click ??= e.timeStamp), { capture: true, once: true });
+    w.__watch = new Promise((resolve) => {
+      const frame = () => {
+        const sep = document.querySelector('[role="log"] [role="separator"][aria-label="New messages"]');
+        const log = sep?.closest('[role="log"]');
+        if (click !== undefined && sep && log) {
+          const s = sep.getBoundingClientRect();
+          const l = log.getBoundingClientRect();
+          if (s.height > 0 && s.top >= l.top && s.bottom <= l.bottom) {
+            const next = sep.closest('li')?.nextElementSibling?.getAttribute('data-id') ?? null;
+            return resolve({ at: performance.now(), click, next });
+          }
+        }
+        requestAnimationFrame(frame);
+      };
+      requestAnimationFrame(frame);
+    });
+  });
+}
+
+function chatEntry(page: Page, peer: string) {
+  return page.getByRole('navigation', { name: 'Chats' }).getByRole('link', { name: new RegExp(`^\\s*${peer}(?!\\w)`) });
+}
+
+/** Loads the app afresh over `seed` and opens `peer`'s chat; returns the landing and the page's clock at the click. */
+async function openSeeded(
+  page: Page,
+  dbName: string,
+  s: ChatSeed,
+  peer: string,
+  beforeClick: () => Promise<void> = async () => undefined,
+): Promise<{ ms: number; at: number; click: number }> {
+  await page.goto('/healthz');
+  await writeSeed(page, dbName, s.seed);
+  await page.goto('/');
+  await chatEntry(page, peer).waitFor({ timeout: 60_000 });
+  await quiet(page);
+  await watchLanding(page);
+  await beforeClick();
+  await chatEntry(page, peer).click();
+  const landed = await page.evaluate(() => (window as unknown as Probe).__watch!);
+  if (landed.next !== s.firstUnread) throw new Error(`"New messages" sits above ${landed.next}, not above the first unread ${s.firstUnread}`);
+  return { ms: landed.at - landed.click, at: landed.at, click: landed.click };
+}
+
+const longestSince = (page: Page, from: number, to = Infinity) =>
+  page.evaluate(
+    ({ from, to }) =>
+      (window as unknown as Probe).__longTasks.filter((t) => t.start >= from && t.start < to).reduce((a, t) => Math.max(a, t.duration), 0),
+    { from, to },
+  );
+
+/** Starts the page's CPU profiler when a directory is given; the returned function writes the profile. */
+async function profiler(page: Page, dir: string | undefined, name: string): Promise<() => Promise<void>> {
+  if (!dir) return async () => undefined;
+  const cdp: CDPSession = await page.context().newCDPSession(page);
+  await cdp.send('Profiler.enable');
+  await cdp.send('Profiler.setSamplingInterval', { interval: 200 });
+  await cdp.send('Profiler.start');
+  return async () => {
+    const { profile } = await cdp.send('Profiler.stop');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, `${name}.cpuprofile`), JSON.stringify(profile));
+    await cdp.detach();
+  };
+}
+
+/** Messenger in Node over the service, with the KDF the accounts are made with. */
+function messenger(origin: string): Messenger {
+  return new Messenger({ api: new ApiClient({ baseUrl: origin, origin, fetch: cookieFetch() }), kdfFloor: KDF_MIN });
+}
+
+export async function pageFigures(o: PageOptions, log: (line: string) => void = console.error): Promise<PageFigures> {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-bench-client-'));
+  let browser: Browser | null = null;
+  const errors: string[] = [];
+  try {
+    const child = await startChildOnFreePort((port) => ({
+      name: 'service',
+      args: [SERVICE_MAIN],
+      env: {
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        ORIGIN: `http://127.0.0.1:${port}`,
+        DATABASE_URL: `sqlite:${join(dir, 'svc.db')}`,
+        LIMIT_MESSAGES_PER_MIN: '100000',
+        LIMIT_WRITES_PER_MIN: '100000',
+        LOG_LEVEL: 'warn',
+      },
+      log: false,
+    }));
+    const origin = child.url;
+    const tag = randomBytes(3).toString('hex');
+    const [me, bob, carol] = [`alice_${tag}`, `bob_${tag}`, `carol_${tag}`];
+    const password = PASSWORD_WORDS();
+    // The peers exist, with a device, so the receipts the app sends on reading reach a queue.
+    for (const nick of [bob, carol]) {
+      const m = messenger(origin);
+      await m.register({ nick, password, kdf: KDF_MIN });
+      await m.ensureDevice(`bench-${nick}`);
+    }
+    const alice = messenger(origin);
+    await alice.register({ nick: me, password, kdf: KDF_MIN });
+    for (const peer of [bob, carol]) await alice.api.addContact(peer);
+    const keys = { history: alice.historyKey, index: alice.indexKey };
+    const dbName = await accountDbName(alice.indexKey);
+
+    log(`making ${o.records} sealed records for each of two chats…`);
+    const opening = await chatSeed(keys, me, bob, o.records, o.unread);
+
+    browser = await launchBrowser(process.env.CHROMIUM);
+    const context = await browser.newContext({ baseURL: origin, viewport: { width: 1280, height: 800 } });
+    context.setDefaultTimeout(60_000);
+    await context.addInitScript(PROBES);
+    const page = await context.newPage();
+    page.on('pageerror', (e) => errors.push(`uncaught: ${e.message}`));
+    page.on('console', (m) => {
+      if (m.type() === 'error' && !/^Failed to load resource/.test(m.text())) errors.push(`console.error: ${m.text()}`);
+    });
+    // Sign in on this browser: it makes the account's database and keeps the session for reloads.
+    await page.goto('/');
+    await page.getByRole('textbox', { name: 'Nick', exact: true }).fill(me);
+    await page.getByLabel('Password', { exact: true }).filter({ visible: true }).fill(password);
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await page.getByRole('navigation', { name: 'Chats' }).waitFor({ timeout: 120_000 });
+    await quiet(page);
+    const supported = await page.evaluate(() => PerformanceObserver.supportedEntryTypes.includes('longtask'));
+    if (!supported) throw new Error('this Chromium reports no long tasks');
+
+    const figures: PageFigures = {
+      open: [],
+      openLongest: [],
+      expiryLongest: [],
+      countdownLongest: [],
+      expiryWall: [],
+      chromium: browser.version(),
+      load: '',
+    };
+    const loadStart = loadavg()[0]!.toFixed(2);
+    for (let run = 0; run < o.runs; run++) {
+      let stop: () => Promise<void> = async () => undefined;
+      const landed = await openSeeded(page, dbName, opening, bob, async () => {
+        if (run === 0) stop = await profiler(page, o.profileDir, 'open');
+      });
+      await stop();
+      await quiet(page);
+      figures.open.push(landed.ms);
+      figures.openLongest.push(await longestSince(page, landed.click, landed.at));
+      log(`open ${run + 1}: ${landed.ms.toFixed(1)} ms to "New messages" (longest task ${figures.openLongest.at(-1)!.toFixed(0)} ms)`);
+    }
+
+    for (let run = 0; run < o.expiryRuns; run++) {
+      const deadline = Date.now() + LEAD_MS;
+      const expiring = await chatSeed(keys, me, carol, o.records, o.expiring, { expire: TIMER_SECONDS, seenAt: deadline - TIMER_SECONDS * 1000 });
+      const landed = await openSeeded(page, dbName, expiring, carol);
+      // Opening marks the 1,000 read (a read and a write each); wait for that to end.
+      await quiet(page, 1_500, Math.max(0, deadline - 3_000 - Date.now()));
+      const armed = await page.evaluate((ids) => {
+        const w = window as unknown as Probe;
+        const onScreen = new Set(Array.from(document.querySelectorAll('[role="log"] li[data-id]')).map((li) => li.getAttribute('data-id')));
+        const timers = document.querySelectorAll('[role="log"] [role="timer"]').length;
+        const missing = ids.filter((id) => !onScreen.has(id)).length;
+        w.__idb.armedAt = performance.now();
+        w.__idb.firstAfter = null;
+        w.__gone = new Promise((resolve, reject) => {
+          const patience = setTimeout(() => reject(new Error('the expiring messages were still on screen 2 minutes later')), 120_000);
+          const frame = () => {
+            const left = ids.some((id) => document.querySelector(`[role="log"] li[data-id="${id}"]`));
+            if (!left) {
+              clearTimeout(patience);
+              return resolve(performance.now());
+            }
+            requestAnimationFrame(frame);
+          };
+          requestAnimationFrame(frame);
+        });
+        return { at: w.__idb.armedAt, now: Date.now(), missing, timers };
+      }, expiring.unreadIds);
+      if (armed.missing > 0)
+        throw new Error(`${armed.missing} of the ${o.expiring} expiring messages were not on screen before their timers ran out`);
+      if (armed.now > deadline - 2_000)
+        throw new Error(`the page took ${((armed.at - landed.at) / 1000).toFixed(1)} s to settle after opening, too close to the deadline`);
+      const stop = await profiler(page, run === 0 ? o.profileDir : undefined, 'expiry');
+      const gone = await page.evaluate(() => (window as unknown as Probe).__gone!);
+      await stop();
+      const start = await page.evaluate(() => (window as unknown as Probe).__idb.firstAfter);
+      if (start === null) throw new Error('the expiry touched no IndexedDB');
+      await quiet(page);
+      figures.expiryWall.push(gone - start);
+      figures.expiryLongest.push(await longestSince(page, start));
+      figures.countdownLongest.push(await longestSince(page, armed.at, start));
+      const tasks = await page.evaluate(
+        (from) =>
+          (window as unknown as Probe).__longTasks
+            .filter((t) => t.start >= from)
+            .map((t) => `${((t.start - from) / 1000).toFixed(1)} s: ${t.duration.toFixed(0)} ms`),
+        armed.at,
+      );
+      log(
+        `expiry ${run + 1}: ${armed.timers} timers on screen, the expiry began ${((start - armed.at) / 1000).toFixed(1)} s after the page settled; all gone ${(gone - start).toFixed(0)} ms after its first read; long tasks since the page settled: ${tasks.join(', ') || 'none'}`,
+      );
+    }
+    figures.load = `${loadStart} → ${loadavg()[0]!.toFixed(2)}`;
+    if (errors.length > 0) throw new Error(`the page reported errors:\n${errors.join('\n')}`);
+    return figures;
+  } finally {
+    await browser?.close();
+    await stopAll();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
