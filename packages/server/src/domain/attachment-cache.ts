@@ -10,13 +10,26 @@ export class AttachmentCache {
   /** Map order is use order: the first entry is the least recently used. */
   private readonly files = new Map<string, { sha256: Buffer; bytes: Buffer }>();
   private held = 0;
+  /** Bytes of files being read whole to be kept (reserve() to release()). */
+  private gathering = 0;
 
   /** `maxBytes` 0 keeps nothing. */
   constructor(readonly maxBytes: number) {}
 
-  /** Whether a file of `size` bytes would be kept (larger files are not read whole to keep them). */
-  fits(size: number): boolean {
-    return size <= this.maxBytes;
+  /**
+   * Whether a file of `size` bytes may be read whole to be kept: it fits, and the files being
+   * gathered at once stay within the same budget, so finishes and downloads of many large files
+   * at the same moment hold at most `maxBytes` more than they would hold streaming. A true answer
+   * must be ended with release(size), kept or not.
+   */
+  reserve(size: number): boolean {
+    if (size > this.maxBytes || this.gathering + size > this.maxBytes) return false;
+    this.gathering += size;
+    return true;
+  }
+
+  release(size: number): void {
+    this.gathering -= size;
   }
 
   get(id: string, sha256: Uint8Array): Buffer | undefined {
@@ -32,7 +45,7 @@ export class AttachmentCache {
   }
 
   put(id: string, sha256: Buffer, bytes: Buffer): void {
-    if (!this.fits(bytes.length)) return;
+    if (bytes.length > this.maxBytes) return;
     this.drop(id);
     for (const [oldest, f] of this.files) {
       if (this.held + bytes.length <= this.maxBytes) break;

@@ -50,17 +50,17 @@ function partsProblem(rec: AttachmentRecord, f: FinishAttachmentRequest): string
   return total === f.size ? null : `The parts hold ${total} bytes, not ${f.size}.`;
 }
 
-/** The SHA-256 of the stored parts, and their bytes joined when the cache would keep them. */
-async function readWhole(deps: Deps, id: string, parts: number, size: number): Promise<{ sha256: Buffer; bytes: Buffer | null }> {
+/** The SHA-256 of the stored parts, and with `keep` their bytes joined. */
+async function readWhole(deps: Deps, id: string, parts: number, size: number, keep: boolean): Promise<{ sha256: Buffer; bytes: Buffer | null }> {
   const h = createHash('sha256');
-  const keep: Uint8Array[] | null = deps.attachmentCache.fits(size) ? [] : null;
+  const kept: Uint8Array[] | null = keep ? [] : null;
   for (let from = 0; from < parts; from += READ_BATCH) {
     for (const part of await deps.store.readAttachmentParts(id, from, READ_BATCH)) {
       h.update(part);
-      keep?.push(part);
+      kept?.push(part);
     }
   }
-  return { sha256: h.digest(), bytes: keep && Buffer.concat(keep, size) };
+  return { sha256: h.digest(), bytes: kept && Buffer.concat(kept, size) };
 }
 
 /**
@@ -87,13 +87,18 @@ export async function finish(
     if (f.size > a.maxBytes) throw tooLarge(a);
     const problem = partsProblem(rec, f);
     if (problem) throw new ApiError('attachment_mismatch', { message: problem });
-    const whole = await readWhole(deps, id, f.parts, f.size);
-    if (!stated.equals(whole.sha256))
-      throw new ApiError('attachment_mismatch', { message: 'The SHA-256 of the stored parts is not the one stated.' });
-    const now = deps.now();
-    if ((await deps.store.finishAttachment({ id, nick: caller.nick, version: rec.version, size: f.size, sha256: stated, now })) === 'finished') {
-      if (whole.bytes) deps.attachmentCache.put(id, stated, whole.bytes);
-      return { created: true, info: { id, size: f.size, finishedAt: now } };
+    const keep = deps.attachmentCache.reserve(f.size);
+    try {
+      const whole = await readWhole(deps, id, f.parts, f.size, keep);
+      if (!stated.equals(whole.sha256))
+        throw new ApiError('attachment_mismatch', { message: 'The SHA-256 of the stored parts is not the one stated.' });
+      const now = deps.now();
+      if ((await deps.store.finishAttachment({ id, nick: caller.nick, version: rec.version, size: f.size, sha256: stated, now })) === 'finished') {
+        if (whole.bytes) deps.attachmentCache.put(id, stated, whole.bytes);
+        return { created: true, info: { id, size: f.size, finishedAt: now } };
+      }
+    } finally {
+      if (keep) deps.attachmentCache.release(f.size);
     }
   }
   throw new ApiError('attachment_mismatch', { message: 'Parts were written while the finish checked them; finish again once they are all up.' });
@@ -138,28 +143,34 @@ async function* parts(deps: Deps, rec: AttachmentRecord, start: number): AsyncIt
   let skip = start - first * ATTACHMENT.partBytes;
   // A whole file the cache would keep is kept once it has all been read: the next member's
   // download of a room's photo comes from memory.
-  const keep: Buffer[] | null = start === 0 && deps.attachmentCache.fits(rec.size!) ? [] : null;
-  const read = (n: number) => (n < count ? deps.store.readAttachmentParts(id, n, READ_BATCH) : Promise.resolve([]));
-  // The next batch is read while this one is written to the socket.
-  let next = read(first);
-  for (let n = first; n < count; n += READ_BATCH) {
-    const batch = await next;
-    // Deleted or purged while it was being read: the response ends short, and the client's
-    // check of the size and hash refuses it.
-    if (batch.length === 0) return;
-    next = read(n + READ_BATCH);
-    // Not awaited if the response ends first (the client went away); its failure is the next read's.
-    next.catch(() => undefined);
-    // One write of the batch's bytes, not one a part: a stream's cost is per chunk, not per byte.
-    const bytes = batch.length === 1 ? asBuffer(batch[0]!) : Buffer.concat(batch);
-    keep?.push(bytes);
-    yield skip > 0 ? bytes.subarray(skip) : bytes;
-    skip = 0;
-    if (batch.length < READ_BATCH) break;
-  }
-  if (keep) {
-    const whole = Buffer.concat(keep);
-    if (whole.length === rec.size) deps.attachmentCache.put(id, Buffer.from(rec.sha256!), whole);
+  const size = rec.size!;
+  const keep: Buffer[] | null = start === 0 && deps.attachmentCache.reserve(size) ? [] : null;
+  // Ended by the loop, or by the stream's end when the client goes away (Readable.from calls return()).
+  try {
+    const read = (n: number) => (n < count ? deps.store.readAttachmentParts(id, n, READ_BATCH) : Promise.resolve([]));
+    // The next batch is read while this one is written to the socket.
+    let next = read(first);
+    for (let n = first; n < count; n += READ_BATCH) {
+      const batch = await next;
+      // Deleted or purged while it was being read: the response ends short, and the client's
+      // check of the size and hash refuses it.
+      if (batch.length === 0) return;
+      next = read(n + READ_BATCH);
+      // Not awaited if the response ends first (the client went away); its failure is the next read's.
+      next.catch(() => undefined);
+      // One write of the batch's bytes, not one a part: a stream's cost is per chunk, not per byte.
+      const bytes = batch.length === 1 ? asBuffer(batch[0]!) : Buffer.concat(batch);
+      keep?.push(bytes);
+      yield skip > 0 ? bytes.subarray(skip) : bytes;
+      skip = 0;
+      if (batch.length < READ_BATCH) break;
+    }
+    if (keep) {
+      const whole = Buffer.concat(keep);
+      if (whole.length === size) deps.attachmentCache.put(id, Buffer.from(rec.sha256!), whole);
+    }
+  } finally {
+    if (keep) deps.attachmentCache.release(size);
   }
 }
 

@@ -23,7 +23,7 @@ test('the cache holds at most its byte budget, dropping the least recently used 
 
 test('a file larger than the budget is not kept, and a budget of 0 keeps nothing', () => {
   const cache = new AttachmentCache(300);
-  assert.equal(cache.fits(301), false);
+  assert.equal(cache.reserve(301), false);
   cache.put('big', sha(1), file(301));
   assert.equal(cache.get('big', sha(1)), undefined);
   assert.equal(cache.bytes, 0);
@@ -49,4 +49,14 @@ test('a file put again replaces the one kept, and a drop frees its bytes', () =>
   cache.drop('a');
   cache.drop('a');
   assert.equal(cache.bytes, 0);
+});
+
+test('files read whole to be kept at once hold at most the budget; a release makes room again', () => {
+  const cache = new AttachmentCache(300);
+  assert.equal(cache.reserve(200), true);
+  assert.equal(cache.reserve(200), false, 'a second large file at the same time streams without being kept');
+  assert.equal(cache.reserve(100), true);
+  cache.release(200);
+  assert.equal(cache.reserve(200), true);
+  assert.equal(new AttachmentCache(0).reserve(1), false);
 });
