@@ -141,14 +141,8 @@ export { quotedRecord } from './conversation/quote.js';
 export { Outbox, RECEIPT_DELAY_MS, type OutboxDeps } from './conversation/outbox.js';
 export { Pacer, DEFAULT_MESSAGE_LIMIT, WINDOW_MS, type PacerSnapshot } from './conversation/pacer.js';
 export { SearchIndex, fold, searchEntry, type SearchHit } from './conversation/search.js';
-export {
-  SearchStore,
-  SEARCH_FORMAT,
-  SEARCH_PART_SIZE,
-  K_SEARCH_MANIFEST,
-  searchPartKey,
-  type SearchStoreOptions,
-} from './conversation/search-store.js';
+export { SearchStore } from './conversation/search-store.js';
+export { SEARCH_FORMAT, SEARCH_PART_SIZE, K_SEARCH_MANIFEST, searchPartKey, type SearchStoreOptions } from './conversation/search-parts.js';
 export { applyPin, isPinnable, pinnedMessages, pinKey, pinStamp } from './conversation/message-pins.js';
 export {
   TIMER_CHOICES,

@@ -19,103 +19,28 @@
  * reports them, and a forgotten chat's parts before forgetChat() resolves.
  */
 import type { ChatId } from '../envelopes.js';
-import type { ChatMessage, OutboxItem, PendingAction } from './model.js';
-import { SearchIndex, sameEntry, searchEntry, type SearchHit } from './search.js';
-import type { ChatRange, ConversationStore } from './store.js';
+import type { ChatMessage } from './model.js';
+import { SearchIndex, searchEntry, type SearchHit } from './search.js';
+import { addEntry, affects, apply, chatOf, partValues } from './search-entries.js';
+import {
+  ChatState,
+  K_SEARCH_MANIFEST,
+  manifestOf,
+  parseManifest,
+  readChatParts,
+  SEARCH_DELAY_MS,
+  SEARCH_PART_SIZE,
+  searchPartKey,
+  type Effect,
+  type Op,
+  type SearchStoreOptions,
+  type StoredEntry,
+} from './search-parts.js';
+import { LatestWrite } from './latest-write.js';
+import type { ConversationStore } from './store.js';
+import { StoreOver } from './store-over.js';
 
-/** The layout of the stored index: any other is built again from the records. */
-export const SEARCH_FORMAT = 1;
-export const K_SEARCH_MANIFEST = 'search.manifest';
-/** The name of a chat's part `n`. */
-export const searchPartKey = (chat: string, n: number): string => `search|${chat}|${n}`;
-/** Entries per part: a busy chat rewrites only its newest part, so parts stay small enough to write often. */
-export const SEARCH_PART_SIZE = 2_000;
-const DELAY_MS = 2_000;
-
-type StoredEntry = [id: string, from: string, ts: number, body: string, file?: string];
-interface StoredPart {
-  v: number;
-  chat: string;
-  n: number;
-  entries: StoredEntry[];
-}
-/** `chats`: [chat, parts, dirty]; every part key of a chat is below its `parts`. */
-interface StoredManifest {
-  v: number;
-  complete: boolean;
-  chats: [chat: string, parts: number, dirty: 0 | 1][];
-}
-
-type Op = { put: ChatMessage } | { remove: string } | { forget: string };
-type Effect = 'none' | 'change' | 'removal';
-
-class ChatState {
-  /** Every part key of the chat in the store is below this (a part beyond it is counted in the manifest before it is written). */
-  parts = 0;
-  /** The manifest says, or is about to say, that the parts may not match the records. */
-  dirty = false;
-  /** Resolves once a manifest that says `dirty` is durable; null until one is asked for. */
-  marked: Promise<void> | null = null;
-  /** The parts are not to be read (a mark left by a session that stopped, or a part that did not open): made again from the records. */
-  stale = false;
-  /** The chat's entries are in the index. */
-  loaded = false;
-  loading: Promise<void> | null = null;
-  /** How many entries each part holds (an entry's part is kept with it in the index). */
-  sizes: number[] = [];
-  /** Parts whose content changed since they were written. */
-  readonly changed = new Set<number>();
-  /** Changes begun (a write marks the chat clean only when none began meanwhile), and those not finished. */
-  gen = 0;
-  inflight = 0;
-  /** Changes that came while the entries were being read or made again, applied over them. */
-  pending: Op[] = [];
-  /** The write waiting behind the one running, shared by whoever asks meanwhile. */
-  next: Promise<void> | null = null;
-  running: Promise<void> = Promise.resolve();
-
-  constructor(readonly chat: string) {}
-}
-
-export interface SearchStoreOptions {
-  /** How long after a change its part is written (ms); removals go at settle(). */
-  delayMs?: number;
-  /** Entries per part. */
-  partSize?: number;
-  /** Told what failed in the background (a write that is retried later). */
-  onError?: (e: unknown) => void;
-}
-
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-
-function parseManifest(v: unknown): { chats: [string, number, boolean][] } | { keys: string[] } {
-  const chats: [string, number, boolean][] = [];
-  const list = isRecord(v) && Array.isArray(v.chats) ? (v.chats as unknown[]) : [];
-  for (const c of list)
-    if (Array.isArray(c) && typeof c[0] === 'string' && Number.isSafeInteger(c[1]) && (c[1] as number) >= 0)
-      chats.push([c[0], c[1] as number, c[2] === 1]);
-  if (isRecord(v) && v.v === SEARCH_FORMAT && v.complete === true && chats.length === list.length) return { chats };
-  // Not built, or by another format: the parts it names go when this one is built.
-  return { keys: chats.flatMap(([chat, parts]) => Array.from({ length: Math.min(parts, 100_000) }, (_, n) => searchPartKey(chat, n))) };
-}
-
-/** The entries of a stored part, checked; null when it is not part `n` of `chat` in this format. */
-function parsePart(v: unknown, chat: string, n: number): StoredEntry[] | null {
-  if (!isRecord(v) || v.v !== SEARCH_FORMAT || v.chat !== chat || v.n !== n || !Array.isArray(v.entries)) return null;
-  for (const e of v.entries as unknown[])
-    if (
-      !Array.isArray(e) ||
-      typeof e[0] !== 'string' ||
-      typeof e[1] !== 'string' ||
-      typeof e[2] !== 'number' ||
-      typeof e[3] !== 'string' ||
-      (e[4] !== undefined && typeof e[4] !== 'string')
-    )
-      return null;
-  return v.entries as StoredEntry[];
-}
-
-export class SearchStore implements ConversationStore {
+export class SearchStore extends StoreOver {
   private readonly idx = new SearchIndex();
   private readonly chats = new Map<string, ChatState>();
   private readonly delayMs: number;
@@ -133,14 +58,12 @@ export class SearchStore implements ConversationStore {
   private readonly urgent = new Set<ChatState>();
   private timer: ReturnType<typeof setTimeout> | null = null;
   private closed = false;
-  private manifestRunning: Promise<void> = Promise.resolve();
-  private manifestNext: Promise<void> | null = null;
+  /** The manifest as it is when each write begins. */
+  private readonly manifest = new LatestWrite(() => this.inner.putMeta(K_SEARCH_MANIFEST, manifestOf(this.complete, this.chats.values())));
 
-  constructor(
-    readonly inner: ConversationStore,
-    o: SearchStoreOptions = {},
-  ) {
-    this.delayMs = o.delayMs ?? DELAY_MS;
+  constructor(inner: ConversationStore, o: SearchStoreOptions = {}) {
+    super(inner);
+    this.delayMs = o.delayMs ?? SEARCH_DELAY_MS;
     this.partSize = o.partSize ?? SEARCH_PART_SIZE;
     this.onError = o.onError ?? (() => undefined);
   }
@@ -189,11 +112,11 @@ export class SearchStore implements ConversationStore {
 
   // ---- ConversationStore: record writes keep the index in step ----
 
-  put(m: ChatMessage): Promise<void> {
+  override put(m: ChatMessage): Promise<void> {
     return this.change(m.chat, { put: m }, () => this.inner.put(m));
   }
 
-  async remove(id: string): Promise<void> {
+  override async remove(id: string): Promise<void> {
     await this.open();
     let chat = this.idx.chatOfId(id);
     if (chat === undefined && this.complete) chat = (await this.inner.get(id))?.chat;
@@ -201,53 +124,10 @@ export class SearchStore implements ConversationStore {
   }
 
   /** Drops a chat's records, then its parts: neither stays once this resolves. */
-  async forgetChat(chat: ChatId): Promise<void> {
+  override async forgetChat(chat: ChatId): Promise<void> {
     await this.change(chat, { forget: chat }, () => this.inner.forgetChat(chat));
     const c = this.chats.get(chat);
     if (c && this.complete) await this.write(c);
-  }
-
-  get(id: string): Promise<ChatMessage | undefined> {
-    return this.inner.get(id);
-  }
-  idForMid(from: string, mid: string): Promise<string | undefined> {
-    return this.inner.idForMid(from, mid);
-  }
-  chat(chat: ChatId, o?: ChatRange): Promise<ChatMessage[]> {
-    return this.inner.chat(chat, o);
-  }
-  all(): Promise<ChatMessage[]> {
-    return this.inner.all();
-  }
-  addPending(p: PendingAction): Promise<void> {
-    return this.inner.addPending(p);
-  }
-  takePending(target: string): Promise<PendingAction[]> {
-    return this.inner.takePending(target);
-  }
-  countPending(o?: { from: string; chat?: ChatId }): Promise<number> {
-    return this.inner.countPending(o);
-  }
-  purgePending(before: number): Promise<{ removed: number; oldest?: number }> {
-    return this.inner.purgePending(before);
-  }
-  outboxList(): Promise<OutboxItem[]> {
-    return this.inner.outboxList();
-  }
-  outboxPut(item: OutboxItem): Promise<void> {
-    return this.inner.outboxPut(item);
-  }
-  outboxRemove(id: string): Promise<void> {
-    return this.inner.outboxRemove(id);
-  }
-  getMeta(key: string): Promise<unknown> {
-    return this.inner.getMeta(key);
-  }
-  putMeta(key: string, value: unknown): Promise<void> {
-    return this.inner.putMeta(key, value);
-  }
-  removeMeta(key: string): Promise<void> {
-    return this.inner.removeMeta(key);
   }
 
   // ---- changes ----
@@ -269,12 +149,12 @@ export class SearchStore implements ConversationStore {
     try {
       if (!c.loaded && !c.stale && !('forget' in op)) await this.load(c, false);
       let marked = false;
-      if (!c.loaded || this.affects(c, op)) {
+      if (!c.loaded || affects(this.idx, c, op)) {
         await this.mark(c);
         marked = true;
       }
       await write();
-      const effect = this.apply(c, op);
+      const effect = apply(this.idx, c, op, this.partSize);
       // Only when another change of the same record came in between.
       if (effect !== 'none' && !marked) await this.mark(c);
       this.noted(c, effect);
@@ -285,12 +165,12 @@ export class SearchStore implements ConversationStore {
 
   /** A change written while the index was built, applied once the build is done. */
   private async late(op: Op): Promise<void> {
-    const chat = 'put' in op ? op.put.chat : 'forget' in op ? op.forget : this.idx.chatOfId(op.remove);
+    const chat = chatOf(this.idx, op);
     if (chat === undefined) return;
     const c = this.state(chat);
     c.gen++;
     await this.mark(c);
-    this.noted(c, this.apply(c, op));
+    this.noted(c, apply(this.idx, c, op, this.partSize));
   }
 
   private noted(c: ChatState, effect: Effect): void {
@@ -298,78 +178,6 @@ export class SearchStore implements ConversationStore {
     this.toWrite.add(c);
     if (effect === 'removal') this.urgent.add(c);
     this.schedule();
-  }
-
-  /** Whether `op` alters the entries of a loaded chat. */
-  private affects(c: ChatState, op: Op): boolean {
-    if ('forget' in op) return c.parts > 0 || this.idx.chatSize(c.chat) > 0;
-    if ('remove' in op) return this.holds(c, op.remove);
-    const hit = searchEntry(op.put);
-    const old = this.idx.get(op.put.id, c.chat);
-    return hit ? !old || !sameEntry(old, hit) : old !== undefined;
-  }
-
-  private apply(c: ChatState, op: Op): Effect {
-    if ('forget' in op) {
-      if (!c.loaded && c.loading) {
-        c.pending.push(op);
-        return 'removal';
-      }
-      this.idx.forgetChat(c.chat);
-      c.sizes = [];
-      c.changed.clear();
-      c.pending = [];
-      c.loaded = true;
-      c.stale = false;
-      return 'removal';
-    }
-    if (!c.loaded) {
-      c.pending.push(op);
-      return 'remove' in op || op.put.deleted ? 'removal' : 'change';
-    }
-    if ('remove' in op) {
-      if (!this.holds(c, op.remove)) return 'none';
-      this.drop(c, op.remove);
-      return 'removal';
-    }
-    const hit = searchEntry(op.put);
-    const has = this.holds(c, op.put.id);
-    if (!hit) {
-      if (!has) return 'none';
-      this.drop(c, op.put.id);
-      return 'removal';
-    }
-    if (has) {
-      const old = this.idx.get(hit.id, c.chat);
-      if (old && sameEntry(old, hit)) return 'none';
-      const n = this.idx.partOf(hit.id, c.chat)!;
-      this.idx.setFields(hit.id, hit.chat, hit.from, hit.ts, hit.body, hit.file, n);
-      c.changed.add(n);
-      return 'change';
-    }
-    this.add(c, hit);
-    return 'change';
-  }
-
-  private add(c: ChatState, hit: SearchHit): void {
-    if (c.sizes.length === 0 || c.sizes.at(-1)! >= this.partSize) c.sizes.push(0);
-    const n = c.sizes.length - 1;
-    c.sizes[n]!++;
-    c.changed.add(n);
-    // A record never changes chat, so no other chat holds its id.
-    this.idx.setFields(hit.id, hit.chat, hit.from, hit.ts, hit.body, hit.file, n);
-  }
-
-  /** Whether record `id` has an entry in this chat. */
-  private holds(c: ChatState, id: string): boolean {
-    return this.idx.holds(c.chat, id);
-  }
-
-  private drop(c: ChatState, id: string): void {
-    const n = this.idx.partOf(id, c.chat)!;
-    c.sizes[n]!--;
-    c.changed.add(n);
-    this.idx.remove(id, c.chat);
   }
 
   // ---- reading ----
@@ -433,14 +241,9 @@ export class SearchStore implements ConversationStore {
   }
 
   private async readParts(c: ChatState): Promise<void> {
-    const parts: StoredEntry[][] = [];
+    let parts: StoredEntry[][];
     try {
-      const values = await Promise.all(Array.from({ length: c.parts }, (_, n) => this.inner.getMeta(searchPartKey(c.chat, n))));
-      for (let n = 0; n < values.length; n++) {
-        const part = parsePart(values[n], c.chat, n);
-        if (!part) throw new Error(`search index: part ${n} of a chat does not read`);
-        parts.push(part);
-      }
+      parts = await readChatParts((key) => this.inner.getMeta(key), c.chat, c.parts);
     } catch (e) {
       // Missing, unopened or malformed: the chat's entries are made again from its records.
       this.onError(e);
@@ -468,7 +271,7 @@ export class SearchStore implements ConversationStore {
     c.sizes = [];
     for (const m of records) {
       const hit = searchEntry(m);
-      if (hit) this.add(c, hit);
+      if (hit) addEntry(this.idx, c, hit, this.partSize);
     }
     c.stale = false;
     this.loaded(c);
@@ -480,7 +283,7 @@ export class SearchStore implements ConversationStore {
     const pending = c.pending;
     c.pending = [];
     c.loaded = true;
-    for (const op of pending) this.noted(c, this.apply(c, op));
+    for (const op of pending) this.noted(c, apply(this.idx, c, op, this.partSize));
   }
 
   private async loadAll(): Promise<void> {
@@ -508,12 +311,12 @@ export class SearchStore implements ConversationStore {
     }
     for (const m of all) {
       const hit = searchEntry(m);
-      if (hit) this.add(this.state(m.chat), hit);
+      if (hit) addEntry(this.idx, this.state(m.chat), hit, this.partSize);
     }
     this.complete = true;
     for (const op of ops) {
-      const chat = 'put' in op ? op.put.chat : 'forget' in op ? op.forget : this.idx.chatOfId(op.remove);
-      if (chat !== undefined) this.apply(this.state(chat), op);
+      const chat = chatOf(this.idx, op);
+      if (chat !== undefined) apply(this.idx, this.state(chat), op, this.partSize);
     }
     // Every chat is listed dirty until its parts are written, so a stop before that rebuilds it.
     for (const c of this.chats.values()) c.dirty = true;
@@ -547,19 +350,7 @@ export class SearchStore implements ConversationStore {
 
   /** Writes the manifest as it is when the write begins; callers meanwhile share the next write. */
   private saveManifest(): Promise<void> {
-    if (this.manifestNext) return this.manifestNext;
-    const next = this.manifestRunning.then(() => {
-      this.manifestNext = null;
-      const value: StoredManifest = {
-        v: SEARCH_FORMAT,
-        complete: this.complete,
-        chats: [...this.chats.values()].filter((c) => c.dirty || c.parts > 0).map((c) => [c.chat, c.parts, c.dirty ? 1 : 0]),
-      };
-      return this.inner.putMeta(K_SEARCH_MANIFEST, value);
-    });
-    this.manifestNext = next;
-    this.manifestRunning = next.catch(() => undefined);
-    return next;
+    return this.manifest.run();
   }
 
   private schedule(): void {
@@ -576,14 +367,8 @@ export class SearchStore implements ConversationStore {
 
   /** Writes the chat's changed parts (one write at a time per chat; whoever asks meanwhile shares the next). */
   private write(c: ChatState): Promise<void> {
-    if (c.next) return c.next;
-    const next = c.running.then(() => {
-      c.next = null;
-      return this.writeNow(c);
-    });
-    c.next = next;
-    c.running = next.catch(() => undefined);
-    return next;
+    c.writes ??= new LatestWrite(() => this.writeNow(c));
+    return c.writes.run();
   }
 
   private async writeNow(c: ChatState): Promise<void> {
@@ -605,7 +390,7 @@ export class SearchStore implements ConversationStore {
       const changed = [...c.changed].filter((n) => n < count);
       c.changed.clear();
       try {
-        const values = this.partValues(c, changed);
+        const values = partValues(this.idx, c, changed);
         await Promise.all(changed.map((n, i) => this.inner.putMeta(searchPartKey(c.chat, n), values[i])));
         for (let n = count; n < c.parts; n++) await this.inner.removeMeta(searchPartKey(c.chat, n));
       } catch (e) {
@@ -626,14 +411,5 @@ export class SearchStore implements ConversationStore {
       this.schedule();
       throw e;
     }
-  }
-
-  /** Parts `ns` of the chat as stored, in one pass over its entries. */
-  private partValues(c: ChatState, ns: number[]): StoredPart[] {
-    const parts = ns.map((n): StoredPart => ({ v: SEARCH_FORMAT, chat: c.chat, n, entries: [] }));
-    const at = new Map(ns.map((n, i) => [n, parts[i]!.entries]));
-    for (const [e, n] of this.idx.chatEntries(c.chat))
-      at.get(n)?.push(e.file !== undefined ? [e.id, e.from, e.ts, e.body, e.file] : [e.id, e.from, e.ts, e.body]);
-    return parts;
   }
 }
