@@ -21,6 +21,10 @@ import { onPopupClosed, popupIn } from './actionmenu.js';
 import { clear, h } from './dom.js';
 import { dayKey, dayLabel } from './format.js';
 import { messageItem, type ItemContext } from './messageitem.js';
+import { continues, NEW_MESSAGES, patchedInPlace } from './log-rows.js';
+import type { MessageLog, Unread } from './messagelog-types.js';
+
+export type { MessageLog, Unread } from './messagelog-types.js';
 
 /** Records read when a chat opens and per "Show older messages". */
 export const PAGE = 100;
@@ -30,74 +34,6 @@ const CONTEXT = 20;
 
 /** Rows drawn at once below "New messages" when a chat opens, and then per task until all are. */
 export const SLICE = 60;
-
-/** Messages of one sender closer than this in time share one head (name and time). */
-export const GROUP_MS = 5 * 60_000;
-
-export const NEW_MESSAGES = 'New messages';
-
-/** Whether `m` continues the group of `prev`, the record before it in the log. */
-export function continues(prev: ChatMessage | undefined, m: ChatMessage): boolean {
-  return (
-    !!prev &&
-    prev.kind !== 'event' &&
-    m.kind !== 'event' &&
-    prev.from === m.from &&
-    m.ts >= prev.ts &&
-    m.ts - prev.ts < GROUP_MS &&
-    dayKey(prev.ts) === dayKey(m.ts)
-  );
-}
-
-/** Where a chat opens (the SDK's UnreadSince, or its summary alone). */
-export interface Unread {
-  first: string | null;
-  count: number;
-  since?: ChatMessage[];
-}
-
-export interface MessageLog {
-  el: HTMLElement;
-  /** "Jump to latest", shown while the log is scrolled up from the bottom (placed over the log's foot). */
-  jump: HTMLButtonElement;
-  /**
-   * Reads the newest page; resolves when it is on screen. With `unread` (the first unread record's
-   * id), reads back to it, shows "New messages" above it and scrolls there; `since`, the records
-   * the count was read from (those after the read marker), are taken as they are.
-   */
-  open(unread?: Unread): Promise<void>;
-  upsert(m: ChatMessage): void;
-  /** Many records at once (history from another device or a file): one rebuild for all. */
-  upsertMany(ms: ChatMessage[]): void;
-  remove(id: string): void;
-  /** Many records gone at once (disappearing messages): one rebuild for all. */
-  removeMany(ids: Iterable<string>): void;
-  get(id: string): ChatMessage | undefined;
-  /** The drawn row of a record, if it is drawn. */
-  row(id: string): HTMLElement | undefined;
-  /** What is on screen, oldest first. */
-  records(): ChatMessage[];
-  /** Re-renders the rows of these ids (a countdown ticked, a member list changed). */
-  refresh(ids: Iterable<string>): void;
-  /** Scrolls to a message and marks it for a moment; reads older pages until it is found. */
-  reveal(id: string): Promise<boolean>;
-  /** Stops listening (the chat was closed). */
-  destroy(): void;
-}
-
-const STATUS = '[role="status"]';
-
-/** Gives `row` the status of `drawn` when that is all that differs between them; false otherwise. */
-function patchedInPlace(row: HTMLLIElement, drawn: HTMLLIElement): boolean {
-  const now = row.querySelector(STATUS);
-  const next = drawn.querySelector(STATUS);
-  if (!now || !next) return row.isEqualNode(drawn);
-  const probe = row.cloneNode(true) as HTMLLIElement;
-  probe.querySelector(STATUS)!.replaceWith(next.cloneNode(true));
-  if (!probe.isEqualNode(drawn)) return false;
-  if (!now.isEqualNode(next)) now.replaceWith(next);
-  return true;
-}
 
 export function messageLog(o: {
   chat: ChatId;
