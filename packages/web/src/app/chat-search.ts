@@ -4,7 +4,7 @@
  * sealed in the store between sessions (parts per chat, docs/WEB.md), so the first search of a
  * session opens a few large values instead of decrypting the whole history.
  */
-import { SearchStore, type SearchIndex } from '@svc/sdk';
+import { SearchStore, type ChatId, type SearchIndex } from '@svc/sdk';
 import type { IdbConversationStore } from './conversation-store.js';
 
 export class ChatSearch {
@@ -25,7 +25,7 @@ export class ChatSearch {
   }
 
   /** Drops a chat's records and its part of the index, both before it resolves. */
-  forgetChat(chat: Parameters<SearchStore['forgetChat']>[0]): Promise<void> {
+  forgetChat(chat: ChatId): Promise<void> {
     return this.store.forgetChat(chat);
   }
 

@@ -89,23 +89,25 @@ export class IdbConversationStore implements ConversationStore {
   }
 
   /**
-   * The records opened last, by row and nonce: opening a chat reads the same weeks twice (its
-   * unread count, then its log), and each record is decrypted once. A row written again has a new
-   * nonce, so nothing stale is found; callers get copies. Memory only, gone with the session.
+   * The records opened last, by row, with the nonce they were opened from: opening a chat reads the
+   * same weeks twice (its unread count, then its log), and each record is decrypted once. A row
+   * written again has a new nonce, so nothing stale is found; callers get copies. A record written,
+   * removed or forgotten here leaves at once, so no text a deletion or an expiry took stays in
+   * memory. Memory only, gone with the session.
    */
-  private readonly opened = new Map<string, ChatMessage>();
+  private readonly opened = new Map<string, { iv: string; message: ChatMessage }>();
 
   private async openRow(row: MessageRow): Promise<ChatMessage | undefined> {
-    const at = `${row.k}|${row.sealed.iv}`;
-    const known = this.opened.get(at);
-    if (known) return structuredClone(known);
+    const known = this.opened.get(row.k);
+    if (known?.iv === row.sealed.iv) return structuredClone(known.message);
     let message: ChatMessage;
     try {
       message = (await openAtRest(this.key, row.sealed, msgCtx(row))) as ChatMessage;
     } catch {
       return undefined; // a row that does not open (tampered) is as if absent
     }
-    this.opened.set(at, structuredClone(message));
+    this.opened.delete(row.k);
+    this.opened.set(row.k, { iv: row.sealed.iv, message: structuredClone(message) });
     if (this.opened.size > OPENED_KEPT) this.opened.delete(this.opened.keys().next().value!);
     return message;
   }
@@ -124,12 +126,16 @@ export class IdbConversationStore implements ConversationStore {
   async put(message: ChatMessage): Promise<void> {
     // A deletion takes the record's attachment away: the stored one still names it.
     const was = message.deleted && !message.attachment ? (await this.get(message.id))?.attachment : undefined;
-    await this.db.put(STORES.messages, await this.messageRow(message));
+    const row = await this.messageRow(message);
+    this.opened.delete(row.k);
+    await this.db.put(STORES.messages, row);
     if (was) await this.filesGone([was.id]);
   }
 
   async remove(id: string): Promise<void> {
-    await this.db.delete(STORES.messages, await this.tags.message(id));
+    const k = await this.tags.message(id);
+    this.opened.delete(k);
+    await this.db.delete(STORES.messages, k);
   }
 
   async idForMid(from: string, mid: string): Promise<string | undefined> {
@@ -170,6 +176,7 @@ export class IdbConversationStore implements ConversationStore {
     const chatTag = await this.tags.chat(chat);
     const files = (await this.openAll(await this.db.chatRows<MessageRow>(chatTag))).flatMap((m) => (m.attachment ? [m.attachment.id] : []));
     await this.db.deleteChat(chatTag, await this.tags.chatMeta(chat));
+    for (const [k, { message }] of this.opened) if (message.chat === chat) this.opened.delete(k);
     if (files.length > 0) await this.filesGone(files);
     for (const [row, pending] of await this.openSealed<PendingAction>(STORES.pending, pendingCtx))
       if (pending.chat === chat) await this.db.delete(STORES.pending, row.k);
