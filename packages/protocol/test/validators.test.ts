@@ -58,6 +58,17 @@ describe('b64url', () => {
     assert.equal(isB64url(''), true);
     assert.equal(isB64url(42), false);
   });
+  test('a long text (an attachment part) gets the same answers as a short one', () => {
+    const good = randomBytes(24_000).toString('base64url');
+    assert.equal(isB64url(good), true);
+    // Text whose last character carries bits no byte uses is still of the alphabet.
+    assert.equal(isB64url(good.slice(0, -1) + (good.endsWith('B') ? 'C' : 'B')), true);
+    const mid = good.length >> 1;
+    for (const bad of ['+', '/', ' ', '\n', '=', 'é', '\u0000', '.'])
+      assert.equal(isB64url(good.slice(0, mid) + bad + good.slice(mid + 1)), false, JSON.stringify(bad));
+    assert.equal(isB64url(good + '='), false);
+    assert.equal(isB64url(good + 'A'), false, 'a length that cannot occur');
+  });
   test('lenient decoding accepts padded base64url (push keys)', () => {
     const bytes = randomBytes(16);
     assert.deepEqual(Buffer.from(decodeB64urlLenient(bytes.toString('base64url') + '==')!), bytes);
