@@ -14,6 +14,8 @@ export interface AttachmentOptions {
   members: number;
   /** Parts in flight of the photo's upload: the SDK's count. */
   photoInFlight: number;
+  /** Write the service's V8 CPU profile to bench/runs/profiles/ and print where its time went. */
+  profile: boolean;
 }
 
 export const attachmentUsage = `npm run bench:attachments -- [options]
@@ -25,6 +27,7 @@ export const attachmentUsage = `npm run bench:attachments -- [options]
                               at a time, and the SDK's count)
   --photo MB                  the photo sent to the room (default 5)
   --members N                 members of the room, the sender included (default 20)
+  --profile                   the service's CPU profile to bench/runs/profiles/, its top functions printed
   --help`;
 
 function int(v: string | undefined, name: string, min: number, max: number): number {
@@ -44,6 +47,7 @@ export function parseAttachmentOptions(argv: string[]): AttachmentOptions | 'hel
     photoMb: 5,
     members: 20,
     photoInFlight: UPLOAD_IN_FLIGHT,
+    profile: false,
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
@@ -58,6 +62,7 @@ export function parseAttachmentOptions(argv: string[]): AttachmentOptions | 'hel
     else if (a === '--sizes') o.sizesMb = list(v(), '--sizes', 1, 25);
     else if (a === '--inflight') o.inFlight = list(v(), '--inflight', 1, 64);
     else if (a === '--photo') o.photoMb = int(v(), '--photo', 1, 25);
+    else if (a === '--profile') o.profile = true;
     else if (a === '--members') o.members = int(v(), '--members', 2, 256);
     else throw new Error(`unknown option ${a}\n${attachmentUsage}`);
   }

@@ -7,7 +7,7 @@
  * member has it, and the bytes the store holds for it. Medians are printed as a markdown table;
  * every run goes to bench/runs/attachments-<backend>-<timestamp>.json.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,23 +20,25 @@ import { storedBytes } from './attachment-metrics.js';
 import { postgresBackend, sqliteBackend } from './backends.js';
 import { runTag } from './fixtures.js';
 import { median } from './stats.js';
+import { formatSummary, summarise } from './profile-top.js';
 import { UPLOAD_IN_FLIGHT } from '@svc/sdk';
 import { CeilingTarget, ServiceTarget, type Target } from './targets.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const runsDir = join(root, 'bench', 'runs');
+const profileDir = join(runsDir, 'profiles');
 /** The most a rate limit may be: the benchmark must never meet a 429. */
 const RAISED_LIMIT = '10000000';
 /** The most the upload limit and the quota may be, so that repeated runs never meet them. */
 const RAISED_BYTES = String(1024 ** 4);
 const MB = 1_000_000;
 
-async function startService(env: Record<string, string>, metricsPort: number): Promise<ChildService> {
+async function startService(env: Record<string, string>, metricsPort: number, profile: boolean): Promise<ChildService> {
   return startChildOnFreePort((port) => ({
     log: false,
     graceMs: 15_000,
     name: 'service',
-    args: [SERVICE_MAIN],
+    args: [...(profile ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []), SERVICE_MAIN],
     env: {
       ...env,
       PORT: String(port),
@@ -124,11 +126,12 @@ async function main(): Promise<void> {
       .join(' ')}\n`,
   );
 
+  if (o.profile) mkdirSync(profileDir, { recursive: true });
   const backend = o.backend === 'sqlite' ? sqliteBackend() : await postgresBackend();
   process.once('exit', killAllNow);
   try {
     const metricsPort = await freePort();
-    const service = new ServiceTarget([await startService(backend.env, metricsPort)], null);
+    const service = new ServiceTarget([await startService(backend.env, metricsPort, o.profile)], null);
     const ceiling = new CeilingTarget(await startCeiling());
     const targets: Target[] = [service, ceiling];
     const runs = new Map<Target, TargetRuns>(targets.map((t) => [t, { throughput: {}, photo: [] }]));
@@ -175,6 +178,16 @@ async function main(): Promise<void> {
       .map((x) => x.toFixed(2))
       .join(' ')}\n`;
     process.stdout.write(text);
+    if (o.profile) {
+      // The service's main thread (thread 0; its checkpoint worker writes one too) wrote its profile
+      // as it stopped: the newest such file.
+      const newest = readdirSync(profileDir)
+        .filter((f) => /^CPU\.\d+\.\d+\.\d+\.0\.\d+\.cpuprofile$/.test(f))
+        .map((f) => ({ f, t: statSync(join(profileDir, f)).mtimeMs }))
+        .sort((a, b) => a.t - b.t)
+        .pop()?.f;
+      if (newest) process.stdout.write('\n' + formatSummary(summarise(join(profileDir, newest), 30)) + '\n');
+    }
 
     mkdirSync(runsDir, { recursive: true });
     const out = join(runsDir, `attachments-${backend.name}-${date.replace(/[:.]/g, '-')}.json`);
