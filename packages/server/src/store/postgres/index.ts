@@ -36,6 +36,7 @@ import * as attachments from './attachments.js';
 import { Lookups } from './lookups.js';
 import { SendBatcher } from './send-batch.js';
 import { QueueCounts } from './queue-counts.js';
+import { LockQueue } from './lock-queue.js';
 
 export interface PostgresOptions {
   /** Puts every table in this schema (created when missing); tests use one per test. */
@@ -55,6 +56,7 @@ export class PostgresStore implements Store {
   private readonly lookups: Lookups;
   private readonly sends: SendBatcher;
   private readonly counts: QueueCounts;
+  private readonly waiting = new LockQueue();
   private closed = false;
 
   private constructor(
@@ -221,11 +223,11 @@ export class PostgresStore implements Store {
   }
 
   async createRoom(r: { id: string; name: string; owner: string; keyId: string; keys: WrappedKey[]; now: number }) {
-    return this.tx((q) => rooms.createRoom(q, r));
+    return this.waiting.run(`rooms:${r.owner}`, () => this.tx((q) => rooms.createRoom(q, r)));
   }
 
   async changeMembers(c: { roomId: string; caller: string; add: string[]; remove: string[]; keyId: string; keys: WrappedKey[]; now: number }) {
-    return this.tx((q) => rooms.changeMembers(q, c));
+    return this.waiting.run(`room:${c.roomId}`, () => this.tx((q) => rooms.changeMembers(q, c)));
   }
 
   async leaveRoom(roomId: string, nick: string): Promise<LeaveResult> {
@@ -257,7 +259,7 @@ export class PostgresStore implements Store {
   }
 
   async putAttachmentPart(p: AttachmentPart) {
-    return autocommit(this.pool, (q) => attachments.putPart(q, p));
+    return this.waiting.run(`attachments:${p.nick}`, () => autocommit(this.pool, (q) => attachments.putPart(q, p)));
   }
 
   async attachment(id: string): Promise<AttachmentRecord | null> {
