@@ -26,8 +26,9 @@ const baseEnv = { ...process.env, TEST_TLS_DIR: tlsDir, NODE_EXTRA_CA_CERTS: joi
 // budget of a minute), each on its own server and browser: they run several files at a time.
 const webConcurrency = Math.max(1, Number(process.env.TEST_WEB_CONCURRENCY || 3));
 // The other files are independent too (each starts its own servers on its own store) and wait much
-// of the time for fsync, PostgreSQL or Redis: TEST_CONCURRENCY of them at a time (default 2).
-const concurrency = Math.max(1, Number(process.env.TEST_CONCURRENCY || 2));
+// of the time for fsync, PostgreSQL, Redis or a child process: TEST_CONCURRENCY of them at a time
+// (default 3; with 2 a whole run used about half of this two-core machine's CPU).
+const concurrency = Math.max(1, Number(process.env.TEST_CONCURRENCY || 3));
 // Each file's time in the previous run, per mode. A run's files start longest first (see
 // run-files.mjs): started in name order, a long file near the end (the history transfer, the
 // minute of the pacing test) ran on alone while the other slots stood idle. A file with no time
@@ -64,9 +65,10 @@ for (const mode of modes) {
 }
 
 // The runs are independent (each server gets its own SQLite file, or its own PostgreSQL schema and
-// Redis key prefix), so they share the machine: TEST_LANES runs at a time (default 2). A run's
-// output is printed whole when it ends, so the log reads as if they ran one after another.
-const lanes = Math.max(1, Number(process.env.TEST_LANES || 2));
+// Redis key prefix), so they share the machine: TEST_LANES runs at a time (default 3, so that the
+// two short PostgreSQL runs go beside the two long SQLite ones instead of after one of them). A
+// run's output is printed whole when it ends, so the log reads as if they ran one after another.
+const lanes = Math.max(1, Number(process.env.TEST_LANES || 3));
 const started = Date.now();
 
 function runOne(run, index) {
