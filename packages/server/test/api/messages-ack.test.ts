@@ -122,13 +122,11 @@ describe('queue cap (docs/API.md)', () => {
     const b1 = b.devices[0]!;
     const store = server.app.deps.store;
     // 10,000 envelopes through the store (the same operation the send route ends in), then 3 via HTTP
-    const seeded: string[] = [];
     const now = Date.now();
-    for (let i = 0; i < 10_000; i++) {
-      const id = ulid(now);
-      seeded.push(id);
+    const seeded = Array.from({ length: 10_000 }, () => ulid(now));
+    const seed = async (i: number) => {
       const r = await store.sendMessage({
-        id,
+        id: seeded[i]!,
         from: a.c.nick,
         to: { dm: b.c.nick },
         keyId: 'dm',
@@ -138,7 +136,12 @@ describe('queue cap (docs/API.md)', () => {
         now,
       });
       assert.equal('status' in r && r.status, 'queued');
-    }
+    };
+    // The oldest five one after another, so that they are queued in this order; the rest many at
+    // a time, as concurrent requests send them (one at a time, each PostgreSQL commit waiting for
+    // its own flush, took one to three minutes).
+    for (let i = 0; i < 5; i++) await seed(i);
+    for (let i = 5; i < seeded.length; i += 250) await Promise.all(Array.from({ length: Math.min(250, seeded.length - i) }, (_, j) => seed(i + j)));
     const full = await store.readQueue(b1, 0, 20_000);
     assert.equal(full.length, 10_000);
     const extra: string[] = [];

@@ -327,12 +327,23 @@ export function storeSuite(name: string, factory: StoreFactory): void {
       await store.registerAccount(account('bob'));
       await store.addDevice('alice', 'a-device-1', NOW);
       await store.addDevice('bob', 'b-device-1', NOW);
-      const ids: string[] = [];
-      for (let i = 0; i < LIMITS.queuePerDevice + 3; i++) {
-        const id = ulid(NOW + i);
-        ids.push(id);
-        await store.sendMessage({ id, from: 'alice', to: { dm: 'bob' }, keyId: 'dm', iv: iv(), ct: ct(), senderDevice: 'a-device-1', now: NOW + i });
-      }
+      const ids = Array.from({ length: LIMITS.queuePerDevice + 3 }, (_, i) => ulid(NOW + i));
+      const send = (i: number) =>
+        store.sendMessage({
+          id: ids[i]!,
+          from: 'alice',
+          to: { dm: 'bob' },
+          keyId: 'dm',
+          iv: iv(),
+          ct: ct(),
+          senderDevice: 'a-device-1',
+          now: NOW + i,
+        });
+      // The oldest four one after another, so that they are queued in this order; the rest many at
+      // a time, as concurrent requests send them (one at a time, each PostgreSQL commit waiting for
+      // its own flush, took over a minute).
+      for (let i = 0; i < 4; i++) await send(i);
+      for (let i = 4; i < ids.length; i += 250) await Promise.all(Array.from({ length: Math.min(250, ids.length - i) }, (_, j) => send(i + j)));
       // As a replay reads it: the stream opens first (domain/streams.ts).
       await store.deviceConnected('b-device-1', NOW + LIMITS.queuePerDevice + 3);
       const first = await store.readQueue('b-device-1', 0, 1);
