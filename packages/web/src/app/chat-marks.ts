@@ -69,8 +69,8 @@ export class ChatMarks {
     this.mentioned.add(chat);
   }
 
-  /** `chat` was read: its "Mentioned" goes. */
-  chatRead(chat: string): void {
-    this.mentioned.delete(chat);
+  /** `chat` was read: its "Mentioned" goes; true when it had one. */
+  chatRead(chat: string): boolean {
+    return this.mentioned.delete(chat);
   }
 }

@@ -201,11 +201,13 @@ export class ChatList {
     await this.save(next);
   }
 
-  async markRead(chat: string): Promise<void> {
+  /** Clears the chat's unread count; false when it had none. */
+  async markRead(chat: string): Promise<boolean> {
     const meta = this.metas.get(chat);
-    if (!meta || meta.unread === 0) return;
+    if (!meta || meta.unread === 0) return false;
     meta.unread = 0;
     await this.save(meta);
+    return true;
   }
 
   /** Sets the unread count (as the SDK counts it); false when it was that already. */

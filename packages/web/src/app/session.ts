@@ -299,10 +299,10 @@ export class Session {
     // Only while the person sees the chat: in a background tab its messages stay unread (the
     // chat list's count and the title); showing the tab again reads them.
     if (!this.isReading(chat)) return;
-    this.marks.chatRead(chat);
+    const mentioned = this.marks.chatRead(chat);
     void this.conv.markRead(chat, shown).catch(() => undefined);
-    if (this.mutes.mentionRead(chat)) this.publishChats();
-    void this.chats.markRead(chat).then(() => this.publishChats());
+    if (this.mutes.mentionRead(chat) || mentioned) this.publishChats();
+    void this.chats.markRead(chat).then((changed) => changed && this.publishChats());
   }
 
   /** Whether a message in `chat` is being read right now (never without a page, as in the unit tests in Node). */
