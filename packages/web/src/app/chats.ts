@@ -81,14 +81,17 @@ export class ChatList {
   ) {}
 
   async load(): Promise<void> {
-    for (const row of await this.db.all<MetaRow>(STORES.chats)) {
-      try {
-        const meta = (await openAtRest(this.messenger.historyKey, row.sealed, metaCtx(row.k))) as ChatMeta;
-        if (typeof meta.chat === 'string') this.metas.set(meta.chat, meta);
-      } catch {
-        // a row that does not open starts afresh
-      }
-    }
+    // Opened all at once (the start waits for them), kept in the stored order.
+    const rows = await this.db.all<MetaRow>(STORES.chats);
+    const opened = await Promise.all(
+      rows.map((row) =>
+        openAtRest(this.messenger.historyKey, row.sealed, metaCtx(row.k)).then(
+          (meta) => meta as ChatMeta,
+          () => undefined, // a row that does not open starts afresh
+        ),
+      ),
+    );
+    for (const meta of opened) if (meta && typeof meta.chat === 'string') this.metas.set(meta.chat, meta);
   }
 
   private async save(meta: ChatMeta): Promise<void> {

@@ -366,7 +366,8 @@ export class Session {
 
   /** Reads the mute of every chat in the list (at start, and when another device changed one). */
   private async loadMutes(): Promise<void> {
-    for (const entry of this.chats.list()) await this.mutes.read(entry.chat as ChatId);
+    // All at once: one after another, a couple of hundred chats held the start for a read each.
+    await Promise.all(this.chats.list().map((entry) => this.mutes.read(entry.chat as ChatId)));
     this.mutes.armTimer(() => this.publishChats());
   }
 
