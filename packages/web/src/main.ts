@@ -157,6 +157,8 @@ function showMain(s: Session, deviceReady = true): void {
   };
   shell.show(parseRoute(location.hash));
   s.publishChats();
+  // The first search then finds the index in memory.
+  s.search.warm();
 }
 
 window.addEventListener('hashchange', () => shell?.show(parseRoute(location.hash)));

@@ -55,7 +55,7 @@ export class Session {
   /** The history as a file to export or import, and its transfer between the account's devices. */
   readonly history: HistoryActions;
   /** "Search messages", in memory only. */
-  private readonly search: ChatSearch;
+  readonly search: ChatSearch;
   /** Received files, sealed in this device's store (at most a byte budget of them). */
   readonly files: KeptFiles;
   /** Files sent from this device until their upload finished, sealed in its store. */
