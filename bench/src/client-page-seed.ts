@@ -12,10 +12,10 @@ import { IdbConversationStore } from '../../packages/web/dist/node/src/app/conve
 import { STORES, type Db } from '../../packages/web/dist/node/src/app/idb.js';
 import { Tags } from '../../packages/web/dist/node/src/app/tags.js';
 
-const WORDS = ['meet', 'lunch', 'tomorrow', 'project', 'deadline', 'coffee', 'train', 'late', 'photo', 'plan', 'weekend', 'call'];
+export const WORDS = ['meet', 'lunch', 'tomorrow', 'project', 'deadline', 'coffee', 'train', 'late', 'photo', 'plan', 'weekend', 'call'];
 
 /** A ULID-shaped id (time, then randomness, in Crockford's base 32), as senders make them. */
-function ulid(ts: number): string {
+export function ulid(ts: number): string {
   const A = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
   let t = '';
   for (let n = ts, i = 0; i < 10; i++, n = Math.floor(n / 32)) t = A[n % 32]! + t;
@@ -23,7 +23,7 @@ function ulid(ts: number): string {
 }
 
 /** Stands in for the IndexedDB layer while the app's store code makes rows: it keeps what it is given. */
-class RowRecorder {
+export class RowRecorder {
   readonly rows = new Map<string, Map<string, unknown>>();
   get(store: string, key: string): Promise<unknown> {
     return Promise.resolve(this.rows.get(store)?.get(key));
@@ -34,12 +34,16 @@ class RowRecorder {
     m.set(key ?? (value as { k: string }).k, value);
     return Promise.resolve();
   }
+  delete(store: string, key: string): Promise<void> {
+    this.rows.get(store)?.delete(key);
+    return Promise.resolve();
+  }
   /** Per store: whether the rows carry their key (`k`), and the [key, row] pairs. */
   dump(): Seed {
     return [...this.rows].map(([store, m]) => ({ store, inline: store !== STORES.kv, entries: [...m] }));
   }
 }
-type Seed = { store: string; inline: boolean; entries: [string, unknown][] }[];
+export type Seed = { store: string; inline: boolean; entries: [string, unknown][] }[];
 
 export interface ChatSeed {
   chat: ChatId;
@@ -106,7 +110,13 @@ export async function chatSeed(
 }
 
 /** Writes rows into the account's database, which the app created at sign-in (no upgrade). */
-export async function writeSeed(page: Page, name: string, seed: Seed): Promise<void> {
+export async function writeSeed(page: Page, name: string, seed: Seed, chunk = 4_000): Promise<void> {
+  // A large history goes over in slices, each its own transaction, so no one message to the page is huge.
+  if (seed.some((s) => s.entries.length > chunk)) {
+    for (const { store, inline, entries } of seed)
+      for (let i = 0; i < entries.length; i += chunk) await writeSeed(page, name, [{ store, inline, entries: entries.slice(i, i + chunk) }], chunk);
+    return;
+  }
   await page.evaluate(
     async ({ name, json }) => {
       const seed = JSON.parse(json) as Seed;

@@ -22,16 +22,15 @@
  * is loaded and reads them as its own.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
-import type { Browser, CDPSession, Page } from 'playwright-core';
-import { ApiClient, cookieFetch, KDF_MIN, Messenger } from '@svc/sdk';
-import { CHROMIUM, launchBrowser } from '@svc/testkit/browser';
-import { REPO_ROOT, SERVICE_MAIN, startChildOnFreePort, stopAll } from '@svc/testkit/child';
+import { loadavg } from 'node:os';
+import type { Page } from 'playwright-core';
+import { KDF_MIN } from '@svc/sdk';
 // The app's own code, compiled for Node by packages/web/unit (the web unit tests' build).
 import { accountDbName } from '../../packages/web/dist/node/src/app/idb.js';
+import { chatEntry, longestSince, messenger, PASSWORD_WORDS, profiler, quiet, signIn, withPage, type Probe } from './client-page-common.js';
 import { chatSeed, writeSeed, type ChatSeed } from './client-page-seed.js';
+
+export { pageMissing } from './client-page-common.js';
 
 export interface PageOptions {
   /** A directory to write the page's CPU profile of the first opening and the first expiry to (.cpuprofile). */
@@ -62,66 +61,17 @@ export interface PageFigures {
 /** The expiring messages' timer (5 minutes, one of the app's choices), and how long after they are made it runs out. */
 const TIMER_SECONDS = 300;
 const LEAD_MS = 45_000;
-const PASSWORD_WORDS = () => `bench ${randomBytes(9).toString('base64url')} ${randomBytes(9).toString('base64url')}`;
-const APP_INDEX = join(REPO_ROOT, 'packages/web/dist/app/index.html');
 
-/** Why the page part cannot run here, or undefined. */
-export function pageMissing(): string | undefined {
-  if (!existsSync(CHROMIUM) && !process.env.CHROMIUM) return `${CHROMIUM} is not installed`;
-  if (!existsSync(SERVICE_MAIN) || !existsSync(APP_INDEX)) return 'the service or the web app is not built (npm run build)';
-  return undefined;
-}
-
-interface Probe {
-  __svcTestKdf?: string;
-  __idb: { last: number; count: number; firstAfter: number | null; armedAt: number | null };
-  __longTasks: { start: number; duration: number }[];
+/** What this part's pages hold besides the common probes. */
+type Watch = Probe & {
   __watch?: Promise<{ at: number; click: number; next: string | null }>;
   __gone?: Promise<number>;
-}
-
-/**
- * Runs in every page before the app: the browser tests' switch to the weakest KDF parameters
- * (docs/WEB.md; the bench is not about the key derivation), the long-task observer, and a note
- * of each IndexedDB transaction's start (to see the page go quiet, and the expiry begin).
- */
-const PROBES = () => {
-  const w = window as unknown as Probe;
-  w.__svcTestKdf = 'min';
-  w.__idb = { last: performance.now(), count: 0, firstAfter: null, armedAt: null };
-  const transaction = IDBDatabase.prototype.transaction;
-  IDBDatabase.prototype.transaction = function (this: IDBDatabase, ...args: Parameters<typeof transaction>) {
-    const now = performance.now();
-    w.__idb.last = now;
-    w.__idb.count++;
-    if (w.__idb.armedAt !== null && w.__idb.firstAfter === null) w.__idb.firstAfter = now;
-    return transaction.apply(this, args);
-  };
-  w.__longTasks = [];
-  try {
-    new PerformanceObserver((list) => {
-      for (const e of list.getEntries()) w.__longTasks.push({ start: e.startTime, duration: e.duration });
-    }).observe({ type: 'longtask', buffered: true });
-  } catch {
-    // no long-task timing in this browser: the figure says so (see longTasksSupported)
-  }
 };
-
-/** Waits until no IndexedDB transaction started for `ms` (the app finished what it was doing). */
-async function quiet(page: Page, ms = 1_000, patience = 120_000): Promise<void> {
-  const end = Date.now() + patience;
-  for (;;) {
-    const idle = await page.evaluate(() => performance.now() - (window as unknown as Probe).__idb.last);
-    if (idle >= ms) return;
-    if (Date.now() > end) throw new Error(`the page did not go quiet in ${patience / 1000} s`);
-    await page.waitForTimeout(Math.max(50, ms - idle));
-  }
-}
 
 /** Installs the watch of the landing: the next click's time, and the first frame with "New messages" in view. */
 async function watchLanding(page: Page): Promise<void> {
   await page.evaluate(() => {
-    const w = window as unknown as Probe;
+    const w = window as unknown as Watch;
     let click: number | undefined;
     document.addEventListener('click', (e) => (click ??= e.timeStamp), { capture: true, once: true });
     w.__watch = new Promise((resolve) => {
@@ -143,10 +93,6 @@ async function watchLanding(page: Page): Promise<void> {
   });
 }
 
-function chatEntry(page: Page, peer: string) {
-  return page.getByRole('navigation', { name: 'Chats' }).getByRole('link', { name: new RegExp(`^\\s*${peer}(?!\\w)`) });
-}
-
 /** Loads the app afresh over `seed` and opens `peer`'s chat; returns the landing and the page's clock at the click. */
 async function openSeeded(
   page: Page,
@@ -163,58 +109,13 @@ async function openSeeded(
   await watchLanding(page);
   await beforeClick();
   await chatEntry(page, peer).click();
-  const landed = await page.evaluate(() => (window as unknown as Probe).__watch!);
+  const landed = await page.evaluate(() => (window as unknown as Watch).__watch!);
   if (landed.next !== s.firstUnread) throw new Error(`"New messages" sits above ${landed.next}, not above the first unread ${s.firstUnread}`);
   return { ms: landed.at - landed.click, at: landed.at, click: landed.click };
 }
 
-const longestSince = (page: Page, from: number, to = Infinity) =>
-  page.evaluate(
-    ({ from, to }) =>
-      (window as unknown as Probe).__longTasks.filter((t) => t.start >= from && t.start < to).reduce((a, t) => Math.max(a, t.duration), 0),
-    { from, to },
-  );
-
-/** Starts the page's CPU profiler when a directory is given; the returned function writes the profile. */
-async function profiler(page: Page, dir: string | undefined, name: string): Promise<() => Promise<void>> {
-  if (!dir) return async () => undefined;
-  const cdp: CDPSession = await page.context().newCDPSession(page);
-  await cdp.send('Profiler.enable');
-  await cdp.send('Profiler.setSamplingInterval', { interval: 200 });
-  await cdp.send('Profiler.start');
-  return async () => {
-    const { profile } = await cdp.send('Profiler.stop');
-    mkdirSync(dir, { recursive: true });
-    writeFileSync(join(dir, `${name}.cpuprofile`), JSON.stringify(profile));
-    await cdp.detach();
-  };
-}
-
-/** Messenger in Node over the service, with the KDF the accounts are made with. */
-function messenger(origin: string): Messenger {
-  return new Messenger({ api: new ApiClient({ baseUrl: origin, origin, fetch: cookieFetch() }), kdfFloor: KDF_MIN });
-}
-
 export async function pageFigures(o: PageOptions, log: (line: string) => void = console.error): Promise<PageFigures> {
-  const dir = mkdtempSync(join(tmpdir(), 'svc-bench-client-'));
-  let browser: Browser | null = null;
-  const errors: string[] = [];
-  try {
-    const child = await startChildOnFreePort((port) => ({
-      name: 'service',
-      args: [SERVICE_MAIN],
-      env: {
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        ORIGIN: `http://127.0.0.1:${port}`,
-        DATABASE_URL: `sqlite:${join(dir, 'svc.db')}`,
-        LIMIT_MESSAGES_PER_MIN: '100000',
-        LIMIT_WRITES_PER_MIN: '100000',
-        LOG_LEVEL: 'warn',
-      },
-      log: false,
-    }));
-    const origin = child.url;
+  return withPage(async ({ origin, browser, context }) => {
     const tag = randomBytes(3).toString('hex');
     const [me, bob, carol] = [`alice_${tag}`, `bob_${tag}`, `carol_${tag}`];
     const password = PASSWORD_WORDS();
@@ -233,22 +134,8 @@ export async function pageFigures(o: PageOptions, log: (line: string) => void = 
     log(`making ${o.records} sealed records for each of two chats…`);
     const opening = await chatSeed(keys, me, bob, o.records, o.unread);
 
-    browser = await launchBrowser(process.env.CHROMIUM);
-    const context = await browser.newContext({ baseURL: origin, viewport: { width: 1280, height: 800 } });
-    context.setDefaultTimeout(60_000);
-    await context.addInitScript(PROBES);
-    const page = await context.newPage();
-    page.on('pageerror', (e) => errors.push(`uncaught: ${e.message}`));
-    page.on('console', (m) => {
-      if (m.type() === 'error' && !/^Failed to load resource/.test(m.text())) errors.push(`console.error: ${m.text()}`);
-    });
-    // Sign in on this browser: it makes the account's database and keeps the session for reloads.
-    await page.goto('/');
-    await page.getByRole('textbox', { name: 'Nick', exact: true }).fill(me);
-    await page.getByLabel('Password', { exact: true }).filter({ visible: true }).fill(password);
-    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
-    await page.getByRole('navigation', { name: 'Chats' }).waitFor({ timeout: 120_000 });
-    await quiet(page);
+    const page = await (await context()).newPage();
+    await signIn(page, me, password);
     const supported = await page.evaluate(() => PerformanceObserver.supportedEntryTypes.includes('longtask'));
     if (!supported) throw new Error('this Chromium reports no long tasks');
 
@@ -281,7 +168,7 @@ export async function pageFigures(o: PageOptions, log: (line: string) => void = 
       // Opening marks the 1,000 read (a read and a write each); wait for that to end.
       await quiet(page, 1_500, Math.max(0, deadline - 3_000 - Date.now()));
       const armed = await page.evaluate((ids) => {
-        const w = window as unknown as Probe;
+        const w = window as unknown as Watch;
         const onScreen = new Set(Array.from(document.querySelectorAll('[role="log"] li[data-id]')).map((li) => li.getAttribute('data-id')));
         const timers = document.querySelectorAll('[role="log"] [role="timer"]').length;
         const missing = ids.filter((id) => !onScreen.has(id)).length;
@@ -306,7 +193,7 @@ export async function pageFigures(o: PageOptions, log: (line: string) => void = 
       if (armed.now > deadline - 2_000)
         throw new Error(`the page took ${((armed.at - landed.at) / 1000).toFixed(1)} s to settle after opening, too close to the deadline`);
       const stop = await profiler(page, run === 0 ? o.profileDir : undefined, 'expiry');
-      const gone = await page.evaluate(() => (window as unknown as Probe).__gone!);
+      const gone = await page.evaluate(() => (window as unknown as Watch).__gone!);
       await stop();
       const start = await page.evaluate(() => (window as unknown as Probe).__idb.firstAfter);
       if (start === null) throw new Error('the expiry touched no IndexedDB');
@@ -326,11 +213,6 @@ export async function pageFigures(o: PageOptions, log: (line: string) => void = 
       );
     }
     figures.load = `${loadStart} → ${loadavg()[0]!.toFixed(2)}`;
-    if (errors.length > 0) throw new Error(`the page reported errors:\n${errors.join('\n')}`);
     return figures;
-  } finally {
-    await browser?.close();
-    await stopAll();
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 }

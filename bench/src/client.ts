@@ -25,9 +25,14 @@
  * messages expiring at once on screen (the longest task, and the time until they are gone).
  * BENCH_PAGE=0 leaves that part out; BENCH_PAGE_RUNS and BENCH_EXPIRY_RUNS set its runs;
  * BENCH_PAGE_PROFILE=<dir> writes the page's CPU profile of the first opening and expiry there.
+ *
+ * Last, the web client over BENCH_LARGE records in BENCH_CHATS chats (client-page-large.ts): app
+ * start to the chat list, opening a chat, the first and later searches, and the page's memory.
+ * `--only node,page,large` runs some of the three parts; `--help` lists the settings.
  */
 import { performance } from 'node:perf_hooks';
 import { pageFigures, pageMissing } from './client-page.js';
+import { largeFigures, largeTable } from './client-page-large.js';
 import {
   expireDue,
   MemoryStore,
@@ -53,6 +58,18 @@ const UNREAD = Number(process.env.BENCH_UNREAD ?? 2_000);
 const LARGE = Number(process.env.BENCH_LARGE ?? 100_000);
 const CHATS = Number(process.env.BENCH_CHATS ?? 200);
 const BUILD_RUNS = Number(process.env.BENCH_BUILD_RUNS ?? 3);
+const LARGE_RUNS = Number(process.env.BENCH_LARGE_RUNS ?? 5);
+const PARTS = ['node', 'page', 'large'] as const;
+const HELP = `npm run bench:client [-- --only ${PARTS.join(',')}]
+
+  node    the SDK in Node: ${N} records in one chat, and search over ${LARGE} in ${CHATS} chats
+  page    the web client in Chromium: a chat of ${N} with ${UNREAD} unread opened, ${EXPIRING} expiring on screen
+  large   the web client in Chromium over ${LARGE} messages in ${CHATS} chats: start, opening, search, memory
+
+Settings (environment): BENCH_RECORDS, BENCH_RUNS, BENCH_UNREAD, BENCH_EXPIRING, BENCH_LARGE, BENCH_CHATS,
+BENCH_BUILD_RUNS, BENCH_PAGE=0 (no page parts), BENCH_PAGE_RUNS, BENCH_EXPIRY_RUNS, BENCH_LARGE_RUNS,
+BENCH_PAGE_PROFILE=<dir> (the pages' CPU profiles of their first runs).
+`;
 const WORDS = ['meet', 'lunch', 'tomorrow', 'project', 'deadline', 'coffee', 'train', 'late', 'photo', 'plan', 'weekend', 'call'];
 
 function stats(xs: number[]): { min: number; median: number; max: number } {
@@ -178,7 +195,29 @@ async function largeHistory(key: CryptoKey, t0: number) {
   return { build, write, first, later, parts, busiest, afterStop };
 }
 
-async function main(): Promise<void> {
+function parts(argv: string[]): Set<(typeof PARTS)[number]> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    console.log(HELP);
+    process.exit(0);
+  }
+  const at = argv.indexOf('--only');
+  const only = at >= 0 ? (argv[at + 1] ?? '').split(',') : [...PARTS];
+  const bad = only.filter((p) => !(PARTS as readonly string[]).includes(p));
+  if (bad.length > 0 || argv.some((a, i) => a.startsWith('-') && a !== '--only' && i !== at + 1)) {
+    console.error(`unknown part or option: ${bad.join(', ') || argv.join(' ')}\n\n${HELP}`);
+    process.exit(2);
+  }
+  const set = new Set(only as (typeof PARTS)[number][]);
+  if (process.env.BENCH_PAGE === '0') ['page', 'large'].forEach((p) => set.delete(p as 'page'));
+  return set;
+}
+
+const row = (name: string, xs: number[], target: string, digits = 1) => {
+  const s = stats(xs);
+  return `| ${name} | ${s.min.toFixed(digits)} | ${s.median.toFixed(digits)} | ${s.max.toFixed(digits)} | ${target} |`;
+};
+
+async function nodeFigures(): Promise<void> {
   const key = await crypto.subtle.importKey('raw', crypto.getRandomValues(new Uint8Array(32)), 'AES-GCM', false, ['encrypt', 'decrypt']);
   const rows: { id: string; ts: number; sealed: Sealed }[] = [];
   const t0 = 1_800_000_000_000;
@@ -267,10 +306,6 @@ async function main(): Promise<void> {
 
   const large = await largeHistory(key, t0);
 
-  const row = (name: string, xs: number[], target: string) => {
-    const s = stats(xs);
-    return `| ${name} | ${s.min.toFixed(1)} | ${s.median.toFixed(1)} | ${s.max.toFixed(1)} | ${target} |`;
-  };
   console.log(`Client figures, ${N} records in one chat, ${RUNS} runs, Node ${process.version}\n`);
   console.log('| Figure | min ms | median ms | max ms | target |');
   console.log('|---|---|---|---|---|');
@@ -287,13 +322,9 @@ async function main(): Promise<void> {
   console.log(
     row(`first search after a stop left the busiest chat dirty (its ${large.busiest} records opened)`, large.afterStop, `(${BUILD_RUNS} runs)`),
   );
+}
 
-  if (process.env.BENCH_PAGE === '0') return;
-  const missing = pageMissing();
-  if (missing) {
-    console.log(`\nThe page figures are left out: ${missing}.`);
-    return;
-  }
+async function page(): Promise<void> {
   const p = await pageFigures({
     records: N,
     unread: UNREAD,
@@ -312,6 +343,29 @@ async function main(): Promise<void> {
   console.log(row(`${EXPIRING} messages on screen expiring at once: the longest task`, p.expiryLongest, 'no task > 100 ms'));
   console.log(row(`the longest task while their ${EXPIRING} timers count down`, p.countdownLongest, '—'));
   console.log(row(`${EXPIRING} messages expiring at once: first read → all gone from the log`, p.expiryWall, '—'));
+}
+
+async function large(): Promise<void> {
+  const l = await largeFigures({
+    records: LARGE,
+    chats: CHATS,
+    runs: LARGE_RUNS,
+    ...(process.env.BENCH_PAGE_PROFILE ? { profileDir: process.env.BENCH_PAGE_PROFILE } : {}),
+  });
+  for (const line of largeTable(l, row)) console.log(line);
+}
+
+async function main(): Promise<void> {
+  const run = parts(process.argv.slice(2));
+  if (run.has('node')) await nodeFigures();
+  if (!run.has('page') && !run.has('large')) return;
+  const missing = pageMissing();
+  if (missing) {
+    console.log(`\nThe page figures are left out: ${missing}.`);
+    return;
+  }
+  if (run.has('page')) await page();
+  if (run.has('large')) await large();
 }
 
 await main();

@@ -11,6 +11,10 @@ const ascii = new TextDecoder();
 
 const B64URL_RE = /^[A-Za-z0-9_-]*$/;
 
+/** The platform's own base64 decoder (browsers since 2025, Node behind a flag), where there is one. */
+type FromBase64 = (text: string, o: { alphabet: 'base64url'; lastChunkHandling: 'loose' }) => Uint8Array;
+const fromBase64 = (Uint8Array as unknown as { fromBase64?: FromBase64 }).fromBase64;
+
 /** Node's Buffer, where there is one: the part of it used here. */
 interface NodeBufferCodec {
   from(text: string, encoding: 'base64url'): { toString(encoding: 'base64url'): string };
@@ -45,6 +49,17 @@ const sextet = (s: string, i: number): number => {
  */
 export function decodeB64url(s: string): Uint8Array | null {
   if (typeof s !== 'string' || s.length % 4 === 1) return null;
+  if (fromBase64 && s.length > 1024) {
+    // A long text (a sealed search part) through the platform's decoder, several times quicker.
+    // It refuses '+', '/' and other characters, but skips white space and takes padding: either
+    // leaves fewer bytes than the text's length means, so the length tells them apart.
+    try {
+      const out = fromBase64(s, { alphabet: 'base64url', lastChunkHandling: 'loose' });
+      return out.length === b64urlDecodedLength(s) ? out : null;
+    } catch {
+      return null;
+    }
+  }
   const out = new Uint8Array(b64urlDecodedLength(s));
   const full = s.length - (s.length % 4);
   let o = 0;

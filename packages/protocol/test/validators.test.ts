@@ -1,6 +1,7 @@
 /** Unit tests for every validator of the protocol (the value formats of docs/API.md). */
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { createECDH, randomBytes } from 'node:crypto';
 import {
   decodeB64url,
@@ -68,6 +69,42 @@ describe('b64url', () => {
       assert.equal(isB64url(good.slice(0, mid) + bad + good.slice(mid + 1)), false, JSON.stringify(bad));
     assert.equal(isB64url(good + '='), false);
     assert.equal(isB64url(good + 'A'), false, 'a length that cannot occur');
+  });
+  test("a long text gets the same answer from the platform's decoder as from the plain code", () => {
+    const good = randomBytes(24_000).toString('base64url');
+    const mid = good.length >> 1;
+    const texts = [
+      good,
+      good.slice(0, -1),
+      good.slice(0, -2),
+      // The last character carries bits no byte uses.
+      good.slice(0, -1) + (good.endsWith('B') ? 'C' : 'B'),
+      ...['+', '/', ' ', '\n', '\t', '=', 'é', '\u0000', '.', '\u0141'].map((bad) => good.slice(0, mid) + bad + good.slice(mid + 1)),
+      ...['=', '==', ' ', '  ', 'A', 'AA=', '\n'].map((tail) => good + tail),
+      good.slice(0, -2) + '==',
+      ' ' + good.slice(1),
+    ];
+    const answers = (decode: (s: string) => Uint8Array | null) => texts.map((t) => decode(t) && Buffer.from(decode(t)!).toString('hex'));
+    // This Node decodes with the plain code; one started with the flag that gives it the platform's decoder answers too.
+    assert.equal(typeof (Uint8Array as { fromBase64?: unknown }).fromBase64, 'undefined');
+    const script = `const { decodeB64url } = await import(${JSON.stringify(import.meta.resolve('@svc/protocol'))});
+      if (typeof Uint8Array.fromBase64 !== 'function') throw new Error('no platform decoder');
+      const texts = JSON.parse((await import('node:fs')).readFileSync(0, 'utf8'));
+      process.stdout.write(JSON.stringify(texts.map((t) => { const b = decodeB64url(t); return b && Buffer.from(b).toString('hex'); })));`;
+    const native = JSON.parse(
+      execFileSync(process.execPath, ['--js-base-64', '--input-type=module', '-e', script], {
+        input: JSON.stringify(texts),
+        encoding: 'utf8',
+        maxBuffer: 1 << 26,
+      }),
+    ) as (string | null)[];
+    const plain = answers(decodeB64url);
+    assert.deepEqual(
+      native.map((a) => a !== null),
+      plain.map((a) => a !== null),
+    );
+    assert.deepEqual(native, plain);
+    assert.ok(plain[0] !== null && plain[4] === null);
   });
   test('lenient decoding accepts padded base64url (push keys)', () => {
     const bytes = randomBytes(16);

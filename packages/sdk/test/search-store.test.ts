@@ -79,9 +79,12 @@ function restart(snap: MemorySnapshot, o: { partSize?: number } = {}) {
   const chat = inner.chat.bind(inner);
   inner.all = () => (reads.all++, all());
   inner.chat = (c, opt) => (reads.chat++, chat(c, opt));
+  const parts = { read: 0 };
+  const getMeta = inner.getMeta.bind(inner);
+  inner.getMeta = (k) => (k.startsWith('search|') && parts.read++, getMeta(k));
   const errors: unknown[] = [];
   const store = new SearchStore(inner, { delayMs: 60_000, onError: (e) => errors.push(e), ...o });
-  return { inner, store, reads, errors };
+  return { inner, store, reads, errors, parts };
 }
 
 /** Every meta value of the index, as stored. */
@@ -101,6 +104,46 @@ test('an index read back in a later session finds what one built from the record
   await assertSame(next.store, records, 'read back');
   assert.deepEqual(next.reads, { all: 0, chat: 0 });
   assert.deepEqual(next.errors, []);
+});
+
+test('warm() reads the stored parts a chat at a time after a pause each, shares them with a search meanwhile, and stops when a pause rejects', async () => {
+  const inner = new MemoryStore();
+  const store = new SearchStore(inner, { delayMs: 60_000, partSize: 50 });
+  const records = history(400, ['dm:bob', 'dm:carol', 'room:r1', 'room:r2']);
+  for (const m of records) await store.put(m);
+  await store.index();
+  await store.flush();
+
+  // A search during the second pause reads the other chats at once; the warm reads none again.
+  const next = restart(inner.snapshot(), { partSize: 50 });
+  let pauses = 0;
+  let searched: Promise<void> | null = null;
+  await next.store.warm(async () => {
+    if (++pauses === 2) searched = assertSame(next.store, records, 'during the warm');
+    await searched;
+  });
+  assert.equal(pauses, 2, 'the search read the chats the warm had not');
+  assert.equal(next.parts.read, 8, 'four chats of 100 in parts of 50, each read once');
+  await assertSame(next.store, records, 'warmed');
+  assert.equal(next.parts.read, 8);
+  assert.deepEqual(next.reads, { all: 0, chat: 0 });
+
+  const stopped = restart(inner.snapshot(), { partSize: 50 });
+  await assert.rejects(
+    stopped.store.warm(async () => {
+      if (stopped.parts.read > 0) throw new Error('stop');
+    }),
+    /stop/,
+  );
+  assert.equal(stopped.parts.read, 2, 'one chat read before the stop');
+  await assertSame(stopped.store, records, 'after a stopped warm');
+
+  // No index stored: the warm reads nothing (the first search builds it).
+  const bare = new MemoryStore();
+  for (const m of records) await bare.put(m);
+  const cold = restart(bare.snapshot());
+  await cold.store.warm(async () => assert.fail('no pause without an index'));
+  assert.deepEqual(cold.reads, { all: 0, chat: 0 });
 });
 
 test('changes are written within the delay and read back; a change that alters nothing writes nothing', async () => {

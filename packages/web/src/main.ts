@@ -157,6 +157,8 @@ function showMain(s: Session, deviceReady = true): void {
   };
   shell.show(parseRoute(location.hash));
   s.publishChats();
+  // The first search then finds the index in memory.
+  s.search.warm();
 }
 
 window.addEventListener('hashchange', () => shell?.show(parseRoute(location.hash)));
@@ -173,16 +175,20 @@ onOpenChatRequest((chat) => {
 
 async function boot(): Promise<void> {
   void registerServiceWorker();
+  // Only the sign-in screen needs the configuration: a resume does not wait for it.
+  const config = new ApiClient()
+    .config()
+    .then((c) => void (registration = c.registration))
+    .catch(() => void (registration = 'open'));
+  let r: Resumed;
   try {
-    registration = (await new ApiClient().config()).registration;
-  } catch {
-    registration = 'open';
-  }
-  try {
-    opened(await resume());
+    r = await resume();
   } catch (e) {
-    showAuth(`Could not reopen your account: ${describeError(e)}`);
+    await config;
+    return showAuth(`Could not reopen your account: ${describeError(e)}`);
   }
+  if (!r.session) await config;
+  opened(r);
 }
 
 void boot().catch((e: unknown) => {

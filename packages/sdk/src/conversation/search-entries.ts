@@ -1,9 +1,10 @@
 /**
  * How a record change alters a chat's entries in the index and which of its parts it touches
- * (SearchStore, search-store.ts), and the parts as they are written out.
+ * (SearchStore, search-store.ts), and the parts as they are read back and written out.
  */
 import { SearchIndex, sameEntry, searchEntry, type SearchHit } from './search.js';
-import { SEARCH_FORMAT, type ChatState, type Effect, type Op, type StoredPart } from './search-parts.js';
+import type { ChatId } from '../envelopes.js';
+import { SEARCH_FORMAT, type ChatState, type Effect, type Op, type StoredEntry, type StoredPart } from './search-parts.js';
 
 /** Whether `op` alters the entries of a loaded chat. */
 export function affects(idx: SearchIndex, c: ChatState, op: Op): boolean {
@@ -63,6 +64,15 @@ export function addEntry(idx: SearchIndex, c: ChatState, hit: SearchHit, partSiz
   c.changed.add(n);
   // A record never changes chat, so no other chat holds its id.
   idx.setFields(hit.id, hit.chat, hit.from, hit.ts, hit.body, hit.file, n);
+}
+
+/** Puts a chat's stored parts in the index, each entry with the part it came from. */
+export function addParts(idx: SearchIndex, c: ChatState, parts: StoredEntry[][]): void {
+  c.sizes = parts.map((part) => part.length);
+  const chat = c.chat as ChatId;
+  parts.forEach((part, n) => {
+    for (const e of part) idx.setFields(e[0], chat, e[1], e[2], e[3], e[4], n);
+  });
 }
 
 function dropEntry(idx: SearchIndex, c: ChatState, id: string): void {

@@ -100,6 +100,20 @@ export async function readChatParts(read: (key: string) => Promise<unknown>, cha
   });
 }
 
+/** The chats a stored manifest lists, as [chat, parts, dirty]. */
+export function statesOf(chats: [string, number, boolean][]): ChatState[] {
+  return chats.map(([chat, parts, dirty]) => {
+    const c = new ChatState(chat);
+    c.parts = parts;
+    // Left dirty by a session that stopped: its parts may hold what the records no longer do.
+    if (dirty) {
+      c.dirty = c.stale = true;
+      c.marked = Promise.resolve();
+    }
+    return c;
+  });
+}
+
 /** The manifest of `chats`: each chat that is dirty or has parts. */
 export function manifestOf(complete: boolean, chats: Iterable<ChatState>): StoredManifest {
   return {

@@ -21,7 +21,7 @@
 import type { ChatId } from '../envelopes.js';
 import type { ChatMessage } from './model.js';
 import { SearchIndex, searchEntry, type SearchHit } from './search.js';
-import { addEntry, affects, apply, chatOf, partValues } from './search-entries.js';
+import { addEntry, addParts, affects, apply, chatOf, partValues } from './search-entries.js';
 import {
   ChatState,
   K_SEARCH_MANIFEST,
@@ -31,6 +31,7 @@ import {
   SEARCH_DELAY_MS,
   SEARCH_PART_SIZE,
   searchPartKey,
+  statesOf,
   type Effect,
   type Op,
   type SearchStoreOptions,
@@ -77,6 +78,20 @@ export class SearchStore extends StoreOver {
       throw e;
     });
     return this.loadingAll.then(() => this.idx);
+  }
+
+  /**
+   * Reads the stored index a chat at a time, each after `pause()` (the app waits for an idle
+   * moment; it rejects to stop), so that the first search finds it in memory; a search meanwhile
+   * reads the rest at once. No index stored: nothing is read (the first search builds it).
+   */
+  async warm(pause: () => Promise<void>): Promise<void> {
+    await this.open();
+    for (const c of this.complete ? [...this.chats.values()] : [])
+      while (!c.loaded && !this.closed) {
+        await pause();
+        await this.load(c, true);
+      }
   }
 
   /** The newest `limit` records whose text holds every word of `query` (SearchIndex.search). */
@@ -206,16 +221,9 @@ export class SearchStore extends StoreOver {
       return;
     }
     this.complete = true;
-    for (const [chat, parts, dirty] of m.chats) {
-      const c = new ChatState(chat);
-      c.parts = parts;
-      if (dirty) {
-        // Left dirty by a session that stopped: its parts may hold what the records no longer do.
-        c.dirty = c.stale = true;
-        c.marked = Promise.resolve();
-        this.toWrite.add(c);
-      }
-      this.chats.set(chat, c);
+    for (const c of statesOf(m.chats)) {
+      if (c.dirty) this.toWrite.add(c);
+      this.chats.set(c.chat, c);
     }
     if (this.toWrite.size > 0) this.schedule();
   }
@@ -253,11 +261,7 @@ export class SearchStore extends StoreOver {
       return;
     }
     if (c.loaded) return;
-    c.sizes = parts.map((part) => part.length);
-    const chat = c.chat as ChatId;
-    parts.forEach((part, n) => {
-      for (const e of part) this.idx.setFields(e[0], chat, e[1], e[2], e[3], e[4], n);
-    });
+    addParts(this.idx, c, parts);
     this.loaded(c);
   }
 

@@ -50,25 +50,18 @@ function unreachable(error: unknown): boolean {
 }
 
 /**
- * Registers this browser's device (idempotent). With `mayWait` (a resume) an unreachable service
- * does not stop the start: the device is only named, and registered later (connection.ts).
+ * Registers this browser's device (idempotent). A resume or an unlock (`mayWait`) does not wait
+ * for the service: the device is only named here, and the connection registers it before the
+ * event stream opens (connection.ts), so the stored chats show without a round trip, offline too.
  * Returns whether it is registered.
  */
 async function registerDevice(messenger: Messenger, deviceId: string, mayWait: boolean): Promise<boolean> {
-  if (!mayWait) {
-    await messenger.ensureDevice(deviceId);
-    return true;
+  if (mayWait) {
+    messenger.api.setDevice(deviceId);
+    return false;
   }
-  try {
-    if (navigator.onLine) {
-      await messenger.ensureDevice(deviceId);
-      return true;
-    }
-  } catch (error) {
-    if (!unreachable(error)) throw error;
-  }
-  messenger.api.setDevice(deviceId);
-  return false;
+  await messenger.ensureDevice(deviceId);
+  return true;
 }
 
 /**

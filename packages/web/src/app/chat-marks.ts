@@ -33,15 +33,21 @@ export class ChatMarks {
   async readFirstSeen(list: ChatSummary[]): Promise<boolean> {
     const fresh = list.filter((entry) => !this.readFromStore.has(entry.chat));
     for (const entry of fresh) this.readFromStore.add(entry.chat);
+    // All at once: one after another, a long list kept the store busy for a while after the start.
+    const found = await Promise.all(
+      fresh.map(async (entry) => {
+        const chat = entry.chat as ChatId;
+        const draft = await this.conv.drafts.preview(chat);
+        return { chat, draft, mentioned: entry.unread > 0 && (await this.conv.unread(chat)).mentioned };
+      }),
+    );
     let changed = false;
-    for (const entry of fresh) {
-      const chat = entry.chat as ChatId;
-      const draft = await this.conv.drafts.preview(chat);
+    for (const { chat, draft, mentioned } of found) {
       if (draft && !this.draftLines.has(chat)) {
         this.draftLines.set(chat, draft);
         changed = true;
       }
-      if (entry.unread > 0 && (await this.conv.unread(chat)).mentioned) {
+      if (mentioned) {
         this.mentioned.add(chat);
         changed = true;
       }
@@ -69,8 +75,8 @@ export class ChatMarks {
     this.mentioned.add(chat);
   }
 
-  /** `chat` was read: its "Mentioned" goes. */
-  chatRead(chat: string): void {
-    this.mentioned.delete(chat);
+  /** `chat` was read: its "Mentioned" goes; true when it had one. */
+  chatRead(chat: string): boolean {
+    return this.mentioned.delete(chat);
   }
 }

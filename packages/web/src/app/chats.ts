@@ -81,14 +81,17 @@ export class ChatList {
   ) {}
 
   async load(): Promise<void> {
-    for (const row of await this.db.all<MetaRow>(STORES.chats)) {
-      try {
-        const meta = (await openAtRest(this.messenger.historyKey, row.sealed, metaCtx(row.k))) as ChatMeta;
-        if (typeof meta.chat === 'string') this.metas.set(meta.chat, meta);
-      } catch {
-        // a row that does not open starts afresh
-      }
-    }
+    // Opened all at once (the start waits for them), kept in the stored order.
+    const rows = await this.db.all<MetaRow>(STORES.chats);
+    const opened = await Promise.all(
+      rows.map((row) =>
+        openAtRest(this.messenger.historyKey, row.sealed, metaCtx(row.k)).then(
+          (meta) => meta as ChatMeta,
+          () => undefined, // a row that does not open starts afresh
+        ),
+      ),
+    );
+    for (const meta of opened) if (meta && typeof meta.chat === 'string') this.metas.set(meta.chat, meta);
   }
 
   private async save(meta: ChatMeta): Promise<void> {
@@ -201,11 +204,13 @@ export class ChatList {
     await this.save(next);
   }
 
-  async markRead(chat: string): Promise<void> {
+  /** Clears the chat's unread count; false when it had none. */
+  async markRead(chat: string): Promise<boolean> {
     const meta = this.metas.get(chat);
-    if (!meta || meta.unread === 0) return;
+    if (!meta || meta.unread === 0) return false;
     meta.unread = 0;
     await this.save(meta);
+    return true;
   }
 
   /** Sets the unread count (as the SDK counts it); false when it was that already. */

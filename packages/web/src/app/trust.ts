@@ -70,13 +70,21 @@ export class Trust {
   ) {}
 
   async load(): Promise<void> {
-    for (const row of await this.db.all<PinRow>(STORES.pins)) {
-      try {
-        const { nick, ...pin } = (await openAtRest(this.key, row.sealed, ctx(row.k))) as Pin & { nick: string };
-        if (typeof nick === 'string') this.pins.set(nick, pin);
-      } catch {
-        // A pin that does not open is treated as absent; the key is pinned again on next use.
-      }
+    // Opened all at once (the start waits for them), kept in the stored order.
+    const rows = await this.db.all<PinRow>(STORES.pins);
+    const opened = await Promise.all(
+      rows.map((row) =>
+        openAtRest(this.key, row.sealed, ctx(row.k)).then(
+          (value) => value as Pin & { nick: string },
+          // A pin that does not open is treated as absent; the key is pinned again on next use.
+          () => undefined,
+        ),
+      ),
+    );
+    for (const value of opened) {
+      if (typeof value !== 'object' || value === null) continue;
+      const { nick, ...pin } = value;
+      if (typeof nick === 'string') this.pins.set(nick, pin);
     }
   }
 

@@ -96,7 +96,7 @@ function trustLabel(c: ChatSummary): { text: string; class: string } | undefined
   return undefined;
 }
 
-function entry(c: ChatSummary, current: string | null): HTMLLIElement {
+function entry(c: ChatSummary): HTMLLIElement {
   const descId = uid('chatdesc');
   const when = c.lastTs > 0 ? shortTime(c.lastTs) : '';
   const trust = trustLabel(c);
@@ -116,7 +116,6 @@ function entry(c: ChatSummary, current: string | null): HTMLLIElement {
     'a',
     {
       href: routeHash({ name: 'chat', chat: c.chat }),
-      'aria-current': c.chat === current ? 'page' : null,
       'aria-describedby': descId,
       'data-chat': c.chat,
     },
@@ -184,15 +183,51 @@ export function chatListView(s: Session, openHit: (hit: SearchHit) => void): Cha
   const nav = h('nav', { 'aria-label': 'Chats', class: 'chats' }, list, empty);
   const el = h('aside', { class: 'sidebar' }, h('div', { class: 'sidebar-actions' }, newChatBtn, newRoomBtn), formSlot, searchView(s, openHit), nav);
 
+  /**
+   * Each drawn entry by chat, with what it was drawn from: a render draws again only the entries
+   * whose summary (or the day-relative time it shows) changed, and moves the others into order,
+   * since the list renders on every message and every opening of a chat, and drawing a couple of
+   * hundred entries anew each time (and laying them out) made both slow.
+   */
+  const drawn = new Map<string, { li: HTMLLIElement; link: HTMLAnchorElement; sig: string }>();
+
   return {
     el,
     render(chats, current) {
-      // Keep keyboard focus on the same entry across re-renders.
-      const focused = (document.activeElement as HTMLElement | null)?.dataset?.chat;
-      clear(list);
-      for (const c of chats) list.append(entry(c, current));
+      // Keyboard focus stays on the same entry, drawn again or moved (a move takes the focus away).
+      const focused = document.activeElement as HTMLElement | null;
+      const focusedChat = focused && list.contains(focused) ? focused.dataset.chat : undefined;
+      const keep = new Set<string>();
+      let at: ChildNode | null = list.firstChild;
+      for (const c of chats) {
+        keep.add(c.chat);
+        const sig = `${c.lastTs > 0 ? shortTime(c.lastTs) : ''}|${JSON.stringify(c)}`;
+        let e = drawn.get(c.chat);
+        if (!e || e.sig !== sig) {
+          const li = entry(c);
+          const next = { li, link: li.firstElementChild as HTMLAnchorElement, sig };
+          if (e) {
+            e.li.replaceWith(li);
+            if (at === e.li) at = li;
+          }
+          drawn.set(c.chat, (e = next));
+        }
+        const isCurrent = c.chat === current;
+        if (e.link.hasAttribute('aria-current') !== isCurrent) {
+          if (isCurrent) e.link.setAttribute('aria-current', 'page');
+          else e.link.removeAttribute('aria-current');
+        }
+        if (at === e.li) at = at.nextSibling;
+        else list.insertBefore(e.li, at);
+      }
+      for (const [chat, e] of drawn)
+        if (!keep.has(chat)) {
+          e.li.remove();
+          drawn.delete(chat);
+        }
+      const refocus = focusedChat === undefined ? undefined : drawn.get(focusedChat)?.link;
+      if (refocus && document.activeElement !== refocus) refocus.focus();
       empty.hidden = chats.length > 0;
-      if (focused) list.querySelector<HTMLElement>(`[data-chat="${CSS.escape(focused)}"]`)?.focus();
     },
   };
 }
