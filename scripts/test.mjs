@@ -32,15 +32,18 @@ const concurrency = Math.max(1, Number(process.env.TEST_CONCURRENCY || 3));
 // Each file's time in the previous run, per mode. A run's files start longest first (see
 // run-files.mjs): started in name order, a long file near the end (the history transfer, the
 // minute of the pacing test) ran on alone while the other slots stood idle. A file with no time
-// yet goes first.
+// yet goes first. A checkout that has run no tests yet (a fresh clone in CI) takes the times of a
+// whole run kept in the repository, rounded to seconds (test-times.json; any run's will do, since
+// only their order counts).
 const timesFile = join('node_modules', '.cache', 'svc-test-times.json');
-const lastTimes = (() => {
+const readTimes = (file) => {
   try {
-    return JSON.parse(readFileSync(timesFile, 'utf8'));
+    return JSON.parse(readFileSync(file, 'utf8'));
   } catch {
-    return {};
+    return null;
   }
-})();
+};
+const lastTimes = readTimes(timesFile) ?? readTimes(fileURLToPath(new URL('./test-times.json', import.meta.url))) ?? {};
 // The runner names a file by its TypeScript source (source maps): packages/x/test/a.test.ts for
 // packages/x/dist/test/a.test.js, packages/web/unit/a.test.ts for packages/web/dist/node/unit/a.test.js.
 const sourceOf = (f) =>
@@ -55,14 +58,22 @@ const longestFirst = (mode, files) => {
 };
 const runFiles = fileURLToPath(new URL('./run-files.mjs', import.meta.url));
 
+// The command line's suites run its program as child processes, several per test: a run of their
+// own, last, so that it goes to whichever lane is free first (the PostgreSQL runs end minutes
+// before the SQLite ones) instead of lengthening the longest run.
+const commandLine = (f) => /packages[\\/]cli[\\/]/.test(f);
 const runs = [];
+const last = [];
 for (const mode of modes) {
   const batch = longestFirst(mode, mode === modes[0] ? selected : selected.filter(modal));
-  const rest = batch.filter((f) => !browser(f));
+  const rest = batch.filter((f) => !browser(f) && !commandLine(f));
+  const cli = batch.filter(commandLine);
   const web = batch.filter(browser);
   if (rest.length > 0) runs.push({ name: `TEST_MODE=${mode}`, mode, batch: rest, concurrency });
   if (web.length > 0) runs.push({ name: `TEST_MODE=${mode} browser`, mode, batch: web, concurrency: webConcurrency });
+  if (cli.length > 0) last.push({ name: `TEST_MODE=${mode} command line`, mode, batch: cli, concurrency });
 }
+runs.push(...last);
 
 // The runs are independent (each server gets its own SQLite file, or its own PostgreSQL schema and
 // Redis key prefix), so they share the machine: TEST_LANES runs at a time (default 3, so that the
