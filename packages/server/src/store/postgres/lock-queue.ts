@@ -23,9 +23,4 @@ export class LockQueue {
     });
     return result;
   }
-
-  /** Keys with writes queued or running (for tests). */
-  get size(): number {
-    return this.tails.size;
-  }
 }
