@@ -48,6 +48,9 @@ export const modal = (f) => /packages[\\/]server[\\/]dist[\\/]test[\\/](api|push
 /** The browser suites. */
 export const browser = (f) => /packages[\\/]web[\\/]dist[\\/]test[\\/]/.test(f);
 
+/** The command line's suites, which start its program as child processes. */
+export const commandLine = (f) => /packages[\\/]cli[\\/]dist[\\/]test[\\/]/.test(f);
+
 /**
  * NODE_OPTIONS for a test process: the caller's, then each of these scripts/ modules loaded first
  * (--import), e.g. lean-test-hook.mjs, which every run of the tests loads.

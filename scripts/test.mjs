@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { makeTestCa } from './test-ca.mjs';
-import { browser, modal, modesFromEnv, testFiles, testNodeOptions } from './test-files.mjs';
+import { browser, commandLine, modal, modesFromEnv, testFiles, testNodeOptions } from './test-files.mjs';
 
 const modes = modesFromEnv();
 const selected = testFiles(process.argv.slice(2));
@@ -58,10 +58,9 @@ const longestFirst = (mode, files) => {
 };
 const runFiles = fileURLToPath(new URL('./run-files.mjs', import.meta.url));
 
-// The command line's suites run its program as child processes, several per test: a run of their
-// own, last, so that it goes to whichever lane is free first (the PostgreSQL runs end minutes
-// before the SQLite ones) instead of lengthening the longest run.
-const commandLine = (f) => /packages[\\/]cli[\\/]/.test(f);
+// The command line's suites start its program as child processes, several per test: a run of
+// their own, last, so that it goes to whichever lane is free first (the PostgreSQL runs end
+// minutes before the SQLite ones) instead of lengthening the longest run.
 const runs = [];
 const last = [];
 for (const mode of modes) {
